@@ -1,0 +1,1 @@
+"""I/O behind small interfaces: object stores, registry, Iceberg, key store."""

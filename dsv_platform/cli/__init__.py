@@ -1,0 +1,1 @@
+"""The ``dsv`` command line."""

@@ -1,0 +1,58 @@
+"""`dsv`: the platform's command line.
+
+Each sub-command lives in its own module with a ``register(subparsers)``
+function that adds its parser and sets ``handler``. Handlers return an exit
+code. A :class:`DsvError` becomes a one-line message on stderr and its exit
+code (resolution failures: 3 NOT_FOUND, 4 REDACTED, 5 EXPIRED, 6 CORRUPT,
+7 ACCESS_DENIED; other errors 2); never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from dsv_platform.core.errors import DsvError
+
+# Modules that contribute sub-commands, in help order.
+COMMAND_MODULES = (
+    "dsv_platform.cli.hash_cmd",
+    "dsv_platform.cli.split_cmd",
+    "dsv_platform.cli.conformance_cmd",
+    "dsv_platform.cli.demo_cmd",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dsv", description="dsv_platform: dataset versioning and reproducibility")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue  # a command module not written yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code = args.handler(args)
+    except DsvError as exc:
+        message = str(exc).replace("\n", " ")
+        print(f"dsv: error: {message}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+    return int(code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

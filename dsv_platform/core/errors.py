@@ -1,0 +1,156 @@
+"""One error hierarchy for the platform.
+
+Every error the platform raises on purpose derives from :class:`DsvError`.
+Resolution failures carry a :class:`FailureKind` and a fixed CLI exit code, so
+training code, the CLI and the rehearsal schedule all speak the same words.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class DsvError(Exception):
+    """Base of every error dsv_platform raises on purpose."""
+
+    exit_code: int = 2
+
+
+class ConfigurationError(DsvError):
+    """A setting or argument is missing or malformed."""
+
+
+class ContractError(DsvError):
+    """A contract file is malformed: unknown key, unknown type, missing parameter."""
+
+    def __init__(self, message: str, *, file: str | None = None, column: str | None = None) -> None:
+        where = []
+        if file:
+            where.append(file)
+        if column:
+            where.append(f"column {column!r}")
+        prefix = ": ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+        self.file = file
+        self.column = column
+
+
+class ContractViolationError(DsvError):
+    """Data does not satisfy its contract (null or duplicate key, naive timestamp, ...)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        column: str | None = None,
+        value: object = None,
+        row_key: object = None,
+        source: str | None = None,
+    ) -> None:
+        parts = []
+        if source:
+            parts.append(source)
+        if column:
+            parts.append(f"column {column!r}")
+        if row_key is not None:
+            parts.append(f"row key {row_key!r}")
+        prefix = ", ".join(parts)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+        self.column = column
+        self.value = value
+        self.row_key = row_key
+        self.source = source
+
+
+class InputError(DsvError):
+    """An input file or stream cannot be read as what it claims to be."""
+
+
+class SplitPolicyError(DsvError):
+    """A split policy is malformed or cannot be applied to the given identifiers."""
+
+
+class ReferenceSyntaxError(DsvError):
+    """A dataset reference string does not parse."""
+
+
+class ObjectStoreError(DsvError):
+    """The object store refused or failed an operation."""
+
+
+class ObjectConflictError(ObjectStoreError):
+    """A write-once key already holds different bytes; nothing was overwritten."""
+
+
+class ObjectVerificationError(ObjectStoreError):
+    """An object read back does not hash to its key."""
+
+
+class IllegalTransitionError(DsvError):
+    """A realization state transition that the publication protocol forbids."""
+
+
+class PublicationError(DsvError):
+    """The build protocol refused a candidate (duplicate partition, schema disagreement, failed gate)."""
+
+
+class AliasConflictError(DsvError):
+    """A compare-and-swap on an alias lost: its current target is not the expected one."""
+
+
+class FailureKind(enum.Enum):
+    """Typed resolution failures, each with its fixed CLI exit code."""
+
+    NOT_FOUND = 3
+    REDACTED = 4
+    EXPIRED = 5
+    CORRUPT = 6
+    ACCESS_DENIED = 7
+
+    @property
+    def exit_code(self) -> int:
+        return self.value
+
+
+class ResolutionError(DsvError):
+    """A reference did not resolve to exactly one readable realization."""
+
+    kind: FailureKind
+
+    def __init__(self, message: str, *, ref: str | None = None, detail: dict[str, object] | None = None) -> None:
+        super().__init__(f"{self.kind.name}: {message}")
+        self.ref = ref
+        self.detail = dict(detail or {})
+
+    @property
+    def exit_code(self) -> int:  # type: ignore[override]
+        return self.kind.exit_code
+
+
+class NotFoundError(ResolutionError):
+    kind = FailureKind.NOT_FOUND
+
+
+class RedactedError(ResolutionError):
+    kind = FailureKind.REDACTED
+
+
+class ExpiredError(ResolutionError):
+    kind = FailureKind.EXPIRED
+
+
+class CorruptError(ResolutionError):
+    kind = FailureKind.CORRUPT
+
+
+class AccessDeniedError(ResolutionError):
+    kind = FailureKind.ACCESS_DENIED
+
+
+RESOLUTION_ERRORS: dict[FailureKind, type[ResolutionError]] = {
+    FailureKind.NOT_FOUND: NotFoundError,
+    FailureKind.REDACTED: RedactedError,
+    FailureKind.EXPIRED: ExpiredError,
+    FailureKind.CORRUPT: CorruptError,
+    FailureKind.ACCESS_DENIED: AccessDeniedError,
+}

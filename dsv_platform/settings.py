@@ -1,0 +1,82 @@
+"""The one place that reads environment variables.
+
+``load_settings()`` reads the ``DSV_*`` variables once into a frozen
+:class:`Settings`. Everything else receives a ``Settings`` value. With no
+variables set, the embedded default lives under ``./.dsv``: SQLite registry,
+SQLite Iceberg catalog, local object store, SQLite Dagster instance.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+# Documented in README.md and deploy/README.md; keep the three in step.
+VARIABLES: dict[str, str] = {
+    "DSV_HOME": "project-local data folder of the embedded default (default ./.dsv)",
+    "DSV_REGISTRY_URL": "SQLAlchemy URL of the registry (default sqlite:///$DSV_HOME/registry.db; production postgresql+psycopg2://...)",
+    "DSV_OBJECT_STORE": "object store root: a folder path or s3://bucket/prefix (default $DSV_HOME/objects)",
+    "DSV_S3_ENDPOINT_URL": "S3 endpoint for a non-AWS server (e.g. http://127.0.0.1:9000)",
+    "DSV_S3_REGION": "S3 region (default us-east-1)",
+    "DSV_ICEBERG_CATALOG_URL": "SQLAlchemy URL of the pyiceberg SQL catalog (default sqlite:///$DSV_HOME/iceberg_catalog.db)",
+    "DSV_ICEBERG_WAREHOUSE": "Iceberg warehouse location: a folder or s3:// URI (default $DSV_HOME/warehouse)",
+    "DSV_KEY_STORE": "folder of the per-object key store used for crypto-erasure (default $DSV_HOME/keys)",
+    "DSV_DROP_FOLDER": "folder the landing sensor watches for new batch files (default $DSV_HOME/drop)",
+    "DSV_ACTOR": "who is acting, recorded on registry events (default the OS user)",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path
+    registry_url: str
+    object_store: str
+    s3_endpoint_url: str | None
+    s3_region: str
+    iceberg_catalog_url: str
+    iceberg_warehouse: str
+    key_store: Path
+    drop_folder: Path
+    actor: str
+
+    @property
+    def object_store_is_s3(self) -> bool:
+        return self.object_store.startswith("s3://")
+
+    def with_home(self, home: Path) -> "Settings":
+        """The embedded default rooted at another folder (tests, demos)."""
+        return replace(self, **_defaults(home))
+
+
+def _defaults(home: Path) -> dict[str, object]:
+    home = home.resolve()
+    return {
+        "home": home,
+        "registry_url": f"sqlite:///{home / 'registry.db'}",
+        "object_store": str(home / "objects"),
+        "iceberg_catalog_url": f"sqlite:///{home / 'iceberg_catalog.db'}",
+        "iceberg_warehouse": str(home / "warehouse"),
+        "key_store": home / "keys",
+        "drop_folder": home / "drop",
+    }
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Read ``DSV_*`` variables (from ``environ`` or the process environment)."""
+    env = os.environ if environ is None else environ
+    home = Path(env.get("DSV_HOME") or ".dsv")
+    defaults = _defaults(home)
+    return Settings(
+        home=defaults["home"],  # type: ignore[arg-type]
+        registry_url=env.get("DSV_REGISTRY_URL") or str(defaults["registry_url"]),
+        object_store=env.get("DSV_OBJECT_STORE") or str(defaults["object_store"]),
+        s3_endpoint_url=env.get("DSV_S3_ENDPOINT_URL") or None,
+        s3_region=env.get("DSV_S3_REGION") or "us-east-1",
+        iceberg_catalog_url=env.get("DSV_ICEBERG_CATALOG_URL") or str(defaults["iceberg_catalog_url"]),
+        iceberg_warehouse=env.get("DSV_ICEBERG_WAREHOUSE") or str(defaults["iceberg_warehouse"]),
+        key_store=Path(env.get("DSV_KEY_STORE") or defaults["key_store"]),  # type: ignore[arg-type]
+        drop_folder=Path(env.get("DSV_DROP_FOLDER") or defaults["drop_folder"]),  # type: ignore[arg-type]
+        actor=env.get("DSV_ACTOR") or env.get("USER") or "unknown",
+    )
