@@ -86,6 +86,10 @@ class ObjectVerificationError(ObjectStoreError):
     """An object read back does not hash to its key."""
 
 
+class ObjectNotFoundError(ObjectStoreError):
+    """No object (or staged part) is stored under the requested key."""
+
+
 class IllegalTransitionError(DsvError):
     """A realization state transition that the publication protocol forbids."""
 

@@ -1,0 +1,319 @@
+"""Content-addressed, write-once object store: the interface and the logic every backend shares.
+
+Layout relative to the store root (a folder, or ``s3://bucket/prefix``)::
+
+    objects/sha256/ab/cdef...      write-once objects; the key is the lowercase hex
+                                   SHA-256 of the bytes (2 hex chars of folder, 62 of name)
+    staging/<attempt_id>/<name>    one build attempt's private parts, before promotion
+    tmp/                           (local store only) partial writes; never read
+
+Guarantees of every implementation:
+
+* ``put`` hashes while it streams (8 MiB chunks), creates the key only if it is
+  absent, then reads the object back and re-hashes it (verify-after-write).
+* An existing key with identical bytes makes ``put`` a no-op success; an
+  existing key holding other bytes (corruption) raises
+  :class:`ObjectConflictError` and is never overwritten.
+* ``get`` / ``open`` / ``verify`` re-hash what they read and raise
+  :class:`ObjectVerificationError` naming the digest on a mismatch; a missing
+  key raises :class:`ObjectNotFoundError`.
+* Staged parts may be rewritten until promoted; ``promote`` copies a staged part
+  into its content address (the staged part stays until ``abandon``).
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import io
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple, cast
+
+from dsv_platform.core.errors import (
+    ConfigurationError,
+    ObjectNotFoundError,
+    ObjectStoreError,
+    ObjectVerificationError,
+)
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
+
+    from dsv_platform.settings import Settings
+
+CHUNK_SIZE = 8 * 1024 * 1024
+OBJECTS_PREFIX = "objects/sha256/"
+STAGING_PREFIX = "staging/"
+
+Source = bytes | bytearray | memoryview | str | os.PathLike[str] | BinaryIO
+"""What ``put`` and ``stage`` accept: bytes, a file path (``str`` is always a path), or a binary stream."""
+
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+_ATTEMPT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+class ObjectInfo(NamedTuple):
+    digest: str
+    size: int
+
+
+@dataclass(frozen=True)
+class StagedObject:
+    name: str
+    size: int
+    last_modified: datetime
+
+
+@dataclass(frozen=True)
+class StagingAttempt:
+    attempt_id: str
+    last_modified: datetime
+    object_count: int
+    total_size: int
+
+
+def check_digest(digest: str) -> str:
+    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+        raise ObjectStoreError(f"not a lowercase hex SHA-256 digest: {digest!r}")
+    return digest
+
+
+def check_attempt(attempt_id: str) -> str:
+    if not isinstance(attempt_id, str) or not _ATTEMPT.fullmatch(attempt_id):
+        raise ObjectStoreError(f"bad staging attempt id {attempt_id!r}: use 1-128 of [A-Za-z0-9._-], not starting with '.', '_' or '-'")
+    return attempt_id
+
+
+def check_name(name: str) -> str:
+    parts = name.split("/") if isinstance(name, str) else []
+    if not parts or any(p in ("", ".", "..") for p in parts) or "\\" in name or "\x00" in name:
+        raise ObjectStoreError(f"bad staged object name {name!r}: use a relative POSIX path without '.', '..' or empty parts")
+    return name
+
+
+def object_key(digest: str) -> str:
+    """The object's key relative to the store root: ``objects/sha256/ab/cdef...``."""
+    check_digest(digest)
+    return f"{OBJECTS_PREFIX}{digest[:2]}/{digest[2:]}"
+
+
+def digest_of_key(key: str) -> str | None:
+    """The digest a relative key ``objects/sha256/ab/cdef...`` stands for, or None for other keys."""
+    if not key.startswith(OBJECTS_PREFIX):
+        return None
+    shard, _, rest = key[len(OBJECTS_PREFIX) :].partition("/")
+    digest = shard + rest
+    return digest if len(shard) == 2 and _DIGEST.fullmatch(digest) else None
+
+
+def hash_stream(stream: BinaryIO, sink: Callable[[bytes], object] | None = None) -> tuple[str, int]:
+    """SHA-256 hex digest and length of what remains in ``stream``, read in chunks; each chunk goes to ``sink``."""
+    h = hashlib.sha256()
+    size = 0
+    while chunk := stream.read(CHUNK_SIZE):
+        h.update(chunk)
+        size += len(chunk)
+        if sink is not None:
+            sink(chunk)
+    return h.hexdigest(), size
+
+
+def mismatch(digest: str, actual: str, where: str) -> ObjectVerificationError:
+    return ObjectVerificationError(f"object {digest} at {where} hashes to {actual}: its bytes are corrupt")
+
+
+class VerifyingReader(io.RawIOBase):
+    """A read-only stream that hashes what passes through and raises at end of stream on a mismatch.
+
+    Verification happens only when the reader reaches the end; a reader that
+    stops early has read unverified bytes.
+    """
+
+    def __init__(self, raw: BinaryIO, digest: str, where: str) -> None:
+        super().__init__()
+        self._raw = raw
+        self._digest = digest
+        self._where = where
+        self._hash = hashlib.sha256()
+        self._checked = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        data = self._raw.read(len(buffer))
+        n = len(data)
+        if n:
+            buffer[:n] = data
+            self._hash.update(data)
+        elif len(buffer) and not self._checked:
+            self._checked = True
+            actual = self._hash.hexdigest()
+            if actual != self._digest:
+                raise mismatch(self._digest, actual, self._where)
+        return n
+
+    def close(self) -> None:
+        try:
+            self._raw.close()
+        finally:
+            super().close()
+
+
+def _open_source(source: Source) -> BinaryIO:
+    if isinstance(source, bytes | bytearray | memoryview):
+        return io.BytesIO(source)
+    if isinstance(source, str | os.PathLike):
+        try:
+            return open(source, "rb")  # noqa: SIM115 - the caller closes it
+        except OSError as exc:
+            raise ObjectStoreError(f"cannot read {os.fspath(source)!r}: {exc}") from exc
+    return source
+
+
+class ObjectStore(abc.ABC):
+    """A content-addressed, write-once object store with per-attempt staging (see the module docstring)."""
+
+    @property
+    @abc.abstractmethod
+    def location(self) -> str:
+        """The store root: a folder path or ``s3://bucket/prefix``."""
+
+    # -- objects --------------------------------------------------------
+    def put(self, source: Source) -> str:
+        """Store bytes, a file (``str`` or path-like) or a binary stream; return its digest."""
+        if isinstance(source, bytes | bytearray | memoryview | str | os.PathLike):
+            with _open_source(source) as stream:
+                return self._put(stream)
+        return self._put(source)
+
+    def put_file(self, path: str | os.PathLike[str]) -> str:
+        """Store a file without reading it whole into memory; return its digest."""
+        return self.put(path)
+
+    def get(self, digest: str, *, verify: bool = True) -> bytes:
+        """The object's bytes, re-hashed unless ``verify`` is False."""
+        with self.open(digest, verify=verify) as stream:
+            out = io.BytesIO()
+            while chunk := stream.read(CHUNK_SIZE):
+                out.write(chunk)
+            return out.getvalue()
+
+    def open(self, digest: str, *, verify: bool = True) -> BinaryIO:
+        """A streaming reader; with ``verify`` it raises at end of stream if the bytes do not hash to ``digest``."""
+        raw = self._open_raw(check_digest(digest))
+        if not verify:
+            return raw
+        return cast(BinaryIO, io.BufferedReader(VerifyingReader(raw, digest, self.uri(digest)), CHUNK_SIZE))
+
+    def verify(self, digest: str) -> int:
+        """Re-hash the stored object; return its size or raise ObjectVerificationError / ObjectNotFoundError."""
+        with self._open_raw(check_digest(digest)) as raw:
+            actual, size = hash_stream(raw)
+        if actual != digest:
+            raise mismatch(digest, actual, self.uri(digest))
+        return size
+
+    @abc.abstractmethod
+    def _put(self, stream: BinaryIO) -> str: ...
+
+    @abc.abstractmethod
+    def _open_raw(self, digest: str) -> BinaryIO: ...
+
+    @abc.abstractmethod
+    def exists(self, digest: str) -> bool: ...
+
+    @abc.abstractmethod
+    def size(self, digest: str) -> int: ...
+
+    @abc.abstractmethod
+    def delete(self, digest: str) -> bool:
+        """Remove an object (garbage collection only); True if it existed."""
+
+    @abc.abstractmethod
+    def iter_objects(self) -> Iterator[ObjectInfo]:
+        """Every stored object as ``(digest, size)``, in digest order."""
+
+    @abc.abstractmethod
+    def uri(self, digest: str) -> str:
+        """``file:///...`` or ``s3://bucket/key`` of the object."""
+
+    @abc.abstractmethod
+    def arrow_filesystem(self) -> pafs.FileSystem:
+        """A pyarrow filesystem from which ``arrow_path(digest)`` can be read (e.g. by pyarrow.parquet)."""
+
+    @abc.abstractmethod
+    def arrow_path(self, digest: str) -> str: ...
+
+    # -- staging --------------------------------------------------------
+    def stage(self, attempt_id: str, name: str, source: Source) -> str:
+        """Write (or rewrite) a part in an attempt's staging namespace; return the part's digest."""
+        check_attempt(attempt_id)
+        check_name(name)
+        if isinstance(source, bytes | bytearray | memoryview | str | os.PathLike):
+            with _open_source(source) as stream:
+                return self._stage(attempt_id, name, stream)
+        return self._stage(attempt_id, name, source)
+
+    def get_staged(self, attempt_id: str, name: str) -> bytes:
+        with self.open_staged(attempt_id, name) as stream:
+            return stream.read()
+
+    @abc.abstractmethod
+    def _stage(self, attempt_id: str, name: str, stream: BinaryIO) -> str: ...
+
+    @abc.abstractmethod
+    def open_staged(self, attempt_id: str, name: str) -> BinaryIO: ...
+
+    @abc.abstractmethod
+    def list_staged(self, attempt_id: str) -> list[StagedObject]:
+        """The attempt's parts, sorted by name (empty if the attempt has none)."""
+
+    @abc.abstractmethod
+    def delete_staged(self, attempt_id: str, name: str) -> bool: ...
+
+    @abc.abstractmethod
+    def promote(self, attempt_id: str, name: str) -> str:
+        """Copy a staged part to its content address (same rules as ``put``); return its digest."""
+
+    @abc.abstractmethod
+    def abandon(self, attempt_id: str) -> int:
+        """Delete an attempt's staging namespace; return how many parts were removed."""
+
+    @abc.abstractmethod
+    def list_staging(self) -> list[StagingAttempt]:
+        """Every attempt with staged parts, sorted by id, with its latest modification time (UTC)."""
+
+
+def build_object_store(settings: Settings) -> ObjectStore:
+    """The store ``settings.object_store`` names: a folder, or ``s3://bucket/prefix``."""
+    if settings.object_store_is_s3:
+        from dsv_platform.adapters.s3_store import S3ObjectStore
+
+        bucket, _, prefix = settings.object_store[len("s3://") :].partition("/")
+        if not bucket:
+            raise ConfigurationError(f"DSV_OBJECT_STORE {settings.object_store!r} names no bucket: use s3://bucket/prefix")
+        return S3ObjectStore(bucket, prefix, endpoint_url=settings.s3_endpoint_url, region=settings.s3_region)
+    from dsv_platform.adapters.local_store import LocalObjectStore
+
+    return LocalObjectStore(settings.object_store)
+
+
+__all__ = [
+    "CHUNK_SIZE",
+    "ObjectInfo",
+    "ObjectNotFoundError",
+    "ObjectStore",
+    "Source",
+    "StagedObject",
+    "StagingAttempt",
+    "build_object_store",
+    "check_digest",
+    "digest_of_key",
+    "hash_stream",
+    "object_key",
+]
