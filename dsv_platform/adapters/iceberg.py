@@ -1,0 +1,304 @@
+"""Canonical tables on Apache Iceberg (pyiceberg SqlCatalog): two clocks, append-only corrections, pins.
+
+Every canonical table holds the contract's columns plus two system columns:
+``_recorded_at`` (when we learned the row; the contract names the valid-time
+column) and ``_batch`` (which landed batch the row came from). A correction or
+a late event is a new row, never a rewrite, so two reads exist:
+
+* ``read(..., as_of=T)``: the rows known at ``T`` (``_recorded_at <= T``), the
+  latest version per natural key;
+* ``read(...)``: as corrected now (the latest version per key of everything).
+
+Appends are idempotent: a batch already in the table is skipped, and rows
+equal to the key's latest version are not appended again. A commit that loses
+a race (``CommitFailedException``) reloads the table and retries, recomputing
+what to append, a bounded number of times. ``pin`` protects the current
+snapshot with a tag named after the realization that needs it; ``read`` with
+``snapshot_id`` reads a pinned snapshot.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.catalog import Catalog
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchTableError, TableAlreadyExistsError
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression, EqualTo
+from pyiceberg.table import Table
+
+from dsv_platform.core.contract import Contract
+from dsv_platform.core.errors import DsvError
+from dsv_platform.domain.sources import TableSpec
+from dsv_platform.settings import Settings
+
+RECORDED_AT = "_recorded_at"
+BATCH = "_batch"
+NAMESPACE = "canonical"
+COMMIT_ATTEMPTS = 8
+
+
+class CanonicalTableError(DsvError):
+    """A canonical table operation failed (commit retries exhausted, unknown snapshot or tag)."""
+
+
+def catalog_properties(settings: Settings, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """SqlCatalog properties from Settings: the catalog URL, the warehouse and, for s3://, the S3 FileIO endpoint."""
+    warehouse = settings.iceberg_warehouse
+    if "://" not in warehouse:
+        path = Path(warehouse).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        warehouse = path.as_uri()
+    props = {"uri": settings.iceberg_catalog_url, "warehouse": warehouse}
+    if warehouse.startswith("s3://"):
+        props["s3.region"] = settings.s3_region
+        if settings.s3_endpoint_url:
+            props["s3.endpoint"] = settings.s3_endpoint_url
+    props.update(extra or {})
+    return props
+
+
+def build_catalog(settings: Settings, *, name: str = "dsv", extra: Mapping[str, str] | None = None) -> SqlCatalog:
+    """The pyiceberg SQL catalog Settings name (SQLite embedded, PostgreSQL in production)."""
+    return SqlCatalog(name, **catalog_properties(settings, extra))
+
+
+def table_schema(contract: Contract) -> pa.Schema:
+    """The Arrow schema of a canonical table: the contract's columns, then ``_recorded_at`` and ``_batch``."""
+    fields = list(contract.arrow_schema)
+    fields.append(pa.field(RECORDED_AT, pa.timestamp("us", tz="UTC"), nullable=False))
+    fields.append(pa.field(BATCH, pa.string(), nullable=False))
+    return pa.schema(fields)
+
+
+@dataclass(frozen=True)
+class AppendOutcome:
+    """What an append did: the snapshot it created (or the current one) and row counts."""
+
+    table: str
+    snapshot_id: int | None
+    appended: int
+    unchanged: int
+    already_applied: bool
+    attempts: int
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    snapshot_id: int
+    parent_id: int | None
+    timestamp_ms: int
+    operation: str | None
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PinnedSnapshot:
+    """A source snapshot a realization depends on, protected by ``tag``."""
+
+    table: str
+    snapshot_id: int
+    tag: str
+
+    def to_document(self) -> dict[str, object]:
+        return {"table": self.table, "snapshot_id": self.snapshot_id, "tag": self.tag}
+
+
+def latest_per_key(rows: pa.Table, key: tuple[str, ...]) -> pa.Table:
+    """The latest version of each key (greatest ``_recorded_at``, then greatest ``_batch``), sorted by key."""
+    if rows.num_rows == 0:
+        return rows
+    ordered = rows.sort_by([(RECORDED_AT, "descending"), (BATCH, "descending")])
+    ordered = ordered.append_column("__pos", pa.array(range(ordered.num_rows), pa.int64()))
+    first = ordered.group_by(list(key), use_threads=False).aggregate([("__pos", "min")])
+    picked = ordered.take(first.column("__pos_min")).drop_columns(["__pos"])
+    return picked.sort_by([(k, "ascending") for k in key])
+
+
+class CanonicalTables:
+    """Canonical Iceberg tables in one catalog namespace, one per :class:`TableSpec`."""
+
+    def __init__(self, catalog: Catalog, *, namespace: str = NAMESPACE, commit_attempts: int = COMMIT_ATTEMPTS) -> None:
+        self.catalog = catalog
+        self.namespace = namespace
+        self.commit_attempts = commit_attempts
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, extra: Mapping[str, str] | None = None) -> CanonicalTables:
+        return cls(build_catalog(settings, extra=extra))
+
+    def identifier(self, spec: TableSpec) -> str:
+        return f"{self.namespace}.{spec.name}"
+
+    # -- tables ---------------------------------------------------------------
+    def table(self, spec: TableSpec) -> Table:
+        """The table of ``spec``, created (partitioned by the contract's ``partition_by``) if missing."""
+        ident = self.identifier(spec)
+        try:
+            return self.catalog.load_table(ident)
+        except NoSuchTableError:
+            pass
+        try:
+            self.catalog.create_namespace(self.namespace)
+        except NamespaceAlreadyExistsError:
+            pass
+        try:
+            with self.catalog.create_table_transaction(ident, schema=table_schema(spec.contract)) as txn:
+                if spec.contract.partition_by:
+                    with txn.update_spec() as update:
+                        update.add_identity(spec.contract.partition_by)
+        except (TableAlreadyExistsError, CommitFailedException):
+            pass  # another writer created it first
+        return self.catalog.load_table(ident)
+
+    def exists(self, spec: TableSpec) -> bool:
+        return bool(self.catalog.table_exists(self.identifier(spec)))
+
+    # -- writes ---------------------------------------------------------------
+    def append(self, spec: TableSpec, rows: pa.Table, *, recorded_at: dt.datetime, batch: str) -> AppendOutcome:
+        """Append ``rows`` (contract columns) learned at ``recorded_at`` from ``batch``; idempotent, retried."""
+        if recorded_at.tzinfo is None:
+            raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
+        contract = spec.contract
+        rows = rows.select(contract.column_names).cast(contract.arrow_schema)
+        tbl = self.table(spec)
+        for attempt in range(1, self.commit_attempts + 1):
+            current = self._scan(tbl, contract, self._filter_for(contract, rows), None)
+            if current.num_rows and pc.any(pc.equal(current.column(BATCH), batch)).as_py():
+                return AppendOutcome(spec.name, _snapshot_id(tbl), 0, 0, True, attempt)
+            new = _changed_rows(rows, latest_per_key(current, contract.key), contract)
+            if new.num_rows == 0:
+                return AppendOutcome(spec.name, _snapshot_id(tbl), 0, rows.num_rows, False, attempt)
+            stamped = new.append_column(pa.field(RECORDED_AT, pa.timestamp("us", tz="UTC"), nullable=False), pa.array([recorded_at] * new.num_rows, pa.timestamp("us", tz="UTC")))
+            stamped = stamped.append_column(pa.field(BATCH, pa.string(), nullable=False), pa.array([batch] * new.num_rows, pa.string()))
+            try:
+                tbl.append(stamped)
+            except CommitFailedException:
+                time.sleep(0.05 * attempt)
+                tbl = self.catalog.load_table(self.identifier(spec))
+                continue
+            return AppendOutcome(spec.name, _snapshot_id(tbl), new.num_rows, rows.num_rows - new.num_rows, False, attempt)
+        raise CanonicalTableError(f"append to {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
+
+    # -- reads ----------------------------------------------------------------
+    def read(
+        self,
+        spec: TableSpec,
+        *,
+        partition: object | None = None,
+        as_of: dt.datetime | None = None,
+        snapshot_id: int | None = None,
+        history: bool = False,
+    ) -> pa.Table:
+        """Contract rows of ``spec`` (one partition value, or all), latest per key.
+
+        ``as_of`` keeps only rows recorded at or before it ("as known at T");
+        ``snapshot_id`` reads a pinned snapshot; ``history`` returns every
+        version with the system columns instead of the latest per key.
+        """
+        contract = spec.contract
+        if not self.exists(spec):
+            return contract.arrow_schema.empty_table() if not history else table_schema(contract).empty_table()
+        tbl = self.catalog.load_table(self.identifier(spec))
+        if snapshot_id is not None and tbl.snapshot_by_id(snapshot_id) is None:
+            raise CanonicalTableError(f"table {self.identifier(spec)} has no snapshot {snapshot_id} (expired?)")
+        row_filter: BooleanExpression = AlwaysTrue()
+        if partition is not None and contract.partition_by:
+            row_filter = EqualTo(contract.partition_by, _literal(partition))
+        rows = self._scan(tbl, contract, row_filter, snapshot_id)
+        if as_of is not None:
+            rows = rows.filter(pc.less_equal(rows.column(RECORDED_AT), pa.scalar(as_of, pa.timestamp("us", tz="UTC"))))
+        if history:
+            return rows.sort_by([(RECORDED_AT, "ascending"), (BATCH, "ascending"), *[(k, "ascending") for k in contract.key]])
+        return latest_per_key(rows, contract.key).select(contract.column_names).cast(contract.arrow_schema)
+
+    @staticmethod
+    def _scan(tbl: Table, contract: Contract, row_filter: BooleanExpression, snapshot_id: int | None) -> pa.Table:
+        schema = table_schema(contract)
+        if snapshot_id is None and tbl.current_snapshot() is None:
+            return schema.empty_table()
+        arrow = tbl.scan(row_filter=row_filter, snapshot_id=snapshot_id).to_arrow()
+        return arrow.select(schema.names).cast(schema)
+
+    @staticmethod
+    def _filter_for(contract: Contract, rows: pa.Table) -> BooleanExpression:
+        part = contract.partition_by
+        if part is None or rows.num_rows == 0:
+            return AlwaysTrue()
+        values = pc.unique(rows.column(part)).to_pylist()
+        if len(values) != 1:
+            return AlwaysTrue()
+        return EqualTo(part, _literal(values[0]))
+
+    # -- snapshots and tags ---------------------------------------------------
+    def current_snapshot_id(self, spec: TableSpec) -> int | None:
+        return _snapshot_id(self.table(spec))
+
+    def pin(self, spec: TableSpec, tag: str, *, snapshot_id: int | None = None) -> PinnedSnapshot:
+        """Tag ``snapshot_id`` (default: the current snapshot) as ``tag``; re-pinning the same pair is a no-op."""
+        tbl = self.table(spec)
+        target = snapshot_id if snapshot_id is not None else _snapshot_id(tbl)
+        if target is None:
+            raise CanonicalTableError(f"table {self.identifier(spec)} has no snapshot to pin: materialize it first")
+        for attempt in range(1, self.commit_attempts + 1):
+            existing = tbl.refs().get(tag)
+            if existing is not None:
+                if existing.snapshot_id != target:
+                    raise CanonicalTableError(f"tag {tag!r} on {self.identifier(spec)} already pins snapshot {existing.snapshot_id}, not {target}")
+                return PinnedSnapshot(spec.name, target, tag)
+            try:
+                tbl.manage_snapshots().create_tag(target, tag).commit()
+            except CommitFailedException:
+                time.sleep(0.05 * attempt)
+                tbl = self.catalog.load_table(self.identifier(spec))
+                continue
+            return PinnedSnapshot(spec.name, target, tag)
+        raise CanonicalTableError(f"tagging {self.identifier(spec)} lost {self.commit_attempts} commit races in a row")
+
+    def tags(self, spec: TableSpec) -> dict[str, int]:
+        """Tag name -> snapshot id (branches such as ``main`` left out)."""
+        refs = self.table(spec).refs()
+        return {name: ref.snapshot_id for name, ref in sorted(refs.items()) if str(ref.snapshot_ref_type) == "tag"}
+
+    def snapshots(self, spec: TableSpec) -> list[SnapshotInfo]:
+        tbl = self.table(spec)
+        by_snapshot: dict[int, list[str]] = {}
+        for name, sid in self.tags(spec).items():
+            by_snapshot.setdefault(sid, []).append(name)
+        return [
+            SnapshotInfo(
+                snapshot_id=s.snapshot_id,
+                parent_id=s.parent_snapshot_id,
+                timestamp_ms=s.timestamp_ms,
+                operation=s.summary.operation.value if s.summary is not None else None,
+                tags=tuple(sorted(by_snapshot.get(s.snapshot_id, []))),
+            )
+            for s in tbl.snapshots()
+        ]
+
+
+def _snapshot_id(tbl: Table) -> int | None:
+    snap = tbl.current_snapshot()
+    return None if snap is None else snap.snapshot_id
+
+
+def _literal(value: object) -> object:
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value
+
+
+def _changed_rows(rows: pa.Table, latest: pa.Table, contract: Contract) -> pa.Table:
+    """Rows of ``rows`` whose key is new or whose values differ from the key's latest version."""
+    if latest.num_rows == 0 or rows.num_rows == 0:
+        return rows
+    names = contract.column_names
+    known = {tuple(r) for r in zip(*(latest.column(n).to_pylist() for n in names), strict=True)}
+    keep = [tuple(r) not in known for r in zip(*(rows.column(n).to_pylist() for n in names), strict=True)]
+    return rows.filter(pa.array(keep, pa.bool_()))
