@@ -1,0 +1,27 @@
+"""The SQL registry (SQLite embedded default, PostgreSQL in production)."""
+
+from dsv_platform.adapters.registry.records import (
+    AliasMove,
+    AliasRecord,
+    Definition,
+    DefinitionConflictError,
+    PublishOutcome,
+    PublishResult,
+    Realization,
+    RealizationEvent,
+    StaleAliasError,
+)
+from dsv_platform.adapters.registry.registry import Registry
+
+__all__ = [
+    "AliasMove",
+    "AliasRecord",
+    "Definition",
+    "DefinitionConflictError",
+    "PublishOutcome",
+    "PublishResult",
+    "Realization",
+    "RealizationEvent",
+    "Registry",
+    "StaleAliasError",
+]

@@ -1,0 +1,54 @@
+"""SQLAlchemy engines for the registry: SQLite (embedded default) and PostgreSQL.
+
+SQLite: WAL journal, a long busy timeout and pysqlite's own transaction
+handling switched off, so that every write transaction starts with
+``BEGIN IMMEDIATE`` (it takes the write lock up front and waits for it,
+instead of failing half-way when two processes write). Reads use a plain
+deferred ``BEGIN`` and see a consistent snapshot next to a writer.
+A connection opts into write mode with ``execution_options(dsv_write=True)``.
+
+PostgreSQL: READ COMMITTED; correctness comes from unique constraints and
+conditional ``UPDATE ... WHERE`` (see registry.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Connection, Engine, make_url
+
+from dsv_platform.core.errors import ConfigurationError
+
+BUSY_TIMEOUT_MS = 60_000
+
+
+def create_registry_engine(url: str) -> Engine:
+    """An engine for a ``sqlite:///path`` or ``postgresql+psycopg2://`` registry URL."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "postgresql":
+        return create_engine(parsed, pool_pre_ping=True)
+    if backend != "sqlite":
+        raise ConfigurationError(f"registry URL {url!r}: only sqlite:/// and postgresql+psycopg2:// are supported")
+    database = parsed.database
+    if database and database != ":memory:" and not database.startswith("file:"):
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(parsed, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("dsv_write") else "BEGIN")
+
+    return engine

@@ -1,0 +1,170 @@
+"""Versioned schema migrations: a tiny runner of our own.
+
+``schema_version`` records every applied migration. Each migration runs in its
+own transaction (DDL is transactional on SQLite and PostgreSQL), under a lock
+(SQLite ``BEGIN IMMEDIATE``; a PostgreSQL transaction-level advisory lock), and
+re-checks ``schema_version`` inside it, so :func:`upgrade` is idempotent and
+safe when several processes open the registry at once. An old database is
+upgraded in place.
+
+Rule for authors: migrations never change once released. A migration may
+create a table from :mod:`schema` only while no later migration alters it;
+when one does, freeze the earlier shape here (as ``_definitions_v1`` is).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import Column, ForeignKeyConstraint, Index, Integer, MetaData, String, Table, Text, UniqueConstraint, func, inspect, select
+from sqlalchemy.engine import Connection, Engine
+
+from dsv_platform.adapters.registry import schema as s
+from dsv_platform.core.errors import ConfigurationError
+
+_PG_LOCK_ID = 0x64737672  # "dsvr"
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    apply: Callable[[Connection], None]
+
+
+# ---------------------------------------------------------------- frozen shapes
+
+
+def _v1_tables() -> list[Table]:
+    m = MetaData()
+    definitions = Table(
+        "dataset_definitions",
+        m,
+        Column("name", s.NAME, primary_key=True),
+        Column("version", s.VERSION, primary_key=True),
+        Column("contract_json", Text, nullable=False),
+        Column("contract_hash", s.HASH, nullable=False),
+        Column("recipe_json", Text, nullable=False),
+        Column("recipe_hash", s.HASH, nullable=False),
+        Column("owner", s.NAME, nullable=False),
+        Column("created_at", s.UtcDateTime, nullable=False),
+    )
+    realizations = Table(
+        "realizations",
+        m,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("dataset", s.NAME, nullable=False),
+        Column("version", s.VERSION, nullable=False),
+        Column("state", String(20), nullable=False),
+        Column("request_id", s.NAME, nullable=False, unique=True),
+        Column("logical_key", Text, nullable=False),
+        Column("manifest_hash", s.HASH),
+        Column("content_hash", s.HASH),
+        Column("schema_hash", s.HASH),
+        Column("human_version", String(40)),
+        Column("created_at", s.UtcDateTime, nullable=False),
+        Column("created_by", s.NAME, nullable=False),
+        Column("state_changed_at", s.UtcDateTime, nullable=False),
+        Column("published_at", s.UtcDateTime),
+        ForeignKeyConstraint(["dataset", "version"], ["dataset_definitions.name", "dataset_definitions.version"]),
+        UniqueConstraint("dataset", "version", "human_version", name="uq_realizations_human_version"),
+    )
+    # Unchanged since v1: created from the current schema, into this metadata so
+    # foreign keys resolve against the frozen shapes above.
+    rest = [t.to_metadata(m) for t in (s.realization_events, s.manifests, s.publication_claims, s.aliases, s.alias_history)]
+    Index("ix_realizations_manifest", realizations.c.dataset, realizations.c.version, realizations.c.manifest_hash)
+    return [definitions, realizations, *rest]
+
+
+def _append_only(conn: Connection, table: str) -> None:
+    if conn.dialect.name == "sqlite":
+        for op in ("UPDATE", "DELETE"):
+            conn.exec_driver_sql(
+                f"CREATE TRIGGER {table}_no_{op.lower()} BEFORE {op} ON {table} "
+                f"BEGIN SELECT RAISE(ABORT, '{table} is append-only'); END"
+            )
+    else:
+        conn.exec_driver_sql(
+            "CREATE OR REPLACE FUNCTION dsv_append_only() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION USING MESSAGE = TG_TABLE_NAME || ' is append-only'; END $$"
+        )
+        conn.exec_driver_sql(
+            f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table} FOR EACH ROW EXECUTE FUNCTION dsv_append_only()"
+        )
+
+
+# ---------------------------------------------------------------- migrations
+
+
+def _v1(conn: Connection) -> None:
+    for table in _v1_tables():
+        table.create(conn)
+    _append_only(conn, "realization_events")
+    _append_only(conn, "alias_history")
+
+
+def _v2(conn: Connection) -> None:
+    conn.exec_driver_sql("ALTER TABLE dataset_definitions ADD COLUMN allowed_readers_json TEXT NOT NULL DEFAULT '[]'")
+    conn.exec_driver_sql("ALTER TABLE realizations ADD COLUMN redaction_generation INTEGER")
+    for table in (s.lineage_edges, s.retention_roots, s.consumption_records, s.redaction_generations, s.reproduction_records):
+        table.create(conn)
+    _append_only(conn, "redaction_generations")
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "definitions, realizations, events, manifests, publication claims, aliases", _v1),
+    Migration(2, "reader ACL, redaction generation; lineage, retention, consumption, redaction, reproduction tables", _v2),
+)
+LATEST = MIGRATIONS[-1].version
+
+
+# ---------------------------------------------------------------- runner
+
+
+@contextmanager
+def _locked(engine: Engine) -> Iterator[Connection]:
+    with engine.connect() as conn:
+        conn.execution_options(dsv_write=True)
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(select(func.pg_advisory_xact_lock(_PG_LOCK_ID)))
+            s.schema_version.create(conn, checkfirst=True)
+            yield conn
+
+
+def _applied(conn: Connection) -> set[int]:
+    return set(conn.execute(select(s.schema_version.c.version)).scalars())
+
+
+def current_version(engine: Engine) -> int:
+    """The newest applied migration (0 for an empty database)."""
+    with engine.connect() as conn:
+        if not inspect(conn).has_table("schema_version"):
+            return 0
+        return int(conn.execute(select(func.max(s.schema_version.c.version))).scalar() or 0)
+
+
+def upgrade(engine: Engine, target: int | None = None) -> list[int]:
+    """Apply the missing migrations up to ``target`` (default: all), each in its own transaction; returns those applied.
+
+    Refuses a database whose schema is newer than this code knows.
+    """
+    applied: list[int] = []
+    for migration in MIGRATIONS:
+        if target is not None and migration.version > target:
+            break
+        with _locked(engine) as conn:
+            done = _applied(conn)
+            if done and max(done) > LATEST:
+                raise ConfigurationError(f"registry schema v{max(done)} is newer than this code (v{LATEST}); upgrade dsv_platform")
+            if migration.version in done:
+                continue
+            migration.apply(conn)
+            conn.execute(
+                s.schema_version.insert().values(version=migration.version, description=migration.description, applied_at=datetime.now(UTC))
+            )
+            applied.append(migration.version)
+    return applied
