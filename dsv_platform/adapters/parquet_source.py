@@ -33,6 +33,17 @@ def read_schema(file: Path) -> pa.Schema:
         raise InputError(f"{file}: not a readable Parquet file ({exc})") from exc
 
 
+def count_rows(files: Sequence[Path]) -> int:
+    """Rows in all ``files``, from their footers (for progress bars)."""
+    total = 0
+    for file in files:
+        try:
+            total += pq.ParquetFile(file).metadata.num_rows
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InputError(f"{file}: not a readable Parquet file ({exc})") from exc
+    return total
+
+
 def iter_batches(files: Sequence[Path], columns: Sequence[str]) -> Iterator[tuple[str, pa.RecordBatch]]:
     """``(file name, batch)`` for every batch of every file, reading only ``columns``."""
     for file in files:

@@ -7,9 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
-from dsv_platform.adapters.parquet_source import discover_parquet, iter_batches
+from dsv_platform.adapters.parquet_source import count_rows, discover_parquet, iter_batches
 from dsv_platform.cli.progress import row_progress
 from dsv_platform.core.contract import Contract, load_contract
 from dsv_platform.core.hashing import DatasetDigest, iter_canonical_chunks
@@ -26,7 +24,7 @@ def _inputs(args: argparse.Namespace) -> tuple[Contract, list[Path], str | None]
 
 
 def digest_files(contract: Contract, files: list[Path], partition_by: str | None, *, progress: bool | None = None) -> DatasetDigest:
-    total = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    total = count_rows(files)
     with row_progress("hashing", total, enabled=progress) as advance:
         return hash_batches(iter_batches(files, contract.column_names), contract, partition_by=partition_by, progress=advance)
 
