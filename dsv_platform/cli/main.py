@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "dsv_platform.cli.hash_cmd",
     "dsv_platform.cli.split_cmd",
     "dsv_platform.cli.conformance_cmd",
+    "dsv_platform.cli.registry_cmd",
     "dsv_platform.cli.demo_cmd",
 )
 

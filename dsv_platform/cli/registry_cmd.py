@@ -1,0 +1,152 @@
+"""`dsv resolve`, `dsv versions`, `dsv alias`, `dsv verify`: reading the metadata authority."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from dsv_platform.adapters.object_store import build_object_store
+from dsv_platform.adapters.registry.records import Realization
+from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.cli.progress import row_progress
+from dsv_platform.core.errors import ConfigurationError, ResolutionError
+from dsv_platform.core.refs import DatasetRef, parse_ref
+from dsv_platform.reader import Dataset, load_manifest, read_object
+from dsv_platform.settings import load_settings
+
+
+def _registry() -> Registry:
+    return Registry.from_url(load_settings().registry_url)
+
+
+def _record(r: Realization) -> dict[str, Any]:
+    return {
+        "ref": r.ref,
+        "dataset": r.dataset,
+        "version": r.version,
+        "human_version": r.human_version,
+        "state": r.state.name,
+        "manifest_hash": r.manifest_hash,
+        "content_hash": r.content_hash,
+        "schema_hash": r.schema_hash,
+        "created_at": r.created_at.isoformat(),
+        "created_by": r.created_by,
+        "published_at": r.published_at.isoformat() if r.published_at else None,
+        "redaction_generation": r.redaction_generation,
+    }
+
+
+def _failure_json(exc: ResolutionError) -> str:
+    return json.dumps({"error": exc.kind.name, "exit_code": exc.exit_code, "ref": exc.ref, "message": str(exc), "detail": exc.detail}, default=str)
+
+
+def _resolve(args: argparse.Namespace) -> int:
+    registry = _registry()
+    settings = load_settings()
+    try:
+        realization = registry.resolve_ref(args.ref, actor=settings.actor)
+        manifest = load_manifest(registry, realization)
+    except ResolutionError as exc:
+        if args.json:
+            print(_failure_json(exc))
+        raise
+    doc = _record(realization) | {"rows": manifest.rows, "partitions": len(manifest.partitions)}
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"{realization.ref}\n  state {realization.state.name}  version {realization.human_version}  rows {manifest.rows:,}  partitions {len(manifest.partitions)}\n  content {realization.content_hash}\n  schema  {realization.schema_hash}")
+    return 0
+
+
+def _versions(args: argparse.Namespace) -> int:
+    rows = [_record(r) for r in _registry().versions(args.name, include_candidates=args.all)]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print(f"no realizations of {args.name}")
+        return 0
+    for r in rows:
+        print(f"{r['version']:<6} {r['human_version'] or '-':<14} {r['state']:<12} {r['manifest_hash'] or '-'}  {r['created_at'][:19]}")
+    return 0
+
+
+def _alias_ref(text: str) -> DatasetRef:
+    ref = parse_ref(text)
+    if ref.alias is None:
+        raise ConfigurationError(f"{text!r}: name the alias as NAME:VERSION@ALIAS")
+    return ref
+
+
+def _alias_set(args: argparse.Namespace) -> int:
+    ref = _alias_ref(args.ref)
+    settings = load_settings()
+    move = _registry().set_alias(ref.name, ref.version, ref.alias or "", args.manifest_hash, expect=args.expect, actor=settings.actor, reason=args.reason or "")
+    print(json.dumps({"alias": str(ref), "target": args.manifest_hash, "generation": getattr(move, "generation", None)}) if args.json else f"{ref} -> {args.manifest_hash}")
+    return 0
+
+
+def _alias_history(args: argparse.Namespace) -> int:
+    ref = _alias_ref(args.ref)
+    moves = _registry().alias_history(ref.name, ref.version, ref.alias or "")
+    docs = [
+        {"generation": m.generation, "old_target": m.old_target, "new_target": m.new_target, "actor": m.actor, "reason": m.reason, "at": m.at.isoformat()}
+        for m in moves
+    ]
+    if args.json:
+        print(json.dumps(docs, indent=2))
+    else:
+        for d in docs:
+            print(f"#{d['generation']:<3} {d['at'][:19]}  {d['old_target'] or '(created)'} -> {d['new_target']}  by {d['actor']}  {d['reason']}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    registry = Registry.from_url(settings.registry_url)
+    realization = registry.resolve_ref(args.ref, actor=settings.actor)
+    dataset = Dataset(realization=realization, manifest=load_manifest(registry, realization), store=build_object_store(settings))
+    with row_progress("verifying", dataset.manifest.rows) as advance:
+        for entry in dataset.partitions:
+            read_object(dataset.store, dataset.ref, entry)  # the object's file hash
+            if advance:
+                advance(entry.rows)
+        if dataset.manifest.splits is not None:
+            dataset.split_assignment  # noqa: B018 - reading verifies the assignment object
+        content = dataset.verify_content()
+    result = {"ref": dataset.ref, "ok": True, "objects": len(dataset.partitions), "content_hash": content}
+    print(json.dumps(result) if args.json else f"OK {dataset.ref}: {len(dataset.partitions)} objects and the content hash {content} verified")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("resolve", help="resolve a reference to exactly one realization, or a typed failure")
+    p.add_argument("ref", help="NAME:VERSION, NAME:VERSION@sha256:<hash> or NAME:VERSION@ALIAS")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_resolve)
+
+    p = sub.add_parser("versions", help="realizations of a dataset with their states, newest first")
+    p.add_argument("name")
+    p.add_argument("--all", action="store_true", help="include candidates that were never published")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_versions)
+
+    alias = sub.add_parser("alias", help="move or inspect an alias").add_subparsers(dest="alias_command", metavar="ACTION")
+    alias.required = True
+    p = alias.add_parser("set", help="point NAME:VER@ALIAS at a published manifest, by compare-and-swap")
+    p.add_argument("ref", metavar="NAME:VER@ALIAS")
+    p.add_argument("manifest_hash")
+    p.add_argument("--expect", metavar="OLD", help="the alias's current target; the move is refused if it has moved (omit when creating)")
+    p.add_argument("--reason")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_alias_set)
+    p = alias.add_parser("history", help="every move of an alias")
+    p.add_argument("ref", metavar="NAME:VER@ALIAS")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_alias_history)
+
+    p = sub.add_parser("verify", help="re-hash every object and the content of a realization (exit 6 CORRUPT names the partition)")
+    p.add_argument("ref")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_verify)
