@@ -47,7 +47,17 @@ class Settings:
 
     def with_home(self, home: Path) -> "Settings":
         """The embedded default rooted at another folder (tests, demos)."""
-        return replace(self, **_defaults(home))
+        d = _defaults(home)
+        return replace(
+            self,
+            home=Path(str(d["home"])),
+            registry_url=str(d["registry_url"]),
+            object_store=str(d["object_store"]),
+            iceberg_catalog_url=str(d["iceberg_catalog_url"]),
+            iceberg_warehouse=str(d["iceberg_warehouse"]),
+            key_store=Path(str(d["key_store"])),
+            drop_folder=Path(str(d["drop_folder"])),
+        )
 
 
 def _defaults(home: Path) -> dict[str, object]:
