@@ -2,14 +2,26 @@
 
 A partition is sorted by its natural key (typed comparison), checked for null
 and duplicate keys, encoded chunk by chunk into canonical row text and fed to
-one SHA-256. Encoding of the next chunk runs in a worker thread while the main
-thread hashes the current one (Arrow compute and hashlib both release the
-GIL). Memory stays bounded by one partition plus two encoded chunks.
+one SHA-256. Two worker threads encode the next chunks while the main thread
+hashes the current one (Arrow compute, numpy and hashlib release the GIL).
+Memory stays bounded by one partition plus a few encoded chunks.
+
+Performance notes (see docs/benchmarks.md):
+- a single integer, timestamp or date key is sorted with numpy: no sort at all
+  when the key is already strictly increasing, else one ``np.sort`` of the
+  key packed with the row number into an int64 (ties keep row order, as a
+  stable sort does), falling back to a stable argsort when the key's range
+  leaves no room for the row number;
+- each chunk gathers only the columns it encodes, in sorted order; fixed-width
+  strings (every value the same length, single-chunk columns) are gathered as
+  fixed-size records with numpy instead of Arrow's variable-length take;
+  many-chunk columns are taken chunked, never combined (no partition copy).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,12 +30,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dsv_platform.core.canonical import encode_column, encode_rows, line_bytes, row_key_at
+from dsv_platform.core.canonical import _as_array, _string_buffers, encode_column, encode_rows, line_bytes, row_key_at
 from dsv_platform.core.contract import Contract
 from dsv_platform.core.errors import ContractViolationError
 
 UNPARTITIONED_KEY = "all"
 CHUNK_ROWS = 1 << 18
+ENCODE_THREADS = 2
 
 Progress = Callable[[int], None]
 
@@ -84,17 +97,102 @@ def _check_keys(sorted_keys: pa.Table, contract: Contract, source: str | None) -
         raise ContractViolationError("duplicate natural key", row_key=row_key_at(sorted_keys, contract.key, i), source=source)
 
 
-def sort_by_key(table: pa.Table, contract: Contract, *, source: str | None = None) -> pa.Array:
-    """Indices that sort ``table`` by the contract's natural key; refuses null and duplicate keys."""
+def _key_integers(values: pa.ChunkedArray) -> np.ndarray | None:
+    """The key as int64 in the same order as its typed values, or None if the type needs Arrow's sort."""
+    t = values.type
+    if not (pa.types.is_integer(t) or pa.types.is_timestamp(t) or pa.types.is_date(t)):
+        return None
+    if pa.types.is_timestamp(t) or pa.types.is_date64(t):
+        storage = pa.int64()
+    elif pa.types.is_date32(t):
+        storage = pa.int32()
+    else:
+        storage = t
+    chunks = [np.asarray(c.view(storage).to_numpy(zero_copy_only=False)) for c in values.chunks]
+    ints = np.concatenate(chunks) if len(chunks) != 1 else chunks[0]
+    if ints.dtype == np.uint64 and len(ints) and int(ints.max()) >= 2**63:
+        return None
+    return ints.astype(np.int64, copy=False)
+
+
+def _integer_order(ints: np.ndarray) -> np.ndarray | None:
+    """Stable ascending order of ``ints``; None when already strictly increasing (then there are no duplicates)."""
+    n = len(ints)
+    if n < 2 or bool(np.all(ints[1:] > ints[:-1])):
+        return None
+    lo, hi = int(ints.min()), int(ints.max())
+    bits = (n - 1).bit_length()
+    if hi - lo < 1 << (63 - bits):
+        packed = ints - np.int64(lo)  # fits: the span is below 2**(63-bits)
+        packed <<= np.int64(bits)
+        packed |= np.arange(n, dtype=np.int64)
+        packed.sort()
+        packed &= np.int64((1 << bits) - 1)
+        return packed
+    return np.argsort(ints, kind="stable")
+
+
+def _sort_order(table: pa.Table, contract: Contract, source: str | None) -> np.ndarray | None:
+    """Row order by natural key (None: already in order); refuses missing, null and duplicate keys."""
     for name in contract.key:
         if name not in table.column_names:
             raise ContractViolationError(f"missing key column; the contract declares {contract.column_names}", column=name, source=source)
         if table.column(name).null_count:
             raise ContractViolationError("null in a natural key column", column=name, source=source)
-    keys = table.select(list(contract.key))
-    indices = pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in contract.key])
-    _check_keys(keys.take(indices), contract, source)
-    return indices
+    ints = _key_integers(table.column(contract.key[0])) if len(contract.key) == 1 else None
+    if ints is None:
+        keys = table.select(list(contract.key))
+        indices = pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in contract.key])
+        _check_keys(keys.take(indices), contract, source)
+        return np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    order = _integer_order(ints)
+    if order is not None:
+        ordered = ints[order]
+        same = ordered[1:] == ordered[:-1]
+        if same.any():
+            i = int(np.argmax(same)) + 1
+            raise ContractViolationError("duplicate natural key", row_key=row_key_at(table, contract.key, int(order[i])), source=source)
+    return order
+
+
+def sort_by_key(table: pa.Table, contract: Contract, *, source: str | None = None) -> pa.Array:
+    """Indices that sort ``table`` by the contract's natural key; refuses null and duplicate keys."""
+    order = _sort_order(table, contract, source)
+    return pa.array(np.arange(table.num_rows, dtype=np.int64) if order is None else order, pa.int64())
+
+
+def _fixed_width(values: pa.Array) -> int | None:
+    """The common byte length of every value of a string array without nulls, else None."""
+    if values.null_count or not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)) or len(values) == 0:
+        return None
+    offsets, _ = _string_buffers(values)
+    width = int(offsets[1])
+    if width == 0 or width > 64 or int(offsets[-1]) != width * len(values) or not bool(np.all(np.diff(offsets) == width)):
+        return None
+    return width
+
+
+class _Gatherer:
+    """Takes rows of one column in a given order, choosing the cheapest way for its layout."""
+
+    def __init__(self, values: pa.ChunkedArray | pa.Array) -> None:
+        # A many-chunk column stays chunked (Arrow's chunked take): combining it would copy the partition.
+        chunked = isinstance(values, pa.ChunkedArray) and values.num_chunks > 1
+        self.values: pa.Array | pa.ChunkedArray = values if chunked else _as_array(values)
+        self.width = None if chunked else _fixed_width(self.values)
+        if self.width is not None:
+            _, data = _string_buffers(self.values)
+            self.records = data.view(np.dtype((np.void, self.width)))
+
+    def take(self, order: np.ndarray | None, start: int, rows: int) -> pa.Array:
+        if order is None:
+            return self.values.slice(start, rows)
+        indices = order[start : start + rows]
+        if self.width is None:
+            return self.values.take(pa.array(indices, pa.int64()))
+        data = self.records[indices]
+        offsets = np.arange(0, (len(indices) + 1) * self.width, self.width, dtype=np.int32)
+        return pa.Array.from_buffers(pa.string(), len(indices), [None, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=0)
 
 
 def iter_canonical_chunks(
@@ -102,20 +200,21 @@ def iter_canonical_chunks(
 ) -> Iterator[memoryview]:
     """The canonical bytes of ``table`` in key order, chunk by chunk (the next chunk encodes while you consume this one)."""
     table = table.select([c for c in contract.column_names if c in table.column_names])
-    indices = sort_by_key(table, contract, source=source)
+    order = _sort_order(table, contract, source)
     n = table.num_rows
     starts = list(range(0, n, chunk_rows))
+    gatherers = {name: _Gatherer(table.column(name)) for name in table.column_names}
 
     def encode(start: int) -> pa.Array:
-        part = table.take(indices.slice(start, chunk_rows))
+        part = pa.table({name: g.take(order, start, chunk_rows) for name, g in gatherers.items()})
         return encode_rows(part, contract, source=source)
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dsv-encode") as pool:
-        pending = pool.submit(encode, starts[0]) if starts else None
+    with ThreadPoolExecutor(max_workers=ENCODE_THREADS, thread_name_prefix="dsv-encode") as pool:
+        pending = deque(pool.submit(encode, start) for start in starts[:ENCODE_THREADS])
         for i, start in enumerate(starts):
-            assert pending is not None
-            lines = pending.result()
-            pending = pool.submit(encode, starts[i + 1]) if i + 1 < len(starts) else None
+            lines = pending.popleft().result()
+            if i + ENCODE_THREADS < len(starts):
+                pending.append(pool.submit(encode, starts[i + ENCODE_THREADS]))
             yield line_bytes(lines)
             if progress is not None:
                 progress(min(chunk_rows, n - start))

@@ -1,0 +1,62 @@
+"""(c) `dsv hash` wall time / `dvc add` wall time on the same Parquet files (target <= 2x).
+
+DVC lives in its own venv (benchmarks/.data/dvc-venv, created on first use;
+not a project dependency). `dvc add` runs in a scratch git repository with a
+fresh cache, so it really hashes (MD5) and caches every file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import venv
+from pathlib import Path
+
+from benchmarks.common import Result, timed
+from benchmarks.data import DATA_DIR, dataset
+
+TARGET = 2.0
+DVC_VENV = DATA_DIR / "dvc-venv"
+
+
+def dvc_executable() -> Path:
+    exe = DVC_VENV / "bin" / "dvc"
+    if not exe.exists():
+        venv.EnvBuilder(with_pip=True, clear=True).create(DVC_VENV)
+        subprocess.run([str(DVC_VENV / "bin" / "python"), "-m", "pip", "install", "--quiet", "dvc"], check=True)
+    return exe
+
+
+def dsv_executable() -> list[str]:
+    exe = Path(sys.executable).parent / "dsv"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "dsv_platform.cli.main"]
+
+
+def run(rows: int) -> Result:
+    folder, contract_file = dataset(rows)
+    dvc = dvc_executable()
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "b@x"}
+    with tempfile.TemporaryDirectory(prefix="dsv-bench-dvc-", dir=DATA_DIR) as tmp:
+        repo = Path(tmp)
+        data = repo / "data"
+        data.mkdir()
+        for f in sorted(folder.glob("*.parquet")):
+            shutil.copyfile(f, data / f.name)
+        subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=env)
+        subprocess.run([str(dvc), "init", "-q"], cwd=repo, check=True, env=env)
+        subprocess.run([str(dvc), "config", "core.analytics", "false"], cwd=repo, check=True, env=env)
+        dvc_s, _ = timed(lambda: subprocess.run([str(dvc), "add", "-q", "data"], cwd=repo, check=True, env=env))
+        dsv_s, out = timed(
+            lambda: subprocess.run([*dsv_executable(), "hash", str(data), "--contract", str(contract_file), "--json"], check=True, capture_output=True, env=env)
+        )
+    ratio = dsv_s / dvc_s
+    return Result(
+        "c) dsv hash / dvc add (wall)",
+        ratio,
+        f"<= {TARGET:g}x",
+        ratio <= TARGET,
+        {"rows": rows, "files": 10, "dsv_hash_s": round(dsv_s, 2), "dvc_add_s": round(dvc_s, 2)},
+    )
