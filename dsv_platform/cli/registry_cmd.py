@@ -105,16 +105,21 @@ def _alias_history(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     settings = load_settings()
     registry = Registry.from_url(settings.registry_url)
-    realization = registry.resolve_ref(args.ref, actor=settings.actor)
-    dataset = Dataset(realization=realization, manifest=load_manifest(registry, realization), store=build_object_store(settings))
-    with row_progress("verifying", dataset.manifest.rows) as advance:
-        for entry in dataset.partitions:
-            read_object(dataset.store, dataset.ref, entry)  # the object's file hash
-            if advance:
-                advance(entry.rows)
-        if dataset.manifest.splits is not None:
-            dataset.split_assignment  # noqa: B018 - reading verifies the assignment object
-        content = dataset.verify_content()
+    try:
+        realization = registry.resolve_ref(args.ref, actor=settings.actor)
+        dataset = Dataset(realization=realization, manifest=load_manifest(registry, realization), store=build_object_store(settings))
+        with row_progress("verifying", dataset.manifest.rows) as advance:
+            for entry in dataset.partitions:
+                read_object(dataset.store, dataset.ref, entry)  # the object's file hash
+                if advance:
+                    advance(entry.rows)
+            if dataset.manifest.splits is not None:
+                dataset.split_assignment  # noqa: B018 - reading verifies the assignment object
+            content = dataset.verify_content()
+    except ResolutionError as exc:
+        if args.json:
+            print(_failure_json(exc))
+        raise
     result = {"ref": dataset.ref, "ok": True, "objects": len(dataset.partitions), "content_hash": content}
     print(json.dumps(result) if args.json else f"OK {dataset.ref}: {len(dataset.partitions)} objects and the content hash {content} verified")
     return 0
