@@ -7,7 +7,8 @@ import dagster as dg
 
 from dsv_platform.adapters.iceberg import CanonicalTables
 from dsv_platform.adapters.landing import INDEX_FILE, LandingZone
-from dsv_platform.adapters.object_store import build_object_store
+from dsv_platform.adapters.object_store import ObjectStore, build_object_store
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core import sample_data
 from dsv_platform.domain.generator import FraudDomain
 from dsv_platform.settings import Settings, load_settings
@@ -52,9 +53,30 @@ class IcebergResource(dg.ConfigurableResource):
 
 
 class RegistryResource(dg.ConfigurableResource):
-    """The registry's SQLAlchemy URL (the dataset assets of part 2 publish through it)."""
+    """The registry (SQLAlchemy URL) and the object store realizations are written to."""
 
     url: str
+    home: str
+    object_store: str
+    s3_endpoint_url: str | None = None
+    s3_region: str = "us-east-1"
+    actor: str = "dagster"
+
+    def settings(self) -> Settings:
+        return dataclasses.replace(
+            load_settings({}).with_home(Path(self.home)),
+            registry_url=self.url,
+            object_store=self.object_store,
+            s3_endpoint_url=self.s3_endpoint_url,
+            s3_region=self.s3_region,
+            actor=self.actor,
+        )
+
+    def registry(self) -> Registry:
+        return Registry.from_url(self.url)
+
+    def store(self) -> ObjectStore:
+        return build_object_store(self.settings())
 
 
 class SampleSourceResource(dg.ConfigurableResource):
@@ -83,6 +105,13 @@ def build_resources(settings: Settings, *, rows_per_day: int = sample_data.ROWS_
             s3_endpoint_url=settings.s3_endpoint_url,
             s3_region=settings.s3_region,
         ),
-        "registry": RegistryResource(url=settings.registry_url),
+        "registry": RegistryResource(
+            url=settings.registry_url,
+            home=str(settings.home),
+            object_store=settings.object_store,
+            s3_endpoint_url=settings.s3_endpoint_url,
+            s3_region=settings.s3_region,
+            actor=settings.actor,
+        ),
         "sample_source": SampleSourceResource(seed=seed, rows_per_day=rows_per_day),
     }

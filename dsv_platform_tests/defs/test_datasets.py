@@ -1,0 +1,65 @@
+"""Dataset assets from definition files: snapshot publishes a realization, splits checks it, the model trains on it."""
+
+import dagster as dg
+import pytest
+
+from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.core.dataset_definition import load_definitions
+from dsv_platform.defs import build_defs
+from dsv_platform.reader import open_dataset
+from dsv_platform_tests.defs.support import settings_at
+from dsv_platform_tests.scenarios.support import definition
+
+ROWS_PER_DAY = 120
+DAYS = ["2026-06-01", "2026-06-02"]
+
+
+def test_factory_makes_one_asset_set_per_definition_file():
+    defs = build_defs(settings_at(__import__("pathlib").Path("/tmp/dsv-never-written")), rows_per_day=ROWS_PER_DAY)
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    for d in load_definitions():
+        assert {f"{d.asset_prefix}_snapshot", f"{d.asset_prefix}_splits"} <= keys
+    assert "fraud_model" in keys
+
+
+@pytest.fixture(scope="module")
+def materialized(tmp_path_factory):
+    home = tmp_path_factory.mktemp("defs-datasets")
+    settings = settings_at(home / "dsv")
+    defs = build_defs(settings, rows_per_day=ROWS_PER_DAY)
+    assets = [*defs.assets]
+    with dg.DagsterInstance.ephemeral() as instance:
+        for day in DAYS:
+            assert dg.materialize(assets, selection="group:raw or group:canonical", partition_key=day, instance=instance, resources=defs.resources).success
+        for version in ("v5", "v6"):
+            assert dg.materialize(assets, selection="labels_fraud", partition_key=version, instance=instance, resources=defs.resources).success
+        result = dg.materialize(assets, selection="group:datasets or group:models", instance=instance, resources=defs.resources)
+        yield settings, result
+
+
+def test_snapshot_publishes_a_realization_with_pins_in_metadata(materialized, monkeypatch):
+    settings, result = materialized
+    assert result.success
+    mat = {m.asset_key.to_user_string(): m for m in result.get_asset_materialization_events() for m in [m.materialization]}
+    snap = mat["fraud_training_set_v6_snapshot"].metadata
+    ref = snap["ref"].value
+    ds = open_dataset(ref, settings=settings)
+    assert ds.manifest_hash == snap["manifest_hash"].value and ds.verify_content() == snap["content_hash"].value
+    assert ds.manifest.labels.version == "v6" and snap["label_version"].value == "fraud:v6"
+    tags = {s.tag for s in ds.manifest.sources}
+    assert len(tags) == 1 and tags.pop().startswith("fraud_training_set-v6-")
+    assert {s.table for s in ds.manifest.sources} == {"transactions", "account_features", "labels_fraud_v6"}
+    assert mat["fraud_training_set_v5_snapshot"].metadata["label_version"].value == "fraud:v5"
+
+
+def test_splits_check_passes_and_model_records_its_run(materialized):
+    settings, result = materialized
+    checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
+    assert checks["splits_are_entity_disjoint"].passed
+    mat = {e.materialization.asset_key.to_user_string(): e.materialization for e in result.get_asset_materialization_events()}
+    model = mat["fraud_model"].metadata
+    assert model["ref"].value == mat["fraud_training_set_v6_snapshot"].metadata["ref"].value
+    assert len(model["run_manifest_hash"].value) == 64
+    roots = Registry.from_url(settings.registry_url).list_retention_roots(kind="model_version")
+    assert [r.ref for r in roots if r.id == model["retention_root_id"].value] == [model["ref"].value]
+    assert definition("v6").entity_column == "account_id"
