@@ -1,0 +1,123 @@
+"""Lineage edges in the registry: reading them, and walking them in SQL for one node's provenance or impact.
+
+Writing stays :meth:`Registry.record_lineage` (append-only). A walk issues one
+indexed query per breadth-first level (``ix_lineage_src`` / ``ix_lineage_dst``),
+so its cost follows the size of the answer, not of the registry.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.engine import Connection
+
+from dsv_platform.adapters.registry import schema as s
+from dsv_platform.core.lineage import NOT_DEPENDENCIES, REVERSED, Edge, LineageGraph, Node
+
+_BATCH = 400
+
+
+def _edge(row: object) -> Edge:
+    m = row._mapping  # type: ignore[attr-defined]
+    return Edge(m["src_kind"], m["src_id"], m["dst_kind"], m["dst_id"], m["relation"], json.loads(m["attributes_json"] or "{}"))
+
+
+# Edges a stored manifest already implies (GC reads the manifests themselves, the authority).
+MANIFEST_RELATIONS = ("part_of", "pinned_by", "labels", "describes")
+
+
+def load_edges(conn: Connection, *, node: Node | None = None, beyond_manifests: bool = False) -> list[Edge]:
+    """Recorded edges, oldest first: all, those touching ``node``, or (``beyond_manifests``) those no manifest implies."""
+    t = s.lineage_edges
+    stmt = select(t).order_by(t.c.id)
+    if beyond_manifests:
+        stmt = stmt.where(~and_(t.c.dst_kind == "realization", t.c.relation.in_(MANIFEST_RELATIONS)))
+    if node is not None:
+        stmt = stmt.where(or_(and_(t.c.src_kind == node[0], t.c.src_id == node[1]), and_(t.c.dst_kind == node[0], t.c.dst_id == node[1])))
+    return [_edge(r) for r in conn.execute(stmt)]
+
+
+def _touching(conn: Connection, nodes: Iterable[Node], *, as_src: bool) -> list[Edge]:
+    t = s.lineage_edges
+    kind_c, id_c = (t.c.src_kind, t.c.src_id) if as_src else (t.c.dst_kind, t.c.dst_id)
+    by_kind: dict[str, list[str]] = {}
+    for kind, ident in nodes:
+        by_kind.setdefault(kind, []).append(ident)
+    out: list[Edge] = []
+    for kind, idents in sorted(by_kind.items()):  # (kind, id) matches the (kind, id) indexes
+        for i in range(0, len(idents), _BATCH):
+            for row in conn.execute(select(t).where(kind_c == kind, id_c.in_(idents[i : i + _BATCH]))):
+                out.append(_edge(row))
+    return out
+
+
+def walk_subgraph(conn: Connection, start: Node, *, direction: str, max_nodes: int = 100_000) -> LineageGraph:
+    """The part of the recorded lineage reachable from ``start`` upstream or downstream, as a graph."""
+    graph = LineageGraph()
+    seen = {start}
+    frontier = [start]
+    while frontier and len(seen) < max_nodes:
+        nxt: list[Node] = []
+        level = set(frontier)
+        # an edge is a dependency up -> down; depending on the relation, up is src (usual) or dst (reversed)
+        candidates = _touching(conn, frontier, as_src=True) + _touching(conn, frontier, as_src=False)
+        for e in candidates:
+            if e.relation in NOT_DEPENDENCIES:
+                continue
+            up, down = (e.dst, e.src) if e.relation in REVERSED else (e.src, e.dst)
+            here, there = (down, up) if direction == "upstream" else (up, down)
+            if here not in level:
+                continue
+            graph.add(e)
+            if there not in seen:
+                seen.add(there)
+                nxt.append(there)
+        frontier = nxt
+    return graph
+
+
+__all__ = ["kinds_of", "load_edges", "walk_subgraph", "walk_with_manifests"]
+
+
+def walk_with_manifests(conn: Connection, start: Node, *, direction: str, max_nodes: int = 100_000) -> LineageGraph:
+    """Like :func:`walk_subgraph`, but upstream walks also read each realization's stored manifest (authoritative even where no edge was recorded)."""
+    from dsv_platform.core.lineage import manifest_edges
+
+    graph = LineageGraph()
+    seen = {start}
+    frontier = [start]
+    while frontier and len(seen) < max_nodes:
+        level = set(frontier)
+        found: list[Edge] = _touching(conn, frontier, as_src=True) + _touching(conn, frontier, as_src=False)
+        if direction == "upstream":
+            hashes = [n[1] for n in frontier if n[0] == "realization"]
+            if hashes:
+                rows = conn.execute(select(s.manifests.c.manifest_hash, s.manifests.c.canonical_json).where(s.manifests.c.manifest_hash.in_(hashes)))
+                for mh, text in rows:
+                    found.extend(manifest_edges(mh, json.loads(text)))
+        nxt: list[Node] = []
+        for e in found:
+            if e.relation in NOT_DEPENDENCIES:
+                continue
+            up, down = (e.dst, e.src) if e.relation in REVERSED else (e.src, e.dst)
+            here, there = (down, up) if direction == "upstream" else (up, down)
+            if here not in level:
+                continue
+            graph.add(e)
+            if there not in seen:
+                seen.add(there)
+                nxt.append(there)
+        frontier = nxt
+    return graph
+
+
+def kinds_of(conn: Connection, ident: str) -> list[Node]:
+    """Every recorded node whose id is ``ident``."""
+    t = s.lineage_edges
+    nodes = {(r[0], ident) for r in conn.execute(select(t.c.src_kind).where(t.c.src_id == ident).distinct())}
+    nodes |= {(r[0], ident) for r in conn.execute(select(t.c.dst_kind).where(t.c.dst_id == ident).distinct())}
+    if conn.execute(select(s.manifests.c.manifest_hash).where(s.manifests.c.manifest_hash == ident)).first():
+        nodes.add(("realization", ident))
+    return sorted(nodes)

@@ -1,0 +1,186 @@
+"""`dsv gc plan|apply|why|cost` and `dsv retention add|list|release`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from dsv_platform.adapters import gc as gc_adapter
+from dsv_platform.adapters.object_store import build_object_store
+from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.core.errors import ConfigurationError
+from dsv_platform.core.gc import GcPlan, GcPolicy, build_graph, plan_gc, root_costs
+from dsv_platform.settings import Settings, load_settings
+
+
+def backends(settings: Settings) -> dict[str, Any]:
+    """Registry, object store, and (when they exist) the canonical tables and the landing index."""
+    out: dict[str, Any] = {"registry": Registry.from_url(settings.registry_url), "store": build_object_store(settings), "tables": None, "landing": None}
+    url = settings.iceberg_catalog_url
+    if not url.startswith("sqlite:///") or Path(url[len("sqlite:///") :]).exists():
+        from dsv_platform.adapters.iceberg import CanonicalTables
+
+        out["tables"] = CanonicalTables.from_settings(settings)
+    from dsv_platform.adapters.landing import INDEX_FILE, LandingZone
+
+    if (settings.home / INDEX_FILE).exists():
+        out["landing"] = LandingZone(out["store"], settings.home / INDEX_FILE)
+    return out
+
+
+def _policy(args: argparse.Namespace) -> GcPolicy:
+    return GcPolicy(safety_window=timedelta(hours=args.safety_window_hours))
+
+
+def _now(args: argparse.Namespace) -> datetime | None:
+    return datetime.fromisoformat(args.now) if getattr(args, "now", None) else None
+
+
+def _inventory(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
+    b = backends(load_settings())
+    inv = gc_adapter.collect_inventory(b["registry"], b["store"], tables=b["tables"], landing=b["landing"], now=_now(args), policy=_policy(args))
+    return b, inv
+
+
+def _plan(args: argparse.Namespace) -> int:
+    _, inv = _inventory(args)
+    plan = plan_gc(inv, _policy(args))
+    doc = plan.to_document()
+    if args.out:
+        Path(args.out).write_text(json.dumps(doc))
+    if args.json:
+        print(json.dumps({k: doc[k] for k in ("format", "created_at", "watermark", "safety_window_s", "figures", "dangling_roots")} | {
+            "collectable": [{"node": f"{d.kind}:{d.id}", "reason": d.reason, "action": d.action, "bytes": d.bytes} for d in plan.collectable()],
+        }, indent=2))
+        return 0
+    print(f"GC plan at {plan.created_at.isoformat()} (safety window {plan.safety_window_s / 3600:g} h)")
+    for key, value in plan.figures().items():
+        print(f"  {key:<32} {value}")
+    for root in plan.dangling_roots:
+        print(f"  warning: root {root} reaches nothing")
+    for d in plan.collectable():
+        print(f"  collect {d.kind}:{d.id}  ({d.reason}; {d.action}; {d.bytes} bytes)")
+    if args.out:
+        print(f"plan written to {args.out}; apply with `dsv gc apply --plan {args.out} --yes`")
+    return 0
+
+
+def _apply(args: argparse.Namespace) -> int:
+    b, inv = _inventory(args) if not args.plan else (backends(load_settings()), None)
+    plan = GcPlan.from_document(json.loads(Path(args.plan).read_text())) if args.plan else plan_gc(inv, _policy(args))
+    report = gc_adapter.apply_plan(plan, registry=b["registry"], store=b["store"], tables=b["tables"], dry_run=not args.yes, actor=load_settings().actor)
+    if args.json:
+        print(json.dumps(report.to_document(), indent=2))
+    else:
+        print(("DRY RUN (pass --yes to apply): " if report.dry_run else "") + report.summary())
+    return 0
+
+
+def _why(args: argparse.Namespace) -> int:
+    b, inv = _inventory(args)
+    plan = GcPlan.from_document(json.loads(Path(args.plan).read_text())) if args.plan else plan_gc(inv, _policy(args))
+    explanations = plan.explain(args.object, build_graph(inv))
+    if not explanations:
+        raise ConfigurationError(f"{args.object!r} is nothing the platform owns (not in the GC inventory)")
+    if args.json:
+        print(json.dumps([e.to_document() for e in explanations], indent=2))
+    else:
+        print("\n".join(e.text() for e in explanations))
+    return 0
+
+
+def _cost(args: argparse.Namespace) -> int:
+    _, inv = _inventory(args)
+    plan = plan_gc(inv, _policy(args))
+    rows = sorted(root_costs(inv, plan), key=lambda r: -r["bytes"])
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        print(f"{r['bytes']:>14} B  {r['exclusive_bytes']:>14} B only  {r['kind']:<16} {r['ref']}  ({r['owner']}: {r['reason']})")
+    return 0
+
+
+def _root_doc(root: Any) -> dict[str, Any]:
+    return dict(root.as_dict())
+
+
+def _retention_add(args: argparse.Namespace) -> int:
+    expires = datetime.fromisoformat(args.expires) if args.expires else None
+    if expires is not None and expires.tzinfo is None:
+        expires = expires.replace(tzinfo=UTC)
+    registry = Registry.from_url(load_settings().registry_url)
+    rid = registry.add_retention_root(args.kind, args.ref, args.reason, args.owner or load_settings().actor, expires)
+    print(json.dumps({"id": rid}) if args.json else f"retention root #{rid}: {args.kind} {args.ref}")
+    return 0
+
+
+def _retention_list(args: argparse.Namespace) -> int:
+    registry = Registry.from_url(load_settings().registry_url)
+    roots = registry.list_retention_roots(None if args.all else datetime.now(UTC))
+    docs = [_root_doc(r) for r in roots]
+    if args.json:
+        print(json.dumps(docs, indent=2))
+        return 0
+    for d in docs:
+        status = "released" if d["released_at"] else ("expires " + d["expires_at"][:19] if d["expires_at"] else "active")
+        print(f"#{d['id']:<5} {d['kind']:<16} {d['ref']}  owner {d['owner']}  ({d['reason']})  {status}")
+    return 0
+
+
+def _retention_release(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    root = Registry.from_url(settings.registry_url).release_retention_root(args.id, settings.actor, args.reason)
+    print(json.dumps(_root_doc(root)) if args.json else f"released retention root #{root.id} ({root.kind} {root.ref})")
+    return 0
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--safety-window-hours", type=float, default=24.0, help="keep anything newer than this (default 24)")
+    p.add_argument("--now", help=argparse.SUPPRESS)  # planning clock for tests and what-if runs
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    gc = sub.add_parser("gc", help="reachability garbage collection: plan, apply (dry run by default), why").add_subparsers(dest="gc_command", metavar="ACTION")
+    gc.required = True
+    p = gc.add_parser("plan", help="what would be kept (and by which root) and what is collectable")
+    _common(p)
+    p.add_argument("--out", metavar="FILE", help="write the full plan document here")
+    p.set_defaults(handler=_plan)
+    p = gc.add_parser("apply", help="apply a plan (a fresh one unless --plan); a dry run unless --yes")
+    _common(p)
+    p.add_argument("--plan", metavar="FILE", help="a plan written by `dsv gc plan --out`; refused if the registry changed since")
+    p.add_argument("--yes", action="store_true", help="really delete")
+    p.set_defaults(handler=_apply)
+    p = gc.add_parser("why", help="why an object (digest, manifest hash, kind:id, snapshot table@id) is kept or collectable")
+    _common(p)
+    p.add_argument("object")
+    p.add_argument("--plan", metavar="FILE")
+    p.set_defaults(handler=_why)
+    p = gc.add_parser("cost", help="bytes each retention root keeps (all it reaches, and what only it keeps)")
+    _common(p)
+    p.set_defaults(handler=_cost)
+
+    ret = sub.add_parser("retention", help="retention roots: what GC must keep, who asked, until when").add_subparsers(dest="retention_command", metavar="ACTION")
+    ret.required = True
+    p = ret.add_parser("add", help="add a root")
+    p.add_argument("kind", choices=["model_version", "legal_hold", "report", "experiment", "alias", "rollback_window"])
+    p.add_argument("ref", help="NAME:VER@sha256:<hash>, NAME:VER@ALIAS, NAME:VER~N (newest N), or KIND:ID such as model_run:<hash>")
+    p.add_argument("--reason", required=True)
+    p.add_argument("--owner")
+    p.add_argument("--expires", help="ISO time (UTC if no offset)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_retention_add)
+    p = ret.add_parser("list", help="active roots (all with --all)")
+    p.add_argument("--all", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_retention_list)
+    p = ret.add_parser("release", help="release a root")
+    p.add_argument("id", type=int)
+    p.add_argument("--reason", required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_retention_release)
