@@ -22,11 +22,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dsv_platform.adapters.object_store import ObjectStore, build_object_store
+from dsv_platform.adapters.encrypted_store import build_encrypted_store
+from dsv_platform.adapters.object_store import ObjectStore
 from dsv_platform.adapters.registry.records import Realization
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.contract import Contract, parse_contract
-from dsv_platform.core.errors import CorruptError, DsvError, ObjectNotFoundError, ObjectVerificationError, ResolutionError
+from dsv_platform.core.errors import CorruptError, DsvError, ObjectErasedError, ObjectNotFoundError, ObjectVerificationError, RedactedError, ResolutionError
 from dsv_platform.core.hashing import digest_of, hash_partition
 from dsv_platform.core.manifest import Manifest, PartitionEntry
 from dsv_platform.core.refs import DatasetRef
@@ -57,6 +58,8 @@ def read_object(store: ObjectStore, ref: str, partition: PartitionEntry) -> pa.T
     """One partition's Parquet object, verified against its hash as it is read."""
     try:
         data = store.get(partition.object, verify=True)
+    except ObjectErasedError as exc:
+        raise RedactedError(f"partition {partition.key}: object {partition.object} was crypto-erased by a privacy deletion", ref=ref, detail={"partition": partition.key, "object": partition.object}) from exc
     except ObjectVerificationError as exc:
         raise CorruptError(f"partition {partition.key}: object {partition.object} does not hash to its name", ref=ref, detail={"partition": partition.key, "object": partition.object}) from exc
     except ObjectNotFoundError as exc:
@@ -139,7 +142,12 @@ class Dataset:
 
 
 def open_dataset(ref: str | DatasetRef, *, settings: Settings | None = None, actor: str | None = None) -> Dataset:
-    """Resolve ``ref`` once (NOT_FOUND, REDACTED, EXPIRED, CORRUPT, ACCESS_DENIED are typed errors) and pin it."""
+    """Resolve ``ref`` once (NOT_FOUND, REDACTED, EXPIRED, CORRUPT, ACCESS_DENIED are typed errors) and pin it.
+
+    Reads go through the encrypting store (plain objects are read as they are);
+    a key store whose redaction generation differs from the registry's (a
+    restored backup) raises RedactionNotReconciledError until reconciled.
+    """
     settings = settings or load_settings()
     registry = Registry.from_url(settings.registry_url)
     who = actor or settings.actor
@@ -149,5 +157,7 @@ def open_dataset(ref: str | DatasetRef, *, settings: Settings | None = None, act
     except ResolutionError as exc:
         registry.record_consumption(str(ref), actor=who, realization=None, failure=exc.kind.name)
         raise
+    store = build_encrypted_store(settings)
+    store.keys.require_generation(registry.redaction_generation())  # a restored backup must be reconciled before it is read
     registry.record_consumption(str(ref), actor=who, realization=realization, failure=None)
-    return Dataset(realization=realization, manifest=manifest, store=build_object_store(settings))
+    return Dataset(realization=realization, manifest=manifest, store=store)

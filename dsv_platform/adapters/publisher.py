@@ -102,13 +102,24 @@ def sorted_for_storage(table: pa.Table, contract: Contract) -> pa.Table:
 class Publisher:
     """Runs the build protocol against one registry and one object store."""
 
-    def __init__(self, registry: Registry, store: ObjectStore, *, actor: str, on_step: Callable[[BuildStep, str], None] | None = None) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        store: ObjectStore,
+        *,
+        actor: str,
+        on_step: Callable[[BuildStep, str], None] | None = None,
+        row_filter: Callable[[pa.Table], pa.Table] | None = None,
+    ) -> None:
         self.registry = registry
         self.store = store
         self.actor = actor
         self.on_step = on_step or (lambda step, detail: None)
+        self.row_filter = row_filter  # e.g. privacy.exclude_deleted_subjects: drops rows of deleted subjects
 
     def write_part(self, attempt: str, key: str, table: pa.Table, contract: Contract) -> BuiltPart:
+        if self.row_filter is not None:
+            table = self.row_filter(table)
         rows = sorted_for_storage(table, contract)
         leaf = hash_partition(rows, contract, key=key)
         data = parquet_bytes(rows)

@@ -90,6 +90,17 @@ class ObjectNotFoundError(ObjectStoreError):
     """No object (or staged part) is stored under the requested key."""
 
 
+class ObjectErasedError(ObjectStoreError):
+    """The object was crypto-erased for a privacy deletion: its key is destroyed and its bytes can never be read again."""
+
+
+class RedactionNotReconciledError(DsvError):
+    """The object/key store and the registry disagree on the redaction generation (a restored backup): reads are refused.
+
+    Fix: run ``dsv privacy reconcile`` to re-apply the deletions the registry (or the key store) records.
+    """
+
+
 class IllegalTransitionError(DsvError):
     """A realization state transition that the publication protocol forbids."""
 

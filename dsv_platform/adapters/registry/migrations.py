@@ -114,9 +114,15 @@ def _v2(conn: Connection) -> None:
     _append_only(conn, "redaction_generations")
 
 
+def _v3(conn: Connection) -> None:
+    for table in (s.subject_index, s.subject_index_scans, s.privacy_requests, s.privacy_outcomes):
+        table.create(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "definitions, realizations, events, manifests, publication claims, aliases", _v1),
     Migration(2, "reader ACL, redaction generation; lineage, retention, consumption, redaction, reproduction tables", _v2),
+    Migration(3, "privacy deletion: subject index, scans, requests, per-descendant outcomes", _v3),
 )
 LATEST = MIGRATIONS[-1].version
 

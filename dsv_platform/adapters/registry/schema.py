@@ -237,4 +237,57 @@ reproduction_records = Table(
     Column("details_json", Text, nullable=False, server_default="{}"),
 )
 
+# ---- v3: privacy deletion (subject index, requests, per-descendant outcomes)
+
+subject_index = Table(  # subject key hash (salted SHA-256, never the raw key) -> what holds its rows
+    "subject_index",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("subject_key_hash", HASH, nullable=False),
+    Column("kind", String(40), nullable=False),
+    Column("descendant_id", Text, nullable=False),
+    Column("manifest_hash", HASH),
+    Column("dataset", NAME),
+    Column("version", VERSION),
+    Column("rows", Integer, nullable=False),
+    Column("indexed_at", UtcDateTime, nullable=False),
+    Index("ix_subject_index_subject", "subject_key_hash"),
+)
+
+subject_index_scans = Table(  # which manifests the subject index has scanned
+    "subject_index_scans",
+    metadata,
+    Column("manifest_hash", HASH, primary_key=True),
+    Column("subject_column", NAME),
+    Column("scanned_at", UtcDateTime, nullable=False),
+)
+
+privacy_requests = Table(
+    "privacy_requests",
+    metadata,
+    Column("request_id", NAME, primary_key=True),
+    Column("subject_key_hash", HASH, nullable=False),
+    Column("generation", Integer, nullable=False, unique=True),
+    Column("reason", Text, nullable=False),
+    Column("actor", NAME, nullable=False),
+    Column("requested_at", UtcDateTime, nullable=False),
+    Column("completed_at", UtcDateTime),
+)
+
+privacy_outcomes = Table(  # one outcome per descendant per request
+    "privacy_outcomes",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("request_id", NAME, ForeignKey("privacy_requests.request_id"), nullable=False),
+    Column("generation", Integer, nullable=False),
+    Column("kind", String(40), nullable=False),
+    Column("descendant_id", Text, nullable=False),
+    Column("outcome", String(20), nullable=False),
+    Column("legal_basis", Text),
+    Column("detail_json", Text, nullable=False, server_default="{}"),
+    Column("at", UtcDateTime, nullable=False),
+    UniqueConstraint("request_id", "kind", "descendant_id", name="uq_privacy_outcomes_descendant"),
+    Index("ix_privacy_outcomes_generation", "generation"),
+)
+
 APPEND_ONLY_TABLES = ("realization_events", "alias_history", "redaction_generations")

@@ -1,0 +1,206 @@
+"""Registry records of privacy deletion: the subject index, deletion requests and per-descendant outcomes.
+
+Reach them through ``registry.privacy``. A request and its redaction generation
+are written in one transaction, so a generation is raised once per request id
+however often the request is rerun. Subjects appear only as salted hashes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.engine import Connection
+
+from dsv_platform.adapters.registry import schema as s
+from dsv_platform.core import canonical_json
+from dsv_platform.core.privacy import Decision, Descendant
+
+if TYPE_CHECKING:
+    from dsv_platform.adapters.registry.registry import Registry
+
+MODEL_KINDS = ("model_run", "model", "model_version")
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    subject_key_hash: str
+    descendant: Descendant
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class PrivacyRequest:
+    request_id: str
+    subject_key_hash: str
+    generation: int
+    reason: str
+    actor: str
+    completed: bool
+
+
+def _request(row: Any) -> PrivacyRequest:
+    return PrivacyRequest(row.request_id, row.subject_key_hash, int(row.generation), row.reason, row.actor, row.completed_at is not None)
+
+
+class PrivacyRecords:
+    """The privacy tables of one registry (built by ``Registry.privacy``)."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    # ------------------------------------------------------------ subject index
+
+    def scanned_manifests(self) -> set[str]:
+        with self.registry._read() as conn:
+            return set(conn.execute(select(s.subject_index_scans.c.manifest_hash)).scalars())
+
+    def record_scan(self, manifest_hash: str, subject_column: str | None, entries: Sequence[IndexEntry]) -> bool:
+        """Record one manifest's index entries with its scan marker, once; False if it was already scanned."""
+        now = self.registry._now()
+
+        def work(conn: Connection) -> bool:
+            t = s.subject_index_scans
+            if conn.execute(select(t.c.manifest_hash).where(t.c.manifest_hash == manifest_hash)).first() is not None:
+                return False
+            conn.execute(insert(t).values(manifest_hash=manifest_hash, subject_column=subject_column, scanned_at=now))
+            rows = [
+                {
+                    "subject_key_hash": e.subject_key_hash,
+                    "kind": e.descendant.kind.value,
+                    "descendant_id": e.descendant.id,
+                    "manifest_hash": e.descendant.manifest_hash,
+                    "dataset": e.descendant.dataset,
+                    "version": e.version,
+                    "rows": e.descendant.rows,
+                    "indexed_at": now,
+                }
+                for e in entries
+            ]
+            if rows:
+                conn.execute(insert(s.subject_index), rows)
+            return True
+
+        return self.registry._retrying(work)
+
+    def index_rows(self, subject_key_hash: str) -> list[Any]:
+        t = s.subject_index
+        with self.registry._read() as conn:
+            return list(conn.execute(select(t).where(t.c.subject_key_hash == subject_key_hash).order_by(t.c.kind, t.c.descendant_id, t.c.manifest_hash)))
+
+    def published_manifests(self) -> list[tuple[str, str, str, str]]:
+        """``(manifest_hash, dataset, version, state)`` of every realization ever published, oldest first."""
+        r, c = s.realizations, s.publication_claims
+        with self.registry._read() as conn:
+            rows = conn.execute(select(r.c.manifest_hash, r.c.dataset, r.c.version, r.c.state).join(c, c.c.realization_id == r.c.id).order_by(r.c.id))
+            return [(row.manifest_hash, row.dataset, row.version, row.state) for row in rows]
+
+    # ------------------------------------------------------------ requests and outcomes
+
+    def begin_request(self, request_id: str, subject_key_hash: str, *, reason: str, actor: str) -> tuple[PrivacyRequest, bool]:
+        """The request, created now with a new (strictly greater) redaction generation, or as recorded before; and whether it was created."""
+        now = self.registry._now()
+
+        def work(conn: Connection) -> tuple[PrivacyRequest, bool]:
+            t = s.privacy_requests
+            row = conn.execute(select(t).where(t.c.request_id == request_id)).first()
+            if row is not None:
+                return _request(row), False
+            generation = int(conn.execute(select(func.max(s.redaction_generations.c.generation))).scalar() or 0) + 1
+            conn.execute(insert(s.redaction_generations).values(generation=generation, subject_key_hash=subject_key_hash, reason=reason, actor=actor, at=now))
+            conn.execute(insert(t).values(request_id=request_id, subject_key_hash=subject_key_hash, generation=generation, reason=reason, actor=actor, requested_at=now))
+            return _request(conn.execute(select(t).where(t.c.request_id == request_id)).one()), True
+
+        return self.registry._retrying(work)
+
+    def complete_request(self, request_id: str) -> None:
+        t = s.privacy_requests
+        with self.registry._write() as conn:
+            conn.execute(update(t).where(t.c.request_id == request_id, t.c.completed_at.is_(None)).values(completed_at=self.registry._now()))
+
+    def requests(self, subject_key_hash: str | None = None) -> list[PrivacyRequest]:
+        t = s.privacy_requests
+        stmt = select(t).order_by(t.c.generation)
+        if subject_key_hash is not None:
+            stmt = stmt.where(t.c.subject_key_hash == subject_key_hash)
+        with self.registry._read() as conn:
+            return [_request(r) for r in conn.execute(stmt)]
+
+    def deleted_subjects(self) -> set[str]:
+        """Salted hashes of every subject a deletion was requested for (new realizations exclude them)."""
+        with self.registry._read() as conn:
+            return set(conn.execute(select(s.privacy_requests.c.subject_key_hash)).scalars())
+
+    def record_outcome(self, request: PrivacyRequest, decision: Decision, detail: dict[str, Any]) -> bool:
+        """Record the descendant's one outcome for this request; False (and nothing written) if it is already recorded."""
+        now = self.registry._now()
+        d = decision.descendant
+
+        def work(conn: Connection) -> bool:
+            t = s.privacy_outcomes
+            found = conn.execute(
+                select(t.c.id).where(t.c.request_id == request.request_id, t.c.kind == d.kind.value, t.c.descendant_id == d.id)
+            ).first()
+            if found is not None:
+                return False
+            conn.execute(
+                insert(t).values(
+                    request_id=request.request_id,
+                    generation=request.generation,
+                    kind=d.kind.value,
+                    descendant_id=d.id,
+                    outcome=decision.outcome.value,
+                    legal_basis=decision.legal_basis,
+                    detail_json=canonical_json.dumps(detail).decode(),
+                    at=now,
+                )
+            )
+            return True
+
+        return self.registry._retrying(work)
+
+    def outcomes(self, *, request_id: str | None = None, after_generation: int | None = None) -> list[dict[str, Any]]:
+        t = s.privacy_outcomes
+        stmt = select(t).order_by(t.c.generation, t.c.kind, t.c.descendant_id)
+        if request_id is not None:
+            stmt = stmt.where(t.c.request_id == request_id)
+        if after_generation is not None:
+            stmt = stmt.where(t.c.generation > after_generation)
+        with self.registry._read() as conn:
+            return [
+                {
+                    "request_id": r.request_id,
+                    "generation": r.generation,
+                    "kind": r.kind,
+                    "id": r.descendant_id,
+                    "outcome": r.outcome,
+                    "legal_basis": r.legal_basis,
+                    "detail": json.loads(r.detail_json),
+                }
+                for r in conn.execute(stmt)
+            ]
+
+    # ------------------------------------------------------------ governance
+
+    def models_using(self, manifest_hashes: Iterable[str]) -> list[dict[str, Any]]:
+        """Models trained on these realizations (lineage edges) and retention roots that name them, for the governance decision."""
+        hashes = sorted(set(manifest_hashes))
+        if not hashes:
+            return []
+        e, r = s.lineage_edges, s.retention_roots
+        with self.registry._read() as conn:
+            edges = conn.execute(
+                select(e).where(e.c.src_kind == "realization", e.c.src_id.in_(hashes), e.c.dst_kind.in_(MODEL_KINDS)).order_by(e.c.dst_kind, e.c.dst_id)
+            )
+            found = [{"kind": row.dst_kind, "id": row.dst_id, "realization": row.src_id, "relation": row.relation} for row in edges]
+            for row in conn.execute(select(r).where(r.c.released_at.is_(None)).order_by(r.c.id)):
+                for h in hashes:
+                    if h in row.ref:
+                        found.append({"kind": f"retention_root:{row.kind}", "id": row.ref, "realization": h, "relation": "retains", "owner": row.owner})
+        return found
+
+
+__all__ = ["IndexEntry", "PrivacyRecords", "PrivacyRequest"]

@@ -1,0 +1,73 @@
+"""`dsv privacy delete / status / reconcile`: erase a data subject, and say what happened to everything built from it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from dsv_platform.adapters.encrypted_store import build_encrypted_store
+from dsv_platform.adapters.privacy import PrivacyCoordinator
+from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.core.privacy import parse_legal_bases
+from dsv_platform.settings import load_settings
+
+
+def _coordinator() -> PrivacyCoordinator:
+    settings = load_settings()
+    return PrivacyCoordinator(Registry.from_url(settings.registry_url), build_encrypted_store(settings), actor=settings.actor)
+
+
+def _print(doc: dict[str, Any], as_json: bool, text: str) -> None:
+    print(json.dumps(doc, indent=2, default=str) if as_json else text)
+
+
+def _delete(args: argparse.Namespace) -> int:
+    coordinator = _coordinator()
+    report = coordinator.delete(args.subject, args.reason, retain=parse_legal_bases(args.legal_basis), apply=not args.dry_run, request_id=args.request_id)
+    doc = report.to_document()
+    counts: dict[str, int] = {}
+    for o in doc["outcomes"]:
+        counts[o["outcome"]] = counts.get(o["outcome"], 0) + 1
+    verb = "planned" if args.dry_run else "applied"
+    text = (
+        f"{verb} deletion {report.request_id} at redaction generation {report.generation}: "
+        + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        + f"; {len(doc['affected_realizations'])} realization(s) REDACTED; {len(report.models)} model link(s) listed for governance"
+    )
+    _print(doc, args.json, text)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    doc = _coordinator().status(args.subject)
+    text = f"subject {doc['subject_key_hash'][:16]}…: {'deleted' if doc['deleted'] else 'not deleted'}; {len(doc['outcomes'])} outcome(s); generation registry {doc['registry_generation']} / key store {doc['key_store_generation']}"
+    _print(doc, args.json, text)
+    return 0
+
+
+def _reconcile(args: argparse.Namespace) -> int:
+    report = _coordinator().reconcile()
+    doc = report.to_document()
+    _print(doc, args.json, f"reconciled: re-applied {len(report.reapplied)} erasure(s), redacted {len(report.redacted)} realization(s); registry generation {report.registry_generation}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    privacy = sub.add_parser("privacy", help="privacy deletion of a data subject").add_subparsers(dest="privacy_command", metavar="ACTION")
+    privacy.required = True
+    p = privacy.add_parser("delete", help="erase a subject from every realization and object built from it")
+    p.add_argument("--subject", required=True, help="the subject key (an account id); recorded only as a salted hash")
+    p.add_argument("--reason", required=True, help="why, e.g. 'GDPR art. 17 request #123'")
+    p.add_argument("--legal-basis", action="append", default=[], metavar="KIND=BASIS", help="retain descendants of KIND under BASIS (repeatable)")
+    p.add_argument("--request-id", help="idempotency key (default: derived from the subject)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan without changing anything")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_delete)
+    p = privacy.add_parser("status", help="what deletions a subject has had and their outcomes")
+    p.add_argument("--subject", required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_status)
+    p = privacy.add_parser("reconcile", help="re-apply recorded deletions after a restored backup")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_reconcile)
