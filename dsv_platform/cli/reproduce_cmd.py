@@ -1,0 +1,123 @@
+"""`dsv reproduce REF-or-HASH`, `dsv rehearse`, `dsv promote RUN_HASH`, `dsv status`.
+
+``reproduce`` and ``rehearse`` exit 0 when everything was reconstructable and
+1 otherwise (the outcome and its reason are printed); ``promote`` exits 8 when
+the promotion gate refuses. When the Dagster instance of the embedded default
+exists (``$DSV_HOME/dagster``), each reproduction is also reported there as an
+observation on its asset, so it shows in the asset's lineage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from dsv_platform.adapters.promotion import promote
+from dsv_platform.adapters.rehearsal import rehearse
+from dsv_platform.adapters.reproduce import ReproductionReport, reproduce
+from dsv_platform.adapters.status import platform_status
+from dsv_platform.settings import Settings, load_settings
+
+
+def observe(settings: Settings, reports: list[ReproductionReport]) -> int:
+    """Report each reproduction as a runless AssetObservation on the local Dagster instance, if there is one."""
+    home = settings.home / "dagster"
+    if not home.is_dir():
+        return 0
+    import dagster as dg
+
+    instance = dg.DagsterInstance.from_config(str(home))
+    count = 0
+    for r in reports:
+        if r.asset_key is None:
+            continue
+        instance.report_runless_asset_event(
+            dg.AssetObservation(
+                r.asset_key,
+                description=f"{r.procedure}: {r.outcome.value}",
+                metadata={
+                    "outcome": dg.MetadataValue.text(r.outcome.value),
+                    "ref": dg.MetadataValue.text(r.ref),
+                    "run_hash": dg.MetadataValue.text(r.run_hash or ""),
+                    "reason": dg.MetadataValue.text(r.reason),
+                    "rebuilt": dg.MetadataValue.json(list(r.rebuilt)),
+                    "record_id": dg.MetadataValue.int(r.record_id),
+                },
+            )
+        )
+        count += 1
+    return count
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    report = reproduce(args.target, settings, rebuild=not args.no_rebuild)
+    observe(settings, [report])
+    if args.json:
+        print(json.dumps(report.to_document(), indent=2, default=str))
+    else:
+        print(f"{report.outcome.value}: {report.ref} (record {report.record_id})")
+        for c in report.checks:
+            print(f"  {'ok  ' if c.passed else 'FAIL'} {c.step}" + ("" if c.passed else f": {json.dumps(dict(c.detail), default=str)}"))
+        for note in report.rebuilt:
+            print(f"  rebuilt: {note}")
+    return 0 if report.reconstructable else 1
+
+
+def _rehearse(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    run = rehearse(settings, period_days=args.period_days)
+    observe(settings, list(run.reports))
+    doc = run.to_document()
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"reconstructable today: {doc['reconstructable']} of {doc['rehearsed']} rehearsed ({doc['fraction']:.0%}); {doc['retained_models']} retained models")
+        for r in doc["results"]:
+            print(f"  {r['outcome']:<26} {r['run_hash']}  {'' if r['outcome'].startswith('REPRODUCED') else r['reason']}")
+    return 0 if not run.failures else 1
+
+
+def _promote(args: argparse.Namespace) -> int:
+    done = promote(load_settings(), args.run_hash, alias=args.alias)
+    doc = done.to_document()
+    print(json.dumps(doc, indent=2) if args.json else f"promoted {doc['model']} -> {doc['alias_ref']} ({doc['ref']})")
+    return 0
+
+
+def _fmt(seconds: Any) -> str:
+    return "-" if seconds is None else f"{float(seconds) / 3600:.1f} h"
+
+
+def _status(args: argparse.Namespace) -> int:
+    rows = [s.to_document() for s in platform_status(load_settings())]
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return 0
+    for s in rows:
+        print(f"{s['ref']}: usable {s['usable_ref'] or 'none'}; fresh {_fmt(s['freshness_seconds'])}; publication lag {_fmt(s['publication_lag_seconds'])}")
+        print(f"  build: {s['rows']} rows, {s['bytes']} bytes, {s['attempts']} attempts, {s['retries']} retries, {s['gate_failures']} gate failures, stages {s['stage_seconds']}")
+        for version, c in sorted(s["consumption"].items()):
+            print(f"  reads of {version}: {c['reads']} by {len(c['readers'])} readers, failed {c['failed'] or 0}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("reproduce", help="audit: reproduce a realization or a model run from its manifest")
+    p.add_argument("target", metavar="REF-or-HASH", help="dataset reference, realization manifest hash or model run-manifest hash")
+    p.add_argument("--no-rebuild", action="store_true", help="do not rebuild expired or corrupt inputs from raw landing")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_reproduce)
+    p = sub.add_parser("rehearse", help="dry reconstruction of the retained models; prints the reconstructable fraction")
+    p.add_argument("--period-days", type=int, default=1, help="rotating sample covering every retained model once per this many days (default 1: all)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_rehearse)
+    p = sub.add_parser("promote", help="move a model's training set to the production alias, behind the promotion gate")
+    p.add_argument("run_hash", metavar="MODEL_RUN_HASH")
+    p.add_argument("--alias", default="production")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_promote)
+    p = sub.add_parser("status", help="freshness, publication lag, build health and consumption per dataset definition")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_status)
