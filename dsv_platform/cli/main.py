@@ -23,6 +23,10 @@ COMMAND_MODULES = (
     "dsv_platform.cli.conformance_cmd",
     "dsv_platform.cli.registry_cmd",
     "dsv_platform.cli.demo_cmd",
+    "dsv_platform.cli.lineage_cmd",
+    "dsv_platform.cli.gc_cmd",
+    "dsv_platform.cli.privacy_cmd",
+    "dsv_platform.cli.reproduce_cmd",
 )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection, Engine
@@ -44,6 +44,9 @@ from dsv_platform.core.errors import DsvError, IllegalTransitionError, NotFoundE
 from dsv_platform.core.manifest import Manifest
 from dsv_platform.core.refs import DatasetRef, parse_ref
 from dsv_platform.core.states import ConcurrentTransitionError, RealizationState
+
+if TYPE_CHECKING:
+    from dsv_platform.adapters.registry.privacy import PrivacyRecords
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
@@ -338,6 +341,78 @@ class Registry:
                     detail_json=canonical_json.dumps(dict(detail or {})).decode(),
                 )
             )
+
+    # ------------------------------------------------------------ retention roots and lineage reads (retention.py, lineage.py)
+
+    def add_retention_root(self, kind: str, ref: str, reason: str, owner: str, expires_at: datetime | None = None) -> int:
+        """Record a GC root (model version, legal hold, report, experiment, alias, rollback window); idempotent; returns its id."""
+        from dsv_platform.adapters.registry import retention
+
+        return self._retrying(lambda conn: retention.add_root(conn, kind=kind, ref=ref, reason=reason, owner=owner, expires_at=expires_at, now=self._now()))
+
+    def list_retention_roots(self, active_at: datetime | None = None, *, kind: str | None = None) -> list[Any]:
+        """Every retention root, or only those active (not released, not expired) at ``active_at``."""
+        from dsv_platform.adapters.registry import retention
+
+        with self._read() as conn:
+            return retention.list_roots(conn, active_at=active_at, kind=kind)
+
+    def release_retention_root(self, root_id: int, actor: str, reason: str) -> Any:
+        """Release a root (idempotent); the release is kept as a lineage edge with actor and reason."""
+        from dsv_platform.adapters.registry import retention
+
+        return self._retrying(lambda conn: retention.release_root(conn, root_id, actor=actor, reason=reason, now=self._now()))
+
+    def state_watermark(self) -> dict[str, Any]:
+        """Fingerprint of the registry state a GC plan depends on (retention.state_watermark)."""
+        from dsv_platform.adapters.registry import retention
+
+        with self._read() as conn:
+            return retention.state_watermark(conn)
+
+    def lineage_edges(self, *, node: tuple[str, str] | None = None) -> list[Any]:
+        """Recorded lineage edges (all, or those touching ``(kind, id)``), oldest first (lineage.py)."""
+        from dsv_platform.adapters.registry import lineage
+
+        with self._read() as conn:
+            return lineage.load_edges(conn, node=node)
+
+    # ------------------------------------------------------------ reproduction records (reproduction.py)
+
+    def record_reproduction(self, ref: str, manifest_hash: str, *, actor: str, outcome: str, details: Mapping[str, Any]) -> int:
+        """Append one reproduction record (audit, rehearsal or integrity scan); returns its id."""
+        from dsv_platform.adapters.registry import reproduction
+
+        with self._write() as conn:
+            return reproduction.add_record(conn, ref=ref, manifest_hash=manifest_hash, actor=actor, outcome=outcome, details=details, now=self._now())
+
+    def reproduction_records(self, *, manifest_hash: str | None = None, procedure: str | None = None, limit: int | None = None) -> list[Any]:
+        """Reproduction records, newest first."""
+        from dsv_platform.adapters.registry import reproduction
+
+        with self._read() as conn:
+            return reproduction.list_records(conn, manifest_hash=manifest_hash, procedure=procedure, limit=limit)
+
+    def realizations_in(self, states: frozenset[RealizationState]) -> list[Realization]:
+        """Every realization in one of ``states``, oldest first."""
+        from dsv_platform.adapters.registry import reproduction
+
+        with self._read() as conn:
+            return reproduction.realizations_in(conn, states)
+
+    def consumption_summary(self) -> dict[str, dict[str, Any]]:
+        """Per manifest hash: distinct readers, reads and failed reads by kind (consumption records)."""
+        from dsv_platform.adapters.registry import reproduction
+
+        with self._read() as conn:
+            return reproduction.consumption_summary(conn)
+
+    @property
+    def privacy(self) -> "PrivacyRecords":
+        """Subject index, deletion requests and outcomes (privacy.py)."""
+        from dsv_platform.adapters.registry.privacy import PrivacyRecords
+
+        return PrivacyRecords(self)
 
     # ------------------------------------------------------------ redaction generations
 
