@@ -43,6 +43,7 @@ from urllib.parse import unquote, urlparse
 
 from sqlalchemy import select
 
+from dsv_platform.adapters.encrypted_store import EncryptingObjectStore
 from dsv_platform.adapters.object_store import OBJECTS_PREFIX, ObjectStore, digest_of_key
 from dsv_platform.adapters.registry import lineage as reg_lineage
 from dsv_platform.adapters.registry import retention as reg_retention
@@ -83,6 +84,14 @@ class StalePlanError(DsvError):
 def _object_times(store: ObjectStore) -> dict[str, datetime]:
     """Modification time per digest where the backend tells it (local files; S3 listings)."""
     out: dict[str, datetime] = {}
+    if isinstance(store, EncryptingObjectStore):  # plaintext digests: plain objects, and ciphertexts through the key store
+        out = _object_times(store.inner)
+        sealed = _object_times(store.sealed_store)
+        for digest in store.keys.digests():
+            cipher = store.keys.sealed(digest)
+            if cipher is not None and cipher in sealed:
+                out[digest] = sealed[cipher]
+        return out
     root = getattr(store, "root", None)
     if isinstance(root, Path):
         base = root / "objects" / "sha256"
@@ -123,9 +132,17 @@ def _local_path(uri: str) -> Path | None:
     return None
 
 
+def _local_key(uri: str) -> str:
+    """A data file's identity for comparing metadata paths with files found on disk."""
+    local = _local_path(uri)
+    return str(local) if local is not None else uri
+
+
 def _iceberg_inventory(tables: Any, horizon: datetime) -> tuple[list[SnapshotInfo], list[TagInfo], list[DataFileInfo]]:
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
+    from pyiceberg.exceptions import NoSuchNamespaceError
 
     catalog, namespace = tables.catalog, tables.namespace
     snapshots: list[SnapshotInfo] = []
@@ -133,7 +150,7 @@ def _iceberg_inventory(tables: Any, horizon: datetime) -> tuple[list[SnapshotInf
     files: list[DataFileInfo] = []
     try:
         identifiers = catalog.list_tables(namespace)
-    except Exception:  # noqa: BLE001 - no namespace yet: nothing to inventory
+    except NoSuchNamespaceError:  # nothing canonical yet: nothing to inventory
         return snapshots, tags, files
     for ident in identifiers:
         tbl = catalog.load_table(ident)
@@ -159,16 +176,17 @@ def _iceberg_inventory(tables: Any, horizon: datetime) -> tuple[list[SnapshotInf
                 for fname in names:
                     full = Path(dirpath) / fname
                     st = full.stat()
-                    on_disk[full.as_uri() if tbl.metadata.location.startswith("file:") else str(full)] = (st.st_size, datetime.fromtimestamp(st.st_mtime, UTC))
+                    on_disk[str(full)] = (st.st_size, datetime.fromtimestamp(st.st_mtime, UTC))
+        # Iceberg records "file:///a/b=c/f.parquet" unquoted; local files are compared by their decoded path.
         for path, size in referenced.items():
             batches: tuple[str, ...] = ()
             try:
                 with tbl.io.new_input(path).open() as fh:
                     col = pq.read_table(fh, columns=["_batch"]).column("_batch")
                     batches = tuple(sorted(str(v) for v in pc.unique(col).to_pylist()))
-            except Exception:  # noqa: BLE001 - a table without _batch (or unreadable file): no raw lineage
+            except (KeyError, OSError, pa.ArrowInvalid):  # a table without _batch, or a file gone: no raw lineage
                 batches = ()
-            mtime = on_disk.pop(path, (size, None))[1]
+            mtime = on_disk.pop(_local_key(path), (size, None))[1]
             files.append(DataFileInfo(name, path, size, mtime, batches))
         for path, (size, mtime) in on_disk.items():
             files.append(DataFileInfo(name, path, size, mtime, ()))
@@ -421,8 +439,9 @@ def _apply_iceberg(tables: Any, todo: Mapping[str, list[Any]], report: ApplyRepo
             for manifest in snap.manifests(tbl.io):
                 for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True):
                     live_files.add(entry.data_file.file_path)
+        live_files = {_local_key(f) for f in live_files}
         for d in decisions:
-            if d.id in live_files:
+            if _local_key(d.id) in live_files:
                 report.skipped.append(f"data file {d.id}: a live snapshot references it")
                 continue
             tbl.io.delete(d.id)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dsv_platform.adapters.object_store import build_object_store
+from dsv_platform.adapters.encrypted_store import build_encrypted_store
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core import canonical_json
 from dsv_platform.core.model import TrainingParameters, evaluate, run_manifest, run_manifest_hash, train
@@ -55,7 +55,7 @@ def train_model(settings: Settings, ref: str, *, seed: int, parameters: Training
         weights_hash=model.weights_hash(),
     )
     run_hash = run_manifest_hash(doc)
-    store = build_object_store(settings)
+    store = build_encrypted_store(settings)
     run_object = store.put(canonical_json.dumps(doc))
     registry = Registry.from_url(settings.registry_url)
     model_id = f"model:fraud_model@{run_hash}"

@@ -15,7 +15,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from dsv_platform.adapters.object_store import build_object_store
+from dsv_platform.adapters.encrypted_store import build_encrypted_store
 from dsv_platform.adapters.publisher import Publisher
 from dsv_platform.adapters.registry.records import Realization
 from dsv_platform.adapters.registry.registry import Registry
@@ -59,7 +59,7 @@ def check_promotable(settings: Settings, run_hash: str, *, actor: str) -> tuple[
     """The realization a promotable run was trained on and the model's lineage id; else PromotionRefusedError."""
     registry = Registry.from_url(settings.registry_url)
     digest = run_hash.strip().removeprefix("sha256:").lower()
-    found = locate(registry, build_object_store(settings), digest)
+    found = locate(registry, build_encrypted_store(settings), digest)
     if isinstance(found, Check):
         kind = Refusal.HASH_MISMATCH if found.failure is Outcome.CORRUPT else Refusal.RUN_MANIFEST_MISSING
         raise PromotionRefusedError(kind, f"run manifest {digest}: {found.detail.get('reason', 'not found')}")
@@ -87,7 +87,7 @@ def promote(settings: Settings, run_hash: str, *, actor: str | None = None, alia
     who = actor or settings.actor
     realization, model_id = check_promotable(settings, run_hash, actor=who)
     registry = Registry.from_url(settings.registry_url)
-    Publisher(registry, build_object_store(settings), actor=who).move_alias(realization, alias)
+    Publisher(registry, build_encrypted_store(settings), actor=who).move_alias(realization, alias)
     digest = run_hash.strip().removeprefix("sha256:").lower()
     registry.record_lineage([("model", model_id, "alias", f"{realization.dataset}:{realization.version}@{alias}", "promoted_to", {"run_hash": digest, "ref": realization.ref})], actor=who)
     return Promotion(digest, model_id, realization, alias)

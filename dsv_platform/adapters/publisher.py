@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dsv_platform.adapters.lineage_recorder import record_realization_lineage
 from dsv_platform.adapters.object_store import ObjectStore
 from dsv_platform.adapters.registry.records import PublishOutcome, Realization
 from dsv_platform.adapters.registry.registry import Registry
@@ -166,6 +167,8 @@ class Publisher:
             self.store.abandon(attempt)
             raise PublicationError(f"{request.dataset}:{request.version}: blocking gate(s) failed: {names} (quality report object {report_object})")
         outcome = self.registry.publish(candidate, request.request_id, actor=self.actor)
+        if outcome.realization.manifest_hash == manifest.manifest_hash:  # lineage the pipeline itself writes
+            record_realization_lineage(self.registry, manifest, outcome.realization.ref, actor=self.actor)
         self.on_step(BuildStep.PUBLISHED, outcome.realization.ref)
         self.store.abandon(attempt)
         if request.alias:

@@ -34,7 +34,9 @@ import pyarrow.compute as pc
 
 from dsv_platform.adapters.iceberg import RECORDED_AT, CanonicalTables
 from dsv_platform.adapters.iceberg_load import label_spec
+from dsv_platform.adapters.encrypted_store import EncryptingObjectStore
 from dsv_platform.adapters.object_store import ObjectStore
+from dsv_platform.adapters.privacy import PrivacyCoordinator
 from dsv_platform.adapters.publisher import BuildRequest, Publisher, parquet_bytes
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core import canonical_json
@@ -224,6 +226,9 @@ def build_realization(
     key, pins = pin_sources(tables, definition)
     by_table = {p.table: p for p in pins}
     publisher = Publisher(registry, store, actor=actor)
+    # A privacy deletion raises the redaction generation; a rebuild after it is a new logical version.
+    generation = registry.redaction_generation()
+    key = f"{key}:g{generation}" if generation else key
     request_id = f"{definition.name}:{definition.version}:{key}"
     done = publisher.reconcile(request_id)
     if done is not None:
@@ -231,6 +236,8 @@ def build_realization(
         return RealizationBuild(done.ref, manifest, pins, True, ())
     watermark = _watermark(tables, definition, by_table)
     examples, population = assemble(tables, definition, by_table, watermark)
+    if isinstance(store, EncryptingObjectStore):  # new realizations exclude deleted subjects
+        examples = PrivacyCoordinator(registry, store, actor=actor).exclusion_filter()(examples)
     policy = definition.policy()
     assignment = assign(examples.select(["transaction_id", definition.entity_column]), policy).sort_by("transaction_id")
     splits = SplitsEntry(

@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from dsv_platform.adapters.object_store import ObjectStore, build_object_store
+from dsv_platform.adapters.object_store import ObjectStore
+from dsv_platform.adapters.encrypted_store import build_encrypted_store
 from dsv_platform.adapters.raw_rebuild import RawMissingError, RebuiltInput, TransformChangedError, rebuild_from_raw, split_of
 from dsv_platform.adapters.realization import REPO, environment_lockfile, environment_pin
 from dsv_platform.adapters.registry.records import Realization
@@ -297,7 +298,7 @@ def reproduce(
     """
     who = actor or settings.actor
     registry = Registry.from_url(settings.registry_url)
-    store = build_object_store(settings)
+    store = build_encrypted_store(settings)
     checks: list[Check] = []
     rebuilt: list[str] = []
     env: EnvironmentDiff | None = None

@@ -16,7 +16,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from dsv_platform.adapters.object_store import ObjectStore, build_object_store
+from dsv_platform.adapters.object_store import ObjectStore
+from dsv_platform.adapters.encrypted_store import build_encrypted_store
 from dsv_platform.adapters.registry.records import Realization
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.dataset_definition import DatasetDefinition, load_definitions
@@ -96,6 +97,6 @@ def definition_status(registry: Registry, store: ObjectStore, definition: Datase
 def platform_status(settings: Settings, *, now: dt.datetime | None = None) -> list[DefinitionStatus]:
     """The status of every bundled dataset definition."""
     registry = Registry.from_url(settings.registry_url)
-    store = build_object_store(settings)
+    store = build_encrypted_store(settings)
     when = now or dt.datetime.now(dt.UTC)
     return [definition_status(registry, store, d, now=when) for d in load_definitions()]

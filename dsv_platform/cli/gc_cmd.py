@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dsv_platform.adapters import gc as gc_adapter
-from dsv_platform.adapters.object_store import build_object_store
+from dsv_platform.adapters.encrypted_store import build_encrypted_store
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import ConfigurationError
 from dsv_platform.core.gc import GcPlan, GcPolicy, build_graph, plan_gc, root_costs
@@ -18,7 +18,7 @@ from dsv_platform.settings import Settings, load_settings
 
 def backends(settings: Settings) -> dict[str, Any]:
     """Registry, object store, and (when they exist) the canonical tables and the landing index."""
-    out: dict[str, Any] = {"registry": Registry.from_url(settings.registry_url), "store": build_object_store(settings), "tables": None, "landing": None}
+    out: dict[str, Any] = {"registry": Registry.from_url(settings.registry_url), "store": build_encrypted_store(settings), "tables": None, "landing": None}
     url = settings.iceberg_catalog_url
     if not url.startswith("sqlite:///") or Path(url[len("sqlite:///") :]).exists():
         from dsv_platform.adapters.iceberg import CanonicalTables

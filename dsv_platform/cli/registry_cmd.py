@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from dsv_platform.adapters.object_store import build_object_store
+from dsv_platform.adapters.encrypted_store import build_encrypted_store
 from dsv_platform.adapters.registry.records import Realization
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.cli.progress import row_progress
@@ -107,7 +107,7 @@ def _verify(args: argparse.Namespace) -> int:
     registry = Registry.from_url(settings.registry_url)
     try:
         realization = registry.resolve_ref(args.ref, actor=settings.actor)
-        dataset = Dataset(realization=realization, manifest=load_manifest(registry, realization), store=build_object_store(settings))
+        dataset = Dataset(realization=realization, manifest=load_manifest(registry, realization), store=build_encrypted_store(settings))
         with row_progress("verifying", dataset.manifest.rows) as advance:
             for entry in dataset.partitions:
                 read_object(dataset.store, dataset.ref, entry)  # the object's file hash

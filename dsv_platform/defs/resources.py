@@ -7,6 +7,7 @@ import dagster as dg
 
 from dsv_platform.adapters.iceberg import CanonicalTables
 from dsv_platform.adapters.landing import INDEX_FILE, LandingZone
+from dsv_platform.adapters.encrypted_store import build_encrypted_store
 from dsv_platform.adapters.object_store import ObjectStore, build_object_store
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core import sample_data
@@ -76,7 +77,7 @@ class RegistryResource(dg.ConfigurableResource):
         return Registry.from_url(self.url)
 
     def store(self) -> ObjectStore:
-        return build_object_store(self.settings())
+        return build_encrypted_store(self.settings())
 
 
 class SampleSourceResource(dg.ConfigurableResource):
