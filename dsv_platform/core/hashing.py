@@ -15,7 +15,12 @@ Performance notes (see docs/benchmarks.md):
 - each chunk gathers only the columns it encodes, in sorted order; fixed-width
   strings (every value the same length, single-chunk columns) are gathered as
   fixed-size records with numpy instead of Arrow's variable-length take;
-  many-chunk columns are taken chunked, never combined (no partition copy).
+  many-chunk columns are taken chunked, never combined (no partition copy);
+- with the compiled encoder (``dsv_platform._native``, see canonical.py's
+  :func:`native_rows`), a chunk is gathered, formatted and joined in one C
+  pass that prefetches the rows ahead and releases the GIL; the per-column
+  gathers above then only serve float/date columns and the pure fallback.
+  ``set_native(False)`` forces the pure path.
 """
 
 from __future__ import annotations
@@ -30,7 +35,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dsv_platform.core.canonical import _as_array, _string_buffers, encode_column, encode_rows, line_bytes, row_key_at
+from dsv_platform.core.canonical import (
+    _as_array,
+    _string_buffers,
+    encode_column,
+    encode_rows,
+    line_bytes,
+    native_rows,
+    row_key_at,
+)
+from dsv_platform.core.canonical import native_enabled as native_enabled  # re-exported: the compiled encoder's switch
+from dsv_platform.core.canonical import set_native as set_native
 from dsv_platform.core.contract import Contract
 from dsv_platform.core.errors import ContractViolationError
 
@@ -203,21 +218,41 @@ def iter_canonical_chunks(
     order = _sort_order(table, contract, source)
     n = table.num_rows
     starts = list(range(0, n, chunk_rows))
-    gatherers = {name: _Gatherer(table.column(name)) for name in table.column_names}
+    gatherers: dict[str, _Gatherer] = {}
 
-    def encode(start: int) -> pa.Array:
-        part = pa.table({name: g.take(order, start, chunk_rows) for name, g in gatherers.items()})
-        return encode_rows(part, contract, source=source)
+    def gatherer(name: str) -> _Gatherer:
+        g = gatherers.get(name)
+        if g is None:  # built on first use (two threads may both build one: same result)
+            g = gatherers[name] = _Gatherer(table.column(name))
+        return g
+
+    def encode_pure(start: int) -> memoryview:
+        part = pa.table({name: gatherer(name).take(order, start, chunk_rows) for name in table.column_names})
+        return line_bytes(encode_rows(part, contract, source=source))
+
+    plan = native_rows(table, contract, source=source)
+    if plan is None:
+        encode = encode_pure
+    else:
+
+        def encode(start: int) -> memoryview:
+            try:
+                return memoryview(plan.encode(order, start, min(chunk_rows, n - start), lambda name, o, s, r: gatherer(name).take(o, s, r)))
+            except (ValueError, IndexError, ContractViolationError):
+                return encode_pure(start)  # the pure path reports the error (or, if the plan was wrong, gives the right bytes)
 
     with ThreadPoolExecutor(max_workers=ENCODE_THREADS, thread_name_prefix="dsv-encode") as pool:
         pending = deque(pool.submit(encode, start) for start in starts[:ENCODE_THREADS])
         for i, start in enumerate(starts):
-            lines = pending.popleft().result()
+            chunk = pending.popleft().result()
             if i + ENCODE_THREADS < len(starts):
                 pending.append(pool.submit(encode, starts[i + ENCODE_THREADS]))
-            yield line_bytes(lines)
+            yield chunk
+            del chunk
             if progress is not None:
                 progress(min(chunk_rows, n - start))
+    if plan is not None:
+        plan.release()
 
 
 def hash_partition(

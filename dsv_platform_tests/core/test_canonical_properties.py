@@ -284,7 +284,8 @@ def test_canonical_timestamp_text_is_the_exact_count_or_an_error(data: Any, stor
     shift = _EXP[stored] - _EXP[resolution]
     if shift < 0:
         lo, hi = max(lo, -(2**63 - 1) // 10 ** (-shift)), min(hi, (2**63 - 1) // 10 ** (-shift))
-    exact = st.integers(lo // 10 ** max(shift, 0), hi // 10 ** max(shift, 0)).map(lambda e: e * 10 ** max(shift, 0))
+    factor = 10 ** max(shift, 0)
+    exact = st.integers(-(-lo // factor), hi // factor).map(lambda e: e * factor)  # whole multiples inside [lo, hi]
     epochs = data.draw(st.lists(st.one_of(st.integers(lo, hi), exact), min_size=1, max_size=30))
     values = pa.array(epochs, pa.timestamp(stored, tz="UTC"))
     if all(shift <= 0 or e % 10**shift == 0 for e in epochs):

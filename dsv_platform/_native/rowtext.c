@@ -1,0 +1,795 @@
+/*
+ * dsv_platform._native._rowtext: canonical row text (dsv-canon/1,
+ * CANONICAL-ENCODING.md) gathered, formatted and joined in one pass.
+ *
+ * encode(columns, perm, start, count) -> Buffer
+ *
+ *   columns: list of (kind, p1, p2, local, chunks); chunks: list of
+ *            (length, offset, validity or None, buf1, buf2 or None), the
+ *            Arrow buffers of each chunk read zero-copy (buffer protocol).
+ *   perm:    int64 buffer of row indices, or None (rows start..start+count).
+ *   Row r (0 <= r < count) uses index perm[start + r] (or start + r) for a
+ *   column with local = 0, and index r for a column with local = 1
+ *   (per-chunk text prepared by the caller).
+ *
+ * Kinds (p1, p2):
+ *   INT(width bytes, signed)     integer values buffer
+ *   BOOL                         bit-packed values
+ *   STRING(offset width, fixed)  UTF-8 text, COPY text escapes applied
+ *   TEXT(offset width, fixed)    text written as is (pre-encoded)
+ *   BINARY(offset width, fixed)  \\x + lowercase hex
+ *                                fixed > 0: every value is `fixed` bytes, no
+ *                                offsets (buf1 None); value i of the chunk
+ *                                starts at byte i * fixed of buf2
+ *   DECIMAL128(scale)            16-byte little-endian unscaled values
+ *   TIMESTAMP(shift)             int64 counts; shift > 0: divide by 10**shift
+ *                                (must be exact, else ValueError), shift < 0:
+ *                                multiply by 10**-shift (exact in 128 bits)
+ * Nulls (validity bit 0) are written as \N. Fields are joined by TAB and each
+ * row ends in LF. The GIL is released while rows are written. Every index,
+ * offset and buffer length is checked (IndexError / ValueError, never a read
+ * out of bounds); the caller then falls back to the pure path.
+ *
+ * The result is a read-only Buffer (buffer protocol, no copy). Freed output
+ * buffers are kept for reuse by the next call; trim() frees them.
+ *
+ * The pure numpy/Arrow path in dsv_platform/core/canonical.py is the
+ * reference; dsv_platform_tests/core/test_native_rowtext.py checks the two
+ * give identical bytes.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { K_INT = 0, K_BOOL = 1, K_STRING = 2, K_TEXT = 3, K_BINARY = 4, K_DECIMAL128 = 5, K_TIMESTAMP = 6 };
+
+
+/* ------------------------------------------------------------------ */
+/* output buffer object                                                */
+
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t size;
+    size_t cap;
+    Py_ssize_t exports;
+} RowBuffer;
+
+/*
+ * A few freed output buffers are kept for the next chunks: a fresh buffer of
+ * tens of MB costs a page fault per 4 KiB on first touch, which on a VM cost
+ * as much as formatting the rows. Guarded by the GIL (pushed in dealloc,
+ * popped before the GIL is released); trim() frees them.
+ */
+#define POOL_SLOTS 4
+#define POOL_MAX_BYTES ((size_t)1 << 28)
+static char *pool_data[POOL_SLOTS];
+static size_t pool_cap[POOL_SLOTS];
+static int pool_n = 0;
+
+static void pool_push(char *data, size_t cap) {
+    if (!data) return;
+    if (pool_n < POOL_SLOTS && cap <= POOL_MAX_BYTES) {
+        pool_data[pool_n] = data;
+        pool_cap[pool_n++] = cap;
+    } else {
+        free(data);
+    }
+}
+
+/* the pooled buffer closest to `want` bytes (the largest if none is big enough) */
+static char *pool_pop(size_t want, size_t *cap) {
+    if (!pool_n) return NULL;
+    int best = 0;
+    for (int i = 1; i < pool_n; i++) {
+        int fits_i = pool_cap[i] >= want, fits_b = pool_cap[best] >= want;
+        if ((fits_i && (!fits_b || pool_cap[i] < pool_cap[best])) || (!fits_i && !fits_b && pool_cap[i] > pool_cap[best])) best = i;
+    }
+    char *data = pool_data[best];
+    *cap = pool_cap[best];
+    pool_data[best] = pool_data[--pool_n];
+    pool_cap[best] = pool_cap[pool_n];
+    return data;
+}
+
+static PyObject *rowtext_trim(PyObject *self, PyObject *unused) {
+    while (pool_n) free(pool_data[--pool_n]);
+    Py_RETURN_NONE;
+}
+
+static void RowBuffer_dealloc(RowBuffer *self) {
+    pool_push(self->data, self->cap);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int RowBuffer_getbuffer(RowBuffer *self, Py_buffer *view, int flags) {
+    if (PyBuffer_FillInfo(view, (PyObject *)self, self->data ? self->data : "", self->size, 1, flags) < 0) return -1;
+    self->exports++;
+    return 0;
+}
+
+static void RowBuffer_releasebuffer(RowBuffer *self, Py_buffer *view) { self->exports--; }
+
+static Py_ssize_t RowBuffer_length(RowBuffer *self) { return self->size; }
+
+static PyBufferProcs RowBuffer_as_buffer = {(getbufferproc)RowBuffer_getbuffer, (releasebufferproc)RowBuffer_releasebuffer};
+static PySequenceMethods RowBuffer_as_sequence = {(lenfunc)RowBuffer_length};
+
+static PyTypeObject RowBufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "dsv_platform._native._rowtext.Buffer",
+    .tp_basicsize = sizeof(RowBuffer),
+    .tp_dealloc = (destructor)RowBuffer_dealloc,
+    .tp_as_buffer = &RowBuffer_as_buffer,
+    .tp_as_sequence = &RowBuffer_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Read-only bytes of canonical row text (buffer protocol).",
+};
+
+/* ------------------------------------------------------------------ */
+/* column descriptions                                                 */
+
+typedef struct {
+    int64_t length, offset;
+    const uint8_t *validity; /* NULL: no nulls */
+    const uint8_t *buf1;
+    const uint8_t *buf2;
+    Py_ssize_t len1, len2;
+} Chunk;
+
+typedef struct {
+    int kind, p1, p2, local;
+    int nchunks;
+    Chunk *chunks;
+    int64_t *starts; /* nchunks + 1 cumulative row starts */
+    int64_t total;
+} Column;
+
+typedef struct {
+    Py_buffer *views;
+    int nviews, cap;
+} Views;
+
+static const uint8_t *take_view(Views *v, PyObject *obj, Py_ssize_t *len) {
+    if (obj == Py_None) {
+        *len = 0;
+        return NULL;
+    }
+    if (v->nviews == v->cap) {
+        int cap = v->cap ? v->cap * 2 : 16;
+        Py_buffer *grown = PyMem_Realloc(v->views, sizeof(Py_buffer) * cap);
+        if (!grown) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        v->views = grown;
+        v->cap = cap;
+    }
+    if (PyObject_GetBuffer(obj, &v->views[v->nviews], PyBUF_SIMPLE) < 0) return NULL;
+    Py_buffer *view = &v->views[v->nviews++];
+    *len = view->len;
+    return view->buf ? (const uint8_t *)view->buf : (const uint8_t *)"";
+}
+
+static void release_views(Views *v) {
+    for (int i = 0; i < v->nviews; i++) PyBuffer_Release(&v->views[i]);
+    PyMem_Free(v->views);
+}
+
+static void free_columns(Column *cols, int n) {
+    if (!cols) return;
+    for (int i = 0; i < n; i++) {
+        PyMem_Free(cols[i].chunks);
+        PyMem_Free(cols[i].starts);
+    }
+    PyMem_Free(cols);
+}
+
+static int parse_column(PyObject *item, Column *col, Views *views) {
+    PyObject *chunks;
+    if (!PyArg_ParseTuple(item, "iiipO", &col->kind, &col->p1, &col->p2, &col->local, &chunks)) return -1;
+    if (col->kind < K_INT || col->kind > K_TIMESTAMP) {
+        PyErr_SetString(PyExc_ValueError, "unknown column kind");
+        return -1;
+    }
+    if ((col->kind == K_STRING || col->kind == K_TEXT || col->kind == K_BINARY) && col->p1 != 4 && col->p1 != 8) {
+        PyErr_SetString(PyExc_ValueError, "offset width must be 4 or 8");
+        return -1;
+    }
+    if ((col->kind == K_STRING || col->kind == K_TEXT || col->kind == K_BINARY) && (col->p2 < 0 || col->p2 > 4096)) {
+        PyErr_SetString(PyExc_ValueError, "fixed width out of range");
+        return -1;
+    }
+    if (col->kind == K_INT && col->p1 != 1 && col->p1 != 2 && col->p1 != 4 && col->p1 != 8) {
+        PyErr_SetString(PyExc_ValueError, "integer width must be 1, 2, 4 or 8");
+        return -1;
+    }
+    if (col->kind == K_DECIMAL128 && (col->p1 < 0 || col->p1 > 38)) {
+        PyErr_SetString(PyExc_ValueError, "decimal scale out of range");
+        return -1;
+    }
+    if (col->kind == K_TIMESTAMP && (col->p1 < -18 || col->p1 > 18)) {
+        PyErr_SetString(PyExc_ValueError, "timestamp shift out of range");
+        return -1;
+    }
+    PyObject *seq = PySequence_Fast(chunks, "chunks must be a sequence");
+    if (!seq) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    col->nchunks = (int)n;
+    col->chunks = PyMem_Calloc(n ? n : 1, sizeof(Chunk));
+    col->starts = PyMem_Calloc(n + 1, sizeof(int64_t));
+    if (!col->chunks || !col->starts) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    int64_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Chunk *c = &col->chunks[i];
+        PyObject *validity, *b1, *b2;
+        long long length, offset;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "LLOOO", &length, &offset, &validity, &b1, &b2)) goto fail;
+        if (length < 0 || offset < 0) {
+            PyErr_SetString(PyExc_ValueError, "negative chunk length or offset");
+            goto fail;
+        }
+        c->length = length;
+        c->offset = offset;
+        Py_ssize_t vlen;
+        c->validity = take_view(views, validity, &vlen);
+        if (PyErr_Occurred()) goto fail;
+        c->buf1 = take_view(views, b1, &c->len1);
+        if (PyErr_Occurred()) goto fail;
+        c->buf2 = take_view(views, b2, &c->len2);
+        if (PyErr_Occurred()) goto fail;
+        int64_t end = offset + length;
+        int ok = 1;
+        if (c->validity && vlen * 8 < end) ok = 0;
+        switch (col->kind) {
+        case K_INT: ok &= c->buf1 != NULL && c->len1 >= end * col->p1; break;
+        case K_BOOL: ok &= c->buf1 != NULL && c->len1 * 8 >= end; break;
+        case K_DECIMAL128: ok &= c->buf1 != NULL && c->len1 >= end * 16; break;
+        case K_TIMESTAMP: ok &= c->buf1 != NULL && c->len1 >= end * 8; break;
+        default:
+            if (col->p2 > 0) ok &= (length == 0) || (c->buf2 != NULL && c->len2 >= length * col->p2);
+            else ok &= (length == 0) || (c->buf1 != NULL && c->len1 >= (end + 1) * col->p1);
+            break;
+        }
+        if (!ok) {
+            PyErr_SetString(PyExc_ValueError, "a buffer is shorter than its chunk");
+            goto fail;
+        }
+        total += length;
+        col->starts[i + 1] = total;
+    }
+    col->total = total;
+    Py_DECREF(seq);
+    return 0;
+fail:
+    Py_DECREF(seq);
+    return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* formatting                                                          */
+
+static const char DIGIT_PAIRS[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static inline int digits_u64(uint64_t v) {
+    int n = 1;
+    for (;;) {
+        if (v < 10) return n;
+        if (v < 100) return n + 1;
+        if (v < 1000) return n + 2;
+        if (v < 10000) return n + 3;
+        v /= 10000;
+        n += 4;
+    }
+}
+
+/* writes exactly `n` digits of v (n = digits_u64(v) or more, zero padded) ending at out + n */
+static inline void write_u64_n(char *out, uint64_t v, int n) {
+    char *p = out + n;
+    while (v >= 100) {
+        unsigned r = (unsigned)(v % 100);
+        v /= 100;
+        p -= 2;
+        memcpy(p, DIGIT_PAIRS + 2 * r, 2);
+    }
+    if (v >= 10) {
+        p -= 2;
+        memcpy(p, DIGIT_PAIRS + 2 * v, 2);
+    } else {
+        *--p = (char)('0' + v);
+    }
+    while (p > out) *--p = '0';
+}
+
+static inline char *write_u64(char *out, uint64_t v) {
+    int n = digits_u64(v);
+    write_u64_n(out, v, n);
+    return out + n;
+}
+
+static inline char *write_i64(char *out, int64_t v) {
+    if (v < 0) {
+        *out++ = '-';
+        return write_u64(out, (uint64_t)0 - (uint64_t)v);
+    }
+    return write_u64(out, (uint64_t)v);
+}
+
+typedef unsigned __int128 u128;
+typedef __int128 i128;
+
+/* decimal digits of a 128-bit magnitude into out (no sign); returns the count */
+static inline int u128_digits(char *out, u128 v) {
+    if ((v >> 64) == 0) {
+        uint64_t x = (uint64_t)v;
+        int n = digits_u64(x);
+        write_u64_n(out, x, n);
+        return n;
+    }
+    const uint64_t E19 = 10000000000000000000ULL;
+    uint64_t parts[3];
+    int np = 0;
+    while (v >> 64) {
+        parts[np++] = (uint64_t)(v % E19);
+        v /= E19;
+    }
+    uint64_t head = (uint64_t)v;
+    int n = digits_u64(head);
+    write_u64_n(out, head, n);
+    while (np) {
+        write_u64_n(out + n, parts[--np], 19);
+        n += 19;
+    }
+    return n;
+}
+
+/* plain notation with `scale` fraction digits */
+static inline char *write_scaled(char *out, u128 mag, int negative, int scale) {
+    char digits[48];
+    int n = u128_digits(digits, mag);
+    if (negative && mag != 0) *out++ = '-';
+    if (scale == 0) {
+        memcpy(out, digits, n);
+        return out + n;
+    }
+    if (n <= scale) {
+        *out++ = '0';
+        *out++ = '.';
+        memset(out, '0', scale - n);
+        out += scale - n;
+        memcpy(out, digits, n);
+        return out + n;
+    }
+    memcpy(out, digits, n - scale);
+    out += n - scale;
+    *out++ = '.';
+    memcpy(out, digits + n - scale, scale);
+    return out + scale;
+}
+
+static inline char *write_i64_scaled(char *out, int64_t v, int scale) {
+    if (scale == 0) return write_i64(out, v);
+    uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    if (v < 0) *out++ = '-';
+    int n = digits_u64(mag);
+    if (n <= scale) {
+        *out++ = '0';
+        *out++ = '.';
+        write_u64_n(out, mag, scale); /* zero padded to scale digits */
+        return out + scale;
+    }
+    uint64_t p = 1;
+    for (int i = 0; i < scale; i++) p *= 10;
+    out = write_u64(out, mag / p);
+    *out++ = '.';
+    write_u64_n(out, mag % p, scale);
+    return out + scale;
+}
+
+static const char HEX[] = "0123456789abcdef";
+static uint8_t ESCAPE[256]; /* 0: as is, else the escape letter */
+
+/* exact per-byte tests (Bit Twiddling Hacks' hasbetween): the high bit of each byte m < b < n */
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+static inline uint64_t between(uint64_t x, unsigned m, unsigned n) {
+    uint64_t low = x & (ONES * 127);
+    return ((ONES * (127 + n) - low) & ~x & (low + ONES * (127 - m))) & HIGHS;
+}
+/* bytes COPY text escapes: 0x08..0x0D and backslash (0x5C) */
+static inline uint64_t specials(uint64_t x) { return between(x, 7, 14) | between(x, 91, 93); }
+
+/*
+ * Escaped copy of s[0..n). `readable` bytes may be read from s (>= n; reads
+ * past n stay inside the source buffer), and up to 8 bytes past the written
+ * text may be scribbled on (the caller reserved them).
+ */
+static inline char *write_escaped(char *out, const uint8_t *s, int64_t n, int64_t readable) {
+    int64_t i = 0;
+    while (i < n) {
+        if (readable - i >= 8) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            int64_t m = n - i < 8 ? n - i : 8;
+            uint64_t hit = specials(w);
+            if (m < 8) hit &= (1ULL << (8 * m)) - 1;
+            memcpy(out, &w, 8);
+            if (!hit) {
+                out += m;
+                i += m;
+                continue;
+            }
+            int first = __builtin_ctzll(hit) >> 3;
+            out += first;
+            i += first;
+        }
+        uint8_t c = s[i++];
+        if (ESCAPE[c]) {
+            *out++ = '\\';
+            *out++ = (char)ESCAPE[c];
+        } else {
+            *out++ = (char)c;
+        }
+    }
+    return out;
+}
+
+/* ------------------------------------------------------------------ */
+/* the row loop                                                        */
+
+static inline int locate(const Column *c, int64_t idx, const Chunk **chunk, int64_t *at) {
+    if (c->nchunks == 1) {
+        *chunk = &c->chunks[0];
+        *at = c->chunks[0].offset + idx;
+        return 0;
+    }
+    int lo = 0, hi = c->nchunks; /* starts[lo] <= idx < starts[hi] */
+    while (hi - lo > 1) {
+        int mid = (lo + hi) >> 1;
+        if (c->starts[mid] <= idx) lo = mid;
+        else hi = mid;
+    }
+    while (lo < c->nchunks && c->chunks[lo].length == 0) lo++;
+    *chunk = &c->chunks[lo];
+    *at = c->chunks[lo].offset + (idx - c->starts[lo]);
+    return 0;
+}
+
+static inline int64_t off_at(const uint8_t *offsets, int width, int64_t i) {
+    if (width == 4) {
+        int32_t v;
+        memcpy(&v, offsets + 4 * i, 4);
+        return v;
+    }
+    int64_t v;
+    memcpy(&v, offsets + 8 * i, 8);
+    return v;
+}
+
+typedef struct {
+    char *data;
+    size_t size, cap;
+} Out;
+
+static inline int reserve(Out *o, size_t need) {
+    if (o->cap - o->size >= need) return 0;
+    size_t cap = o->cap ? o->cap : 1 << 16;
+    while (cap - o->size < need) cap *= 2;
+    char *grown = realloc(o->data, cap);
+    if (!grown) return -1;
+    o->data = grown;
+    o->cap = cap;
+    return 0;
+}
+
+enum { E_OK = 0, E_NOMEM = 1, E_INDEX = 2, E_INEXACT = 3, E_DATA = 4 };
+
+/*
+ * One pass over the rows. Memory latency dominates a random-order gather
+ * (every value of every column is a cache miss), so the values of the row
+ * PREFETCH_DISTANCE rows ahead are prefetched, and the text bytes of the row
+ * half as far ahead (their offsets are in cache by then). Measured on the
+ * benchmark table: about 2x faster than gathering each column of a block of
+ * rows first and formatting the block after.
+ */
+static int PREFETCH_DISTANCE = 16; /* rows; _set_prefetch_distance() is a tuning knob for benchmarks */
+static int TEXT_DISTANCE = 8;
+
+static inline void prefetch_values(const Column *cols, int ncols, int64_t idx, int64_t local) {
+    for (int k = 0; k < ncols; k++) {
+        const Column *c = &cols[k];
+        int64_t i = c->local ? local : idx;
+        if (i < 0 || i >= c->total) continue;
+        const Chunk *ch;
+        int64_t at;
+        locate(c, i, &ch, &at);
+        if (ch->validity) __builtin_prefetch(ch->validity + (at >> 3));
+        switch (c->kind) {
+        case K_BOOL: __builtin_prefetch(ch->buf1 + (at >> 3)); break;
+        case K_DECIMAL128: __builtin_prefetch(ch->buf1 + at * 16); break;
+        case K_TIMESTAMP: __builtin_prefetch(ch->buf1 + at * 8); break;
+        case K_INT: __builtin_prefetch(ch->buf1 + at * c->p1); break;
+        default: /* text: the offsets, or the bytes of a fixed-width value */
+            if (c->p2 > 0) __builtin_prefetch(ch->buf2 + (at - ch->offset) * c->p2);
+            else __builtin_prefetch(ch->buf1 + at * c->p1);
+            break;
+        }
+    }
+}
+
+static inline void prefetch_text(const Column *cols, int ncols, int64_t idx, int64_t local) {
+    for (int k = 0; k < ncols; k++) {
+        const Column *c = &cols[k];
+        if ((c->kind != K_STRING && c->kind != K_TEXT && c->kind != K_BINARY) || c->p2 > 0) continue;
+        int64_t i = c->local ? local : idx;
+        if (i < 0 || i >= c->total) continue;
+        const Chunk *ch;
+        int64_t at;
+        locate(c, i, &ch, &at);
+        if (!ch->buf2) continue;
+        int64_t s = off_at(ch->buf1, c->p1, at);
+        if (s >= 0 && s < ch->len2) __builtin_prefetch(ch->buf2 + s);
+    }
+}
+
+static int write_rows(const Column *cols, int ncols, const int64_t *perm, int64_t start, int64_t count, Out *o, int64_t *bad_row) {
+    for (int64_t r = 0; r < count; r++) {
+        if (perm) {
+            if (r + PREFETCH_DISTANCE < count) prefetch_values(cols, ncols, perm[start + r + PREFETCH_DISTANCE], r + PREFETCH_DISTANCE);
+            if (r + TEXT_DISTANCE < count) prefetch_text(cols, ncols, perm[start + r + TEXT_DISTANCE], r + TEXT_DISTANCE);
+        }
+        int64_t idx = perm ? perm[start + r] : start + r;
+        for (int k = 0; k < ncols; k++) {
+            const Column *c = &cols[k];
+            int64_t i = c->local ? r : idx;
+            if (i < 0 || i >= c->total) {
+                *bad_row = r;
+                return E_INDEX;
+            }
+            const Chunk *ch;
+            int64_t at;
+            locate(c, i, &ch, &at);
+            if (reserve(o, 64)) return E_NOMEM;
+            char *p = o->data + o->size;
+            if (ch->validity && !((ch->validity[at >> 3] >> (at & 7)) & 1)) {
+                p[0] = '\\';
+                p[1] = 'N';
+                p += 2;
+            } else {
+                switch (c->kind) {
+                case K_INT: {
+                    const uint8_t *v = ch->buf1 + at * c->p1;
+                    if (c->p2) {
+                        int64_t x;
+                        if (c->p1 == 8) memcpy(&x, v, 8);
+                        else if (c->p1 == 4) { int32_t t; memcpy(&t, v, 4); x = t; }
+                        else if (c->p1 == 2) { int16_t t; memcpy(&t, v, 2); x = t; }
+                        else x = (int8_t)v[0];
+                        p = write_i64(p, x);
+                    } else {
+                        uint64_t x;
+                        if (c->p1 == 8) memcpy(&x, v, 8);
+                        else if (c->p1 == 4) { uint32_t t; memcpy(&t, v, 4); x = t; }
+                        else if (c->p1 == 2) { uint16_t t; memcpy(&t, v, 2); x = t; }
+                        else x = v[0];
+                        p = write_u64(p, x);
+                    }
+                    break;
+                }
+                case K_BOOL: *p++ = ((ch->buf1[at >> 3] >> (at & 7)) & 1) ? 't' : 'f'; break;
+                case K_DECIMAL128: {
+                    uint64_t lo;
+                    int64_t hi;
+                    memcpy(&lo, ch->buf1 + at * 16, 8);
+                    memcpy(&hi, ch->buf1 + at * 16 + 8, 8);
+                    if (hi == ((int64_t)lo >> 63)) {
+                        p = write_i64_scaled(p, (int64_t)lo, c->p1); /* at most 41 bytes (scale <= 38) */
+                    } else {
+                        i128 v = (i128)(((u128)(uint64_t)hi << 64) | lo);
+                        if (reserve(o, 96)) return E_NOMEM;
+                        p = o->data + o->size;
+                        p = write_scaled(p, v < 0 ? (u128)0 - (u128)v : (u128)v, v < 0, c->p1);
+                    }
+                    break;
+                }
+                case K_TIMESTAMP: {
+                    int64_t v;
+                    memcpy(&v, ch->buf1 + at * 8, 8);
+                    int shift = c->p1;
+                    if (shift == 0) {
+                        p = write_i64(p, v);
+                    } else if (shift > 0) {
+                        int64_t f = 1;
+                        for (int s = 0; s < shift; s++) f *= 10;
+                        if (v % f != 0) {
+                            *bad_row = r;
+                            return E_INEXACT;
+                        }
+                        p = write_i64(p, v / f);
+                    } else { /* exact in 128 bits: |v| < 2**63, factor <= 10**18 */
+                        i128 m = 1;
+                        for (int s = 0; s < -shift; s++) m *= 10;
+                        i128 x = (i128)v * m;
+                        p = write_scaled(p, x < 0 ? (u128)0 - (u128)x : (u128)x, x < 0, 0);
+                    }
+                    break;
+                }
+                default: { /* STRING, TEXT, BINARY */
+                    int64_t s, e;
+                    if (c->p2 > 0) {
+                        s = (at - ch->offset) * c->p2;
+                        e = s + c->p2;
+                    } else {
+                        s = off_at(ch->buf1, c->p1, at);
+                        e = off_at(ch->buf1, c->p1, at + 1);
+                    }
+                    if (s < 0 || e < s || e > ch->len2 || (e > s && !ch->buf2)) {
+                        *bad_row = r;
+                        return E_DATA;
+                    }
+                    int64_t n = e - s;
+                    if (n > 24) { /* the 64 reserved bytes hold 2*24 + 8 (escape scribble) + TAB */
+                        if (reserve(o, 2 * (size_t)n + 16)) return E_NOMEM;
+                        p = o->data + o->size;
+                    }
+                    const uint8_t *src = n ? ch->buf2 + s : (const uint8_t *)"";
+                    if (c->kind == K_TEXT) {
+                        memcpy(p, src, (size_t)n);
+                        p += n;
+                    } else if (c->kind == K_STRING) {
+                        p = write_escaped(p, src, n, n ? ch->len2 - s : 0);
+                    } else {
+                        *p++ = '\\';
+                        *p++ = '\\';
+                        *p++ = 'x';
+                        for (int64_t b = 0; b < n; b++) {
+                            *p++ = HEX[src[b] >> 4];
+                            *p++ = HEX[src[b] & 15];
+                        }
+                    }
+                    break;
+                }
+                }
+            }
+            *p++ = k + 1 == ncols ? '\n' : '\t';
+            o->size = (size_t)(p - o->data);
+        }
+    }
+    return E_OK;
+}
+
+static PyObject *rowtext_encode(PyObject *self, PyObject *args) {
+    PyObject *columns, *perm_obj;
+    long long start, count;
+    if (!PyArg_ParseTuple(args, "OOLL", &columns, &perm_obj, &start, &count)) return NULL;
+    if (start < 0 || count < 0) {
+        PyErr_SetString(PyExc_ValueError, "start and count must be >= 0");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(columns, "columns must be a sequence");
+    if (!seq) return NULL;
+    int ncols = (int)PySequence_Fast_GET_SIZE(seq);
+    Views views = {0};
+    Column *cols = NULL;
+    Py_buffer perm_view = {0};
+    int have_perm = 0;
+    RowBuffer *result = NULL;
+    if (ncols == 0 && count > 0) {
+        PyErr_SetString(PyExc_ValueError, "rows without columns");
+        goto done;
+    }
+    cols = PyMem_Calloc(ncols ? ncols : 1, sizeof(Column));
+    if (!cols) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int k = 0; k < ncols; k++)
+        if (parse_column(PySequence_Fast_GET_ITEM(seq, k), &cols[k], &views) < 0) goto done;
+    const int64_t *perm = NULL;
+    int64_t nperm = 0;
+    if (perm_obj != Py_None) {
+        if (PyObject_GetBuffer(perm_obj, &perm_view, PyBUF_SIMPLE) < 0) goto done;
+        have_perm = 1;
+        if (perm_view.len % 8 != 0) {
+            PyErr_SetString(PyExc_ValueError, "perm must be an int64 buffer");
+            goto done;
+        }
+        perm = (const int64_t *)perm_view.buf;
+        nperm = perm_view.len / 8;
+        if (start + count > nperm) {
+            PyErr_SetString(PyExc_IndexError, "start + count exceeds the permutation");
+            goto done;
+        }
+    }
+    result = PyObject_New(RowBuffer, &RowBufferType);
+    if (!result) goto done;
+    result->data = NULL;
+    result->size = 0;
+    result->cap = 0;
+    result->exports = 0;
+    Out out = {0};
+    size_t want = count ? (size_t)count * (size_t)(ncols * 12) + 64 : 0;
+    if (count) out.data = pool_pop(want, &out.cap);
+    int64_t bad_row = -1;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = count ? (reserve(&out, want) ? E_NOMEM : E_OK) : E_OK;
+    if (rc == E_OK) rc = write_rows(cols, ncols, perm, start, count, &out, &bad_row);
+    Py_END_ALLOW_THREADS
+    result->data = out.data;
+    result->size = (Py_ssize_t)out.size;
+    result->cap = out.cap;
+    if (rc != E_OK) {
+        Py_CLEAR(result);
+        if (rc == E_NOMEM) PyErr_NoMemory();
+        else if (rc == E_INDEX) PyErr_Format(PyExc_IndexError, "row %lld: index out of range", (long long)bad_row);
+        else if (rc == E_INEXACT) PyErr_Format(PyExc_ValueError, "row %lld: timestamp is not a whole number of the unit", (long long)bad_row);
+        else PyErr_Format(PyExc_ValueError, "row %lld: malformed string offsets", (long long)bad_row);
+    }
+done:
+    if (have_perm) PyBuffer_Release(&perm_view);
+    release_views(&views);
+    free_columns(cols, ncols);
+    Py_DECREF(seq);
+    return (PyObject *)result;
+}
+
+static PyObject *rowtext_set_prefetch_distance(PyObject *self, PyObject *args) {
+    int values, text;
+    if (!PyArg_ParseTuple(args, "ii", &values, &text)) return NULL;
+    if (values < 0 || values > 1024 || text < 0 || text > values) {
+        PyErr_SetString(PyExc_ValueError, "need 0 <= text <= values <= 1024");
+        return NULL;
+    }
+    PyObject *previous = Py_BuildValue("ii", PREFETCH_DISTANCE, TEXT_DISTANCE);
+    PREFETCH_DISTANCE = values;
+    TEXT_DISTANCE = text;
+    return previous;
+}
+
+static PyMethodDef rowtext_methods[] = {
+    {"_set_prefetch_distance", rowtext_set_prefetch_distance, METH_VARARGS,
+     "_set_prefetch_distance(values, text) -> previous: rows ahead whose values / text bytes are prefetched (tuning)."},
+    {"encode", rowtext_encode, METH_VARARGS,
+     "encode(columns, perm, start, count) -> Buffer: canonical row text of rows start..start+count (see the module source)."},
+    {"trim", rowtext_trim, METH_NOARGS, "trim(): free the pooled output buffers."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef rowtext_module = {PyModuleDef_HEAD_INIT, "_rowtext", "Canonical row text, one compiled pass.", -1, rowtext_methods};
+
+PyMODINIT_FUNC PyInit__rowtext(void) {
+    memset(ESCAPE, 0, sizeof(ESCAPE));
+    ESCAPE['\\'] = '\\';
+    ESCAPE['\b'] = 'b';
+    ESCAPE['\f'] = 'f';
+    ESCAPE['\n'] = 'n';
+    ESCAPE['\r'] = 'r';
+    ESCAPE['\t'] = 't';
+    ESCAPE['\v'] = 'v';
+    if (PyType_Ready(&RowBufferType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&rowtext_module);
+    if (!m) return NULL;
+    Py_INCREF(&RowBufferType);
+    if (PyModule_AddObject(m, "Buffer", (PyObject *)&RowBufferType) < 0) {
+        Py_DECREF(&RowBufferType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyModule_AddIntConstant(m, "INT", K_INT);
+    PyModule_AddIntConstant(m, "BOOL", K_BOOL);
+    PyModule_AddIntConstant(m, "STRING", K_STRING);
+    PyModule_AddIntConstant(m, "TEXT", K_TEXT);
+    PyModule_AddIntConstant(m, "BINARY", K_BINARY);
+    PyModule_AddIntConstant(m, "DECIMAL128", K_DECIMAL128);
+    PyModule_AddIntConstant(m, "TIMESTAMP", K_TIMESTAMP);
+    return m;
+}
