@@ -10,6 +10,8 @@ code (resolution failures: 3 NOT_FOUND, 4 REDACTED, 5 EXPIRED, 6 CORRUPT,
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import importlib
 import sys
 from collections.abc import Sequence
@@ -53,5 +55,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return int(code or 0)
 
 
+def run() -> None:
+    """Console entry point: exit without native teardown.
+
+    pyarrow's thread pools can abort the process ("terminate called without an
+    active exception", apache/arrow#34314) while the interpreter finalizes; all
+    output is flushed first, so skipping finalization loses nothing.
+    """
+    code = main()
+    gc.collect()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -158,6 +158,9 @@ def publish(conn: Connection, realization_id: int, request_id: str, *, actor: st
     taken = q.find_claim(conn, logical_key=candidate.logical_key, **key)
     if taken is not None:
         winner = q.load_realization(conn, taken.realization_id)
+        if winner.manifest_hash == candidate.manifest_hash:  # committed between our two reads: the same manifest won
+            _abandon(conn, candidate, winner, "same manifest already published", who, now)
+            return PublishOutcome(winner, False, PublishResult.SAME_MANIFEST, realization_id)
         _abandon(conn, candidate, winner, f"lost the logical key {candidate.logical_key!r}", who, now)
         return PublishOutcome(winner, False, PublishResult.LOST_RACE, realization_id)
     if candidate.state not in (S.SEALED, S.QUARANTINED):
