@@ -110,6 +110,20 @@ class PinnedSnapshot:
         return {"table": self.table, "snapshot_id": self.snapshot_id, "tag": self.tag}
 
 
+@dataclass(frozen=True)
+class RowDeletion:
+    """What a row-level delete did: the snapshot before and after, rows removed, the partitions they were in."""
+
+    table: str
+    snapshot_before: int | None
+    snapshot_after: int | None
+    rows: int
+    partitions: tuple[str, ...]
+
+    def to_document(self) -> dict[str, object]:
+        return {"table": self.table, "snapshot_before": self.snapshot_before, "snapshot_after": self.snapshot_after, "rows": self.rows, "partitions": list(self.partitions)}
+
+
 def latest_per_key(rows: pa.Table, key: tuple[str, ...]) -> pa.Table:
     """The latest version of each key (greatest ``_recorded_at``, then greatest ``_batch``), sorted by key."""
     if rows.num_rows == 0:
@@ -185,6 +199,78 @@ class CanonicalTables:
                 continue
             return AppendOutcome(spec.name, _snapshot_id(tbl), new.num_rows, rows.num_rows - new.num_rows, False, attempt)
         raise CanonicalTableError(f"append to {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
+
+    # -- row-level deletes (privacy) ----------------------------------------------
+    def delete_rows(self, spec: TableSpec, delete_filter: BooleanExpression) -> RowDeletion:
+        """Remove the rows matching ``delete_filter`` from the current snapshot (copy-on-write); retried, idempotent.
+
+        The new current snapshot no longer holds them; older snapshots still do
+        until they are expired (see :meth:`snapshots_matching` and :meth:`expire`).
+        """
+        if not self.exists(spec):
+            return RowDeletion(spec.name, None, None, 0, ())
+        tbl = self.catalog.load_table(self.identifier(spec))
+        for attempt in range(1, self.commit_attempts + 1):
+            before = _snapshot_id(tbl)
+            if before is None:
+                return RowDeletion(spec.name, None, None, 0, ())
+            hits = tbl.scan(row_filter=delete_filter).to_arrow()
+            if hits.num_rows == 0:
+                return RowDeletion(spec.name, before, before, 0, ())
+            part = spec.contract.partition_by
+            partitions = tuple(sorted({str(v) for v in hits.column(part).to_pylist()})) if part else ()
+            try:
+                tbl.delete(delete_filter=delete_filter)
+            except CommitFailedException:
+                time.sleep(0.05 * attempt)
+                tbl = self.catalog.load_table(self.identifier(spec))
+                continue
+            return RowDeletion(spec.name, before, _snapshot_id(tbl), hits.num_rows, partitions)
+        raise CanonicalTableError(f"deleting rows of {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
+
+    def snapshots_matching(self, spec: TableSpec, row_filter: BooleanExpression) -> list[int]:
+        """Ids of the snapshots (the current one included) that still hold a row matching ``row_filter``."""
+        if not self.exists(spec):
+            return []
+        tbl = self.catalog.load_table(self.identifier(spec))
+        return [s.snapshot_id for s in tbl.snapshots() if tbl.scan(row_filter=row_filter, snapshot_id=s.snapshot_id, limit=1).to_arrow().num_rows]
+
+    def remove_tags(self, spec: TableSpec, tags: list[str]) -> list[str]:
+        """Remove these tags (those still present); returns the ones removed."""
+        for attempt in range(1, self.commit_attempts + 1):
+            tbl = self.catalog.load_table(self.identifier(spec))
+            present = [t for t in sorted(set(tags)) if t in self.tags(spec)]
+            if not present:
+                return []
+            manage = tbl.manage_snapshots()
+            for t in present:
+                manage = manage.remove_tag(t)
+            try:
+                manage.commit()
+            except CommitFailedException:
+                time.sleep(0.05 * attempt)
+                continue
+            return present
+        raise CanonicalTableError(f"removing tags of {self.identifier(spec)} lost {self.commit_attempts} commit races in a row")
+
+    def expire(self, spec: TableSpec, snapshot_ids: list[int]) -> list[int]:
+        """Expire these snapshots, skipping the current one and any a tag or branch protects; returns the ones expired.
+
+        Their data files stay on storage until GC removes files no live snapshot references.
+        """
+        for attempt in range(1, self.commit_attempts + 1):
+            tbl = self.catalog.load_table(self.identifier(spec))
+            protected = {ref.snapshot_id for ref in tbl.refs().values()}
+            todo = sorted(i for i in set(snapshot_ids) if i not in protected and tbl.snapshot_by_id(i) is not None)
+            if not todo:
+                return []
+            try:
+                tbl.maintenance.expire_snapshots().by_ids(todo).commit()
+            except CommitFailedException:
+                time.sleep(0.05 * attempt)
+                continue
+            return todo
+        raise CanonicalTableError(f"expiring snapshots of {self.identifier(spec)} lost {self.commit_attempts} commit races in a row")
 
     # -- reads ----------------------------------------------------------------
     def read(

@@ -8,6 +8,11 @@ with ``status`` UNCHANGED); other bytes for the same batch id are a new object
 and a new index entry (REVISED), never an overwrite. A batch that cannot be
 read as its source's format is kept (raw is kept longest) but QUARANTINED with
 the reason, and canonical loading skips it.
+
+A privacy deletion removes a batch's object from the store and marks its
+digest redacted in the index with the redaction generation (``mark_redacted``):
+the mark is written once and never overwritten, a redacted batch is no longer
+loadable, and landing the same bytes again does not bring the object back.
 """
 
 from __future__ import annotations
@@ -43,6 +48,15 @@ CREATE TABLE IF NOT EXISTS landed_batch (
 )
 """
 
+_REDACTED_SCHEMA = """
+CREATE TABLE IF NOT EXISTS redacted_batch (
+    digest TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    redacted_at TEXT NOT NULL
+)
+"""
+
 
 class LandingStatus(enum.Enum):
     LANDED = "landed"  # first bytes for this batch id
@@ -64,10 +78,15 @@ class LandingRecord:
     landed_at: dt.datetime
     status: LandingStatus
     reason: str | None = None
+    redacted_generation: int | None = None  # set once a privacy deletion removed the batch's object
+
+    @property
+    def redacted(self) -> bool:
+        return self.redacted_generation is not None
 
     @property
     def loadable(self) -> bool:
-        return self.status is not LandingStatus.QUARANTINED
+        return self.status is not LandingStatus.QUARANTINED and not self.redacted
 
     @property
     def batch_ref(self) -> str:
@@ -98,6 +117,7 @@ class LandingZone:
         self.index_path.parent.mkdir(parents=True, exist_ok=True)
         with closing(self._connect()) as conn, conn:
             conn.execute(_SCHEMA)
+            conn.execute(_REDACTED_SCHEMA)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LandingZone:
@@ -126,6 +146,9 @@ class LandingZone:
                 ).fetchone()
                 if same is not None:
                     conn.execute("ROLLBACK")
+                    if self.redaction(digest) is not None:
+                        self.store.delete(digest)  # deleted for privacy: landing the same bytes again does not bring them back
+                        return self._with_redaction(_record(same))
                     return replace(_record(same), status=LandingStatus.UNCHANGED) if _record(same).loadable else _record(same)
                 before = conn.execute(
                     "SELECT COUNT(*) FROM landed_batch WHERE source=? AND day=? AND batch_id=?", (batch.source, batch.day.isoformat(), batch.batch_id)
@@ -165,7 +188,28 @@ class LandingZone:
         if day is not None:
             sql, args = sql + " AND day=?", [*args, day.isoformat()]
         with closing(self._connect()) as conn:
-            return [_record(r) for r in conn.execute(sql + " ORDER BY seq", args)]
+            marks = {r["digest"]: r["generation"] for r in conn.execute("SELECT digest, generation FROM redacted_batch")}
+            return [replace(rec, redacted_generation=marks.get(rec.digest)) for rec in (_record(r) for r in conn.execute(sql + " ORDER BY seq", args))]
+
+    # -- privacy redaction ------------------------------------------------------
+    def mark_redacted(self, digest: str, generation: int, reason: str, *, at: dt.datetime | None = None) -> bool:
+        """Mark every batch of ``digest`` redacted at ``generation``; False (nothing changed) if it was marked before."""
+        when = (at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).isoformat()
+        with closing(self._connect()) as conn:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO redacted_batch (digest, generation, reason, redacted_at) VALUES (?,?,?,?)", (digest, generation, reason, when)
+            )
+            return cur.rowcount == 1
+
+    def redaction(self, digest: str) -> dict[str, object] | None:
+        """The redaction mark of ``digest`` (generation, reason, redacted_at), or None."""
+        with closing(self._connect()) as conn:
+            row = conn.execute("SELECT * FROM redacted_batch WHERE digest=?", (digest,)).fetchone()
+        return None if row is None else {"generation": row["generation"], "reason": row["reason"], "redacted_at": row["redacted_at"]}
+
+    def _with_redaction(self, record: LandingRecord) -> LandingRecord:
+        mark = self.redaction(record.digest)
+        return record if mark is None else replace(record, redacted_generation=int(mark["generation"]))  # type: ignore[call-overload]
 
     def loadable(self, source: str, day: dt.date) -> list[LandingRecord]:
         """The batches canonical loading applies for a partition, in ``recorded_at`` then landing order."""

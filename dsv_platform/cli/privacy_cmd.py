@@ -6,16 +6,13 @@ import argparse
 import json
 from typing import Any
 
-from dsv_platform.adapters.encrypted_store import build_encrypted_store
-from dsv_platform.adapters.privacy import PrivacyCoordinator
-from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.adapters.privacy import PrivacyCoordinator, build_coordinator
 from dsv_platform.core.privacy import parse_legal_bases
 from dsv_platform.settings import load_settings
 
 
 def _coordinator() -> PrivacyCoordinator:
-    settings = load_settings()
-    return PrivacyCoordinator(Registry.from_url(settings.registry_url), build_encrypted_store(settings), actor=settings.actor)
+    return build_coordinator(load_settings())
 
 
 def _print(doc: dict[str, Any], as_json: bool, text: str) -> None:

@@ -5,7 +5,9 @@ known by :func:`subject_key_hash`, a salted SHA-256. The subject index lists
 its descendants; :func:`plan_deletion` gives each exactly one outcome:
 
 - CRYPTO_ERASED: an encrypted object whose key is destroyed;
-- DELETED: a plain object removed, or a realization made REDACTED;
+- DELETED: a plain object removed, a realization made REDACTED, a raw landing
+  batch removed from the store (its landing index entry marked redacted), or
+  canonical rows removed by a row-level delete on the table's current snapshot;
 - ANONYMIZED: rows whose subject column is replaced (reserved for row stores);
 - RETAINED: kept under a named legal basis the requester supplied.
 """
@@ -26,6 +28,7 @@ SUBJECT_COLUMNS = ("account_id",)
 
 class DescendantKind(enum.Enum):
     RAW_OBJECT = "raw_object"
+    RAW_BATCH = "raw_batch"  # a landed source batch (id: its object digest), read through the landing zone
     CANONICAL_ROWS = "canonical_rows"
     PARTITION_OBJECT = "partition_object"
     SPLIT_ROWS = "split_rows"
@@ -139,7 +142,15 @@ def decide(descendant: Descendant, retain: Mapping[DescendantKind, str]) -> Deci
     if descendant.kind is DescendantKind.REALIZATION:
         return Decision(descendant, Outcome.DELETED, None, "built from the subject's rows: becomes REDACTED; its objects are erased")
     if descendant.kind is DescendantKind.CANONICAL_ROWS:
-        return Decision(descendant, Outcome.ANONYMIZED, None, "rows in an append-only table: the subject column is replaced")
+        return Decision(
+            descendant,
+            Outcome.DELETED,
+            None,
+            "rows in a canonical table: a row-level delete on the current snapshot (copy-on-write); older snapshots holding them "
+            "are expired once no live realization pins them",
+        )
+    if descendant.kind is DescendantKind.RAW_BATCH:
+        return Decision(descendant, Outcome.DELETED, None, "a raw landed batch: its object is deleted and the landing index marks it redacted")
     if descendant.encrypted:
         return Decision(descendant, Outcome.CRYPTO_ERASED, None, "encrypted under its own key: the key is destroyed")
     return Decision(descendant, Outcome.DELETED, None, "stored in the clear: the object is deleted")

@@ -2,8 +2,7 @@
 
 import dagster as dg
 
-from dsv_platform.adapters.encrypted_store import build_encrypted_store
-from dsv_platform.adapters.privacy import PrivacyCoordinator
+from dsv_platform.adapters.privacy import build_coordinator
 from dsv_platform.defs.resources import RegistryResource
 
 
@@ -16,7 +15,7 @@ class PrivacyDeletionConfig(dg.Config):
 @dg.op
 def delete_subject(context: dg.OpExecutionContext, config: PrivacyDeletionConfig, registry: RegistryResource) -> dg.Output[int]:
     """Erase the subject from every realization and object built from it; affected realizations become REDACTED."""
-    coordinator = PrivacyCoordinator(registry.registry(), build_encrypted_store(registry.settings()), actor=registry.actor)
+    coordinator = build_coordinator(registry.settings(), actor=registry.actor)
     report = coordinator.delete(config.subject, config.reason, apply=not config.dry_run)
     counts: dict[str, int] = {}
     for o in report.outcomes:

@@ -119,10 +119,15 @@ def _v3(conn: Connection) -> None:
         table.create(conn)
 
 
+def _v4(conn: Connection) -> None:
+    s.subject_index_raw_scans.create(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "definitions, realizations, events, manifests, publication claims, aliases", _v1),
     Migration(2, "reader ACL, redaction generation; lineage, retention, consumption, redaction, reproduction tables", _v2),
     Migration(3, "privacy deletion: subject index, scans, requests, per-descendant outcomes", _v3),
+    Migration(4, "privacy deletion: subject index scans of raw landed batches", _v4),
 )
 LATEST = MIGRATIONS[-1].version
 

@@ -86,6 +86,39 @@ class PrivacyRecords:
 
         return self.registry._retrying(work)
 
+    def raw_scanned(self) -> set[str]:
+        """Digests of the landed raw objects the subject index has scanned."""
+        with self.registry._read() as conn:
+            return set(conn.execute(select(s.subject_index_raw_scans.c.digest)).scalars())
+
+    def record_raw_scan(self, digest: str, source: str, subject_column: str | None, entries: Sequence[IndexEntry]) -> bool:
+        """Record one landed raw object's index entries with its scan marker, once; False if it was already scanned."""
+        now = self.registry._now()
+
+        def work(conn: Connection) -> bool:
+            t = s.subject_index_raw_scans
+            if conn.execute(select(t.c.digest).where(t.c.digest == digest)).first() is not None:
+                return False
+            conn.execute(insert(t).values(digest=digest, source=source, subject_column=subject_column, scanned_at=now))
+            rows = [
+                {
+                    "subject_key_hash": e.subject_key_hash,
+                    "kind": e.descendant.kind.value,
+                    "descendant_id": e.descendant.id,
+                    "manifest_hash": e.descendant.manifest_hash,
+                    "dataset": e.descendant.dataset,
+                    "version": e.version,
+                    "rows": e.descendant.rows,
+                    "indexed_at": now,
+                }
+                for e in entries
+            ]
+            if rows:
+                conn.execute(insert(s.subject_index), rows)
+            return True
+
+        return self.registry._retrying(work)
+
     def index_rows(self, subject_key_hash: str) -> list[Any]:
         t = s.subject_index
         with self.registry._read() as conn:

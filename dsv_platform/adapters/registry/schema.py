@@ -262,6 +262,15 @@ subject_index_scans = Table(  # which manifests the subject index has scanned
     Column("scanned_at", UtcDateTime, nullable=False),
 )
 
+subject_index_raw_scans = Table(  # which landed raw objects (by digest) the subject index has scanned
+    "subject_index_raw_scans",
+    metadata,
+    Column("digest", HASH, primary_key=True),
+    Column("source", NAME, nullable=False),
+    Column("subject_column", NAME),
+    Column("scanned_at", UtcDateTime, nullable=False),
+)
+
 privacy_requests = Table(
     "privacy_requests",
     metadata,
