@@ -1,4 +1,4 @@
-"""A small fraud world on the embedded stores (real SQLite catalog and registry, local objects) for scenario tests."""
+"""A small fraud world for scenario tests: on the embedded stores (real SQLite catalog and registry, local objects) by default, or on explicit Settings."""
 
 from __future__ import annotations
 
@@ -42,8 +42,11 @@ class World:
     store: ObjectStore
 
     @classmethod
-    def create(cls, home: Path, *, rows_per_day: int = ROWS_PER_DAY, days: int = DAYS) -> "World":
-        settings = load_settings({}).with_home(home)
+    def create(cls, home: Path | None = None, *, settings: Settings | None = None, rows_per_day: int = ROWS_PER_DAY, days: int = DAYS) -> "World":
+        """The world on the embedded default under ``home``, or on explicit ``settings`` (e.g. PostgreSQL and S3)."""
+        if (home is None) == (settings is None):
+            raise TypeError("World.create takes exactly one of home or settings")
+        settings = settings or load_settings({}).with_home(home)  # type: ignore[arg-type]
         store = build_object_store(settings)
         world = cls(settings, FraudDomain(rows_per_day=rows_per_day), LandingZone(store, settings.home / INDEX_FILE), CanonicalTables.from_settings(settings), Registry.from_url(settings.registry_url), store)
         world.ingest([daily_batch(world.domain, s, d) for d in world.domain.days(days) for s in SOURCES])
