@@ -53,36 +53,12 @@ def _touching(conn: Connection, nodes: Iterable[Node], *, as_src: bool) -> list[
     return out
 
 
-def walk_subgraph(conn: Connection, start: Node, *, direction: str, max_nodes: int = 100_000) -> LineageGraph:
-    """The part of the recorded lineage reachable from ``start`` upstream or downstream, as a graph."""
-    graph = LineageGraph()
-    seen = {start}
-    frontier = [start]
-    while frontier and len(seen) < max_nodes:
-        nxt: list[Node] = []
-        level = set(frontier)
-        # an edge is a dependency up -> down; depending on the relation, up is src (usual) or dst (reversed)
-        candidates = _touching(conn, frontier, as_src=True) + _touching(conn, frontier, as_src=False)
-        for e in candidates:
-            if e.relation in NOT_DEPENDENCIES:
-                continue
-            up, down = (e.dst, e.src) if e.relation in REVERSED else (e.src, e.dst)
-            here, there = (down, up) if direction == "upstream" else (up, down)
-            if here not in level:
-                continue
-            graph.add(e)
-            if there not in seen:
-                seen.add(there)
-                nxt.append(there)
-        frontier = nxt
-    return graph
+def walk_subgraph(conn: Connection, start: Node, *, direction: str, max_nodes: int = 100_000, with_manifests: bool = False) -> LineageGraph:
+    """The part of the lineage reachable from ``start`` upstream or downstream, as a graph.
 
-
-__all__ = ["kinds_of", "load_edges", "walk_subgraph", "walk_with_manifests"]
-
-
-def walk_with_manifests(conn: Connection, start: Node, *, direction: str, max_nodes: int = 100_000) -> LineageGraph:
-    """Like :func:`walk_subgraph`, but upstream walks also read each realization's stored manifest (authoritative even where no edge was recorded)."""
+    With ``with_manifests``, upstream walks also read each realization's stored
+    manifest (authoritative even where no edge was recorded).
+    """
     from dsv_platform.core.lineage import manifest_edges
 
     graph = LineageGraph()
@@ -91,13 +67,14 @@ def walk_with_manifests(conn: Connection, start: Node, *, direction: str, max_no
     while frontier and len(seen) < max_nodes:
         level = set(frontier)
         found: list[Edge] = _touching(conn, frontier, as_src=True) + _touching(conn, frontier, as_src=False)
-        if direction == "upstream":
+        if with_manifests and direction == "upstream":
             hashes = [n[1] for n in frontier if n[0] == "realization"]
             if hashes:
                 rows = conn.execute(select(s.manifests.c.manifest_hash, s.manifests.c.canonical_json).where(s.manifests.c.manifest_hash.in_(hashes)))
                 for mh, text in rows:
                     found.extend(manifest_edges(mh, json.loads(text)))
         nxt: list[Node] = []
+        # an edge is a dependency up -> down; depending on the relation, up is src (usual) or dst (reversed)
         for e in found:
             if e.relation in NOT_DEPENDENCIES:
                 continue
@@ -113,6 +90,11 @@ def walk_with_manifests(conn: Connection, start: Node, *, direction: str, max_no
     return graph
 
 
+def walk_with_manifests(conn: Connection, start: Node, *, direction: str, max_nodes: int = 100_000) -> LineageGraph:
+    """:func:`walk_subgraph` reading stored manifests too (what provenance answers use)."""
+    return walk_subgraph(conn, start, direction=direction, max_nodes=max_nodes, with_manifests=True)
+
+
 def kinds_of(conn: Connection, ident: str) -> list[Node]:
     """Every recorded node whose id is ``ident``."""
     t = s.lineage_edges
@@ -121,3 +103,6 @@ def kinds_of(conn: Connection, ident: str) -> list[Node]:
     if conn.execute(select(s.manifests.c.manifest_hash).where(s.manifests.c.manifest_hash == ident)).first():
         nodes.add(("realization", ident))
     return sorted(nodes)
+
+
+__all__ = ["kinds_of", "load_edges", "walk_subgraph", "walk_with_manifests"]

@@ -8,6 +8,7 @@ however often the request is rerun. Subjects appear only as salted hashes.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,25 @@ def _request(row: Any) -> PrivacyRequest:
     return PrivacyRequest(row.request_id, row.subject_key_hash, int(row.generation), row.reason, row.actor, row.completed_at is not None)
 
 
+
+def _insert_entries(conn: Connection, entries: Sequence[IndexEntry], now: datetime) -> None:
+    """Write subject index entries (salted subject hashes only, never raw keys)."""
+    rows = [
+        {
+            "subject_key_hash": e.subject_key_hash,
+            "kind": e.descendant.kind.value,
+            "descendant_id": e.descendant.id,
+            "manifest_hash": e.descendant.manifest_hash,
+            "dataset": e.descendant.dataset,
+            "version": e.version,
+            "rows": e.descendant.rows,
+            "indexed_at": now,
+        }
+        for e in entries
+    ]
+    if rows:
+        conn.execute(insert(s.subject_index), rows)
+
 class PrivacyRecords:
     """The privacy tables of one registry (built by ``Registry.privacy``)."""
 
@@ -67,21 +87,7 @@ class PrivacyRecords:
             if conn.execute(select(t.c.manifest_hash).where(t.c.manifest_hash == manifest_hash)).first() is not None:
                 return False
             conn.execute(insert(t).values(manifest_hash=manifest_hash, subject_column=subject_column, scanned_at=now))
-            rows = [
-                {
-                    "subject_key_hash": e.subject_key_hash,
-                    "kind": e.descendant.kind.value,
-                    "descendant_id": e.descendant.id,
-                    "manifest_hash": e.descendant.manifest_hash,
-                    "dataset": e.descendant.dataset,
-                    "version": e.version,
-                    "rows": e.descendant.rows,
-                    "indexed_at": now,
-                }
-                for e in entries
-            ]
-            if rows:
-                conn.execute(insert(s.subject_index), rows)
+            _insert_entries(conn, entries, now)
             return True
 
         return self.registry._retrying(work)
@@ -100,21 +106,7 @@ class PrivacyRecords:
             if conn.execute(select(t.c.digest).where(t.c.digest == digest)).first() is not None:
                 return False
             conn.execute(insert(t).values(digest=digest, source=source, subject_column=subject_column, scanned_at=now))
-            rows = [
-                {
-                    "subject_key_hash": e.subject_key_hash,
-                    "kind": e.descendant.kind.value,
-                    "descendant_id": e.descendant.id,
-                    "manifest_hash": e.descendant.manifest_hash,
-                    "dataset": e.descendant.dataset,
-                    "version": e.version,
-                    "rows": e.descendant.rows,
-                    "indexed_at": now,
-                }
-                for e in entries
-            ]
-            if rows:
-                conn.execute(insert(s.subject_index), rows)
+            _insert_entries(conn, entries, now)
             return True
 
         return self.registry._retrying(work)
