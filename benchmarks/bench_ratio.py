@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from benchmarks.common import Result, timed
 from benchmarks.data import dataset, transactions_contract
-from dsv_platform.core import canonical, hashing
+from dsv_platform.core import canonical_native, hashing
 from dsv_platform.core.canonical import encode_rows
 
 TARGET = 3.0
@@ -31,7 +31,7 @@ def _load() -> str:
 def run(rows: int) -> Result:
     folder, _ = dataset(rows)
     contract = transactions_contract()
-    native = canonical.native_enabled()
+    native = canonical_native.native_enabled()
     read_s, table = timed(lambda: pq.read_table(folder, columns=contract.column_names).combine_chunks())
     load_before = _load()
     hash_s, digest = timed(lambda: hashing.hash_table(table, contract))
@@ -43,11 +43,11 @@ def run(rows: int) -> Result:
     del chunks
     pure_hash_s = None
     if native:
-        previous = canonical.set_native(False)
+        previous = canonical_native.set_native(False)
         try:
             pure_hash_s, pure_digest = timed(lambda: hashing.hash_table(table, contract))
         finally:
-            canonical.set_native(previous)
+            canonical_native.set_native(previous)
         assert pure_digest == digest, "native and pure paths disagree"
     # Breakdown, one thread, stage by stage (the pipelined run overlaps them).
     sort_s, order = timed(lambda: hashing._sort_order(table, contract, None))
@@ -62,7 +62,7 @@ def run(rows: int) -> Result:
         take_s += t1 - t0
         encode_s += t2 - t1
     breakdown: dict[str, float] = {"sort": round(sort_s, 3), "pure_gather": round(take_s, 3), "pure_encode": round(encode_s, 3)}
-    plan = canonical.native_rows(table, contract)
+    plan = canonical_native.native_rows(table, contract)
     if plan is not None:
         native_s = 0.0
         for start in range(0, table.num_rows, hashing.CHUNK_ROWS):

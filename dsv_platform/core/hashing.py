@@ -41,11 +41,11 @@ from dsv_platform.core.canonical import (
     encode_column,
     encode_rows,
     line_bytes,
-    native_rows,
     row_key_at,
 )
-from dsv_platform.core.canonical import native_enabled as native_enabled  # re-exported: the compiled encoder's switch
-from dsv_platform.core.canonical import set_native as set_native
+from dsv_platform.core.canonical_native import native_enabled as native_enabled  # re-exported: the compiled encoder's switch
+from dsv_platform.core.canonical_native import native_rows
+from dsv_platform.core.canonical_native import set_native as set_native
 from dsv_platform.core.contract import Contract
 from dsv_platform.core.errors import ContractViolationError
 

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 
 from dsv_platform import _native
-from dsv_platform.core import canonical, hashing
+from dsv_platform.core import canonical_native, hashing
 from dsv_platform.core.conformance import build_vectors, check_vectors
 from dsv_platform.core.contract import Contract, parse_contract
 from dsv_platform.core.errors import ContractViolationError
@@ -32,9 +32,9 @@ _ALPHABET = list("ab\\\b\f\n\r\t\v éß€😀") + ["\x00", "N", "\\N", "x" * 30
 
 @pytest.fixture
 def native_on() -> Iterator[None]:
-    previous = canonical.set_native(True)
+    previous = canonical_native.set_native(True)
     yield
-    canonical.set_native(previous)
+    canonical_native.set_native(previous)
 
 
 def _no_pure_rows(*args: object, **kwargs: object) -> None:
@@ -46,7 +46,7 @@ def _both(fn, strict: bool = True):  # type: ignore[no-untyped-def]
 
     ``strict``: the native run must not fall back to the pure row encoder.
     """
-    previous = canonical.set_native(True)
+    previous = canonical_native.set_native(True)
     try:
         if strict:
             with pytest.MonkeyPatch.context() as mp:
@@ -54,10 +54,10 @@ def _both(fn, strict: bool = True):  # type: ignore[no-untyped-def]
                 native = fn()
         else:
             native = fn()
-        canonical.set_native(False)
+        canonical_native.set_native(False)
         pure = fn()
     finally:
-        canonical.set_native(previous)
+        canonical_native.set_native(previous)
     return native, pure
 
 
@@ -184,7 +184,7 @@ def _chunked(table: pa.Table, rng: np.random.Generator) -> pa.Table:
 
 
 def test_native_rowtext_plan_covers_the_compiled_kinds(native_on: None) -> None:
-    plan = canonical.native_rows(_table(20, 0), _contract())
+    plan = canonical_native.native_rows(_table(20, 0), _contract())
     assert plan is not None
     text_columns = [s.name for s in plan.specs if not isinstance(s, tuple)]
     assert sorted(text_columns) == ["d50", "day", "dint", "f32", "f64", "fbin"]
@@ -279,11 +279,11 @@ def test_native_rowtext_wide_decimal128_values() -> None:
 
 @pytest.mark.parametrize("enabled", [True, False])
 def test_native_rowtext_conformance_vectors_pass(enabled: bool) -> None:
-    previous = canonical.set_native(enabled)
+    previous = canonical_native.set_native(enabled)
     try:
         assert check_vectors(build_vectors()) == []
     finally:
-        canonical.set_native(previous)
+        canonical_native.set_native(previous)
 
 
 def _error(table: pa.Table, contract: Contract) -> str:
@@ -328,12 +328,12 @@ def test_native_rowtext_buffer_bounds_are_checked() -> None:
 
 
 def test_native_rowtext_can_be_switched_off() -> None:
-    previous = canonical.set_native(False)
+    previous = canonical_native.set_native(False)
     try:
-        assert canonical.native_rows(_table(5, 0), _contract()) is None
-        assert not canonical.native_enabled()
+        assert canonical_native.native_rows(_table(5, 0), _contract()) is None
+        assert not canonical_native.native_enabled()
     finally:
-        canonical.set_native(previous)
+        canonical_native.set_native(previous)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -353,7 +353,7 @@ def test_native_rowtext_fixed_width_strings_and_binaries_match_pure(seed: int) -
         }
     )
     contract = _contract(["id", "s", "ls", "bin", "lbin"])
-    plan = canonical.native_rows(table, contract)
+    plan = canonical_native.native_rows(table, contract)
     assert plan is not None
     widths = {c.name: spec[2] for c, spec in zip(contract.columns, plan.specs)}
     assert widths["s"] == 4 and widths["bin"] == 5 and widths["lbin"] == 5
@@ -364,7 +364,7 @@ def test_native_rowtext_fixed_width_strings_and_binaries_match_pure(seed: int) -
     mixed = pa.table({"id": pa.array([2, 1, 3], pa.int64()), "s": pa.chunked_array([pa.array(["ab", "cd"]), pa.array(["xyz"])])})
     with_null = pa.table({"id": pa.array([2, 1, 3], pa.int64()), "s": pa.array(["ab", None, "cd"])})
     for t in (mixed, with_null):
-        plan = canonical.native_rows(t, _contract(["id", "s"]))
+        plan = canonical_native.native_rows(t, _contract(["id", "s"]))
         assert plan is not None and plan.specs[1][2] == 0
         native, pure = _both(lambda: canonical_bytes(t, _contract(["id", "s"])))  # noqa: B023 - called at once
         assert native == pure
