@@ -5,12 +5,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test ui venv bench clean conformance
+.PHONY: demo test lint ui venv bench clean conformance
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -20,6 +20,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+# ruff check (not ruff format: formatting is not enforced) and mypy, strict on dsv_platform.core (pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/ruff check dsv_platform dsv_platform_tests benchmarks
+	$(BIN)/mypy dsv_platform
 
 ui: $(STAMP)
 	DAGSTER_HOME=$(CURDIR)/.dsv/dagster $(BIN)/dagster dev -w workspace.yaml

@@ -38,7 +38,8 @@ def dsv_executable() -> list[str]:
 def run(rows: int) -> Result:
     folder, contract_file = dataset(rows)
     dvc = dvc_executable()
-    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "b@x"}
+    identity = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "b@x"}
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", **identity}
     with tempfile.TemporaryDirectory(prefix="dsv-bench-dvc-", dir=DATA_DIR) as tmp:
         repo = Path(tmp)
         data = repo / "data"
@@ -49,7 +50,7 @@ def run(rows: int) -> Result:
         subprocess.run([str(dvc), "init", "-q"], cwd=repo, check=True, env=env)
         subprocess.run([str(dvc), "config", "core.analytics", "false"], cwd=repo, check=True, env=env)
         dvc_s, _ = timed(lambda: subprocess.run([str(dvc), "add", "-q", "data"], cwd=repo, check=True, env=env))
-        dsv_s, out = timed(
+        dsv_s, _ = timed(
             lambda: subprocess.run([*dsv_executable(), "hash", str(data), "--contract", str(contract_file), "--json"], check=True, capture_output=True, env=env)
         )
     ratio = dsv_s / dvc_s

@@ -22,7 +22,10 @@ def run(rows: int) -> Result:
     arrow_bytes = pq.read_table(folder, columns=contract.column_names).combine_chunks().nbytes
     # A fresh wrapper process whose only child is `dsv hash`, so RUSAGE_CHILDREN is that child's peak.
     command = [*dsv_executable(), "hash", str(folder), "--contract", str(contract_file)]
-    wrapper = f"import resource, subprocess; subprocess.run({command!r}, check=True, capture_output=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    wrapper = (
+        f"import resource, subprocess; subprocess.run({command!r}, check=True, capture_output=True); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
     wall, out = timed(lambda: subprocess.run([sys.executable, "-c", wrapper], check=True, capture_output=True, text=True))
     peak = int(json.loads(out.stdout.strip())) * 1024
     note = ""

@@ -13,20 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-# Documented in README.md and deploy/README.md; keep the three in step.
-VARIABLES: dict[str, str] = {
-    "DSV_HOME": "project-local data folder of the embedded default (default ./.dsv)",
-    "DSV_REGISTRY_URL": "SQLAlchemy URL of the registry (default sqlite:///$DSV_HOME/registry.db; production postgresql+psycopg2://...)",
-    "DSV_OBJECT_STORE": "object store root: a folder path or s3://bucket/prefix (default $DSV_HOME/objects)",
-    "DSV_S3_ENDPOINT_URL": "S3 endpoint for a non-AWS server (e.g. http://127.0.0.1:9000)",
-    "DSV_S3_REGION": "S3 region (default us-east-1)",
-    "DSV_ICEBERG_CATALOG_URL": "SQLAlchemy URL of the pyiceberg SQL catalog (default sqlite:///$DSV_HOME/iceberg_catalog.db)",
-    "DSV_ICEBERG_WAREHOUSE": "Iceberg warehouse location: a folder or s3:// URI (default $DSV_HOME/warehouse)",
-    "DSV_KEY_STORE": "folder of the per-object key store used for crypto-erasure (default $DSV_HOME/keys)",
-    "DSV_DROP_FOLDER": "folder the landing sensor watches for new batch files (default $DSV_HOME/drop)",
-    "DSV_ACTOR": "who is acting, recorded on registry events (default the OS user)",
-}
-
 
 @dataclass(frozen=True)
 class Settings:

@@ -26,20 +26,18 @@ import hashlib
 import hmac
 import io
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import TYPE_CHECKING, BinaryIO
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from dsv_platform.adapters.key_store import KeyStore, LocalKeyStore
-from dsv_platform.adapters.object_store import ObjectInfo, ObjectStore, StagedObject, StagingAttempt, build_object_store, check_digest
+from dsv_platform.adapters.key_store import KeyStore
+from dsv_platform.adapters.object_store import ObjectInfo, ObjectStore, StagedObject, StagingAttempt, check_digest
 from dsv_platform.core.errors import ObjectErasedError, ObjectNotFoundError, ObjectStoreError, ObjectVerificationError
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
-    from dsv_platform.settings import Settings
 
 NONCE_BYTES = 12
 TAG_BYTES = 16
@@ -178,11 +176,4 @@ class EncryptingObjectStore(ObjectStore):
         return self.inner.list_staging()
 
 
-def build_encrypted_store(settings: Settings) -> EncryptingObjectStore:
-    """The encrypting store over the object store ``settings`` names; ciphertext under ``<root>/encrypted``, keys in ``settings.key_store``."""
-    inner = build_object_store(settings)
-    sealed = build_object_store(replace(settings, object_store=f"{settings.object_store.rstrip('/')}/{SEALED_SUFFIX}"))
-    return EncryptingObjectStore(inner, sealed, LocalKeyStore(settings.key_store))
-
-
-__all__ = ["EncryptingObjectStore", "ObjectErasedError", "ObjectNotFoundError", "build_encrypted_store", "seal", "unseal"]
+__all__ = ["EncryptingObjectStore", "ObjectErasedError", "ObjectNotFoundError", "seal", "unseal"]

@@ -22,24 +22,22 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchTableError, TableAlreadyExistsError
+from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression, EqualTo
 from pyiceberg.table import Table
 
+from dsv_platform.adapters.iceberg_values import BATCH, RECORDED_AT, AppendOutcome, PinnedSnapshot, RowDeletion, SnapshotInfo, latest_per_key, table_schema
 from dsv_platform.core.contract import Contract
 from dsv_platform.core.errors import DsvError
 from dsv_platform.domain.sources import TableSpec
-from dsv_platform.settings import Settings
 
-RECORDED_AT = "_recorded_at"
-BATCH = "_batch"
 NAMESPACE = "canonical"
 COMMIT_ATTEMPTS = 8
 
@@ -48,91 +46,26 @@ class CanonicalTableError(DsvError):
     """A canonical table operation failed (commit retries exhausted, unknown snapshot or tag)."""
 
 
-def catalog_properties(settings: Settings, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """SqlCatalog properties from Settings: the catalog URL, the warehouse and, for s3://, the S3 FileIO endpoint."""
-    warehouse = settings.iceberg_warehouse
+def catalog_properties(
+    catalog_url: str, warehouse: str, *, s3_region: str = "us-east-1", s3_endpoint_url: str | None = None, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """SqlCatalog properties: the catalog URL, the warehouse and, for s3://, the S3 FileIO endpoint."""
     if "://" not in warehouse:
         path = Path(warehouse).resolve()
         path.mkdir(parents=True, exist_ok=True)
         warehouse = path.as_uri()
-    props = {"uri": settings.iceberg_catalog_url, "warehouse": warehouse}
+    props = {"uri": catalog_url, "warehouse": warehouse}
     if warehouse.startswith("s3://"):
-        props["s3.region"] = settings.s3_region
-        if settings.s3_endpoint_url:
-            props["s3.endpoint"] = settings.s3_endpoint_url
+        props["s3.region"] = s3_region
+        if s3_endpoint_url:
+            props["s3.endpoint"] = s3_endpoint_url
     props.update(extra or {})
     return props
 
 
-def build_catalog(settings: Settings, *, name: str = "dsv", extra: Mapping[str, str] | None = None) -> SqlCatalog:
-    """The pyiceberg SQL catalog Settings name (SQLite embedded, PostgreSQL in production)."""
-    return SqlCatalog(name, **catalog_properties(settings, extra))
-
-
-def table_schema(contract: Contract) -> pa.Schema:
-    """The Arrow schema of a canonical table: the contract's columns, then ``_recorded_at`` and ``_batch``."""
-    fields = list(contract.arrow_schema)
-    fields.append(pa.field(RECORDED_AT, pa.timestamp("us", tz="UTC"), nullable=False))
-    fields.append(pa.field(BATCH, pa.string(), nullable=False))
-    return pa.schema(fields)
-
-
-@dataclass(frozen=True)
-class AppendOutcome:
-    """What an append did: the snapshot it created (or the current one) and row counts."""
-
-    table: str
-    snapshot_id: int | None
-    appended: int
-    unchanged: int
-    already_applied: bool
-    attempts: int
-
-
-@dataclass(frozen=True)
-class SnapshotInfo:
-    snapshot_id: int
-    parent_id: int | None
-    timestamp_ms: int
-    operation: str | None
-    tags: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class PinnedSnapshot:
-    """A source snapshot a realization depends on, protected by ``tag``."""
-
-    table: str
-    snapshot_id: int
-    tag: str
-
-    def to_document(self) -> dict[str, object]:
-        return {"table": self.table, "snapshot_id": self.snapshot_id, "tag": self.tag}
-
-
-@dataclass(frozen=True)
-class RowDeletion:
-    """What a row-level delete did: the snapshot before and after, rows removed, the partitions they were in."""
-
-    table: str
-    snapshot_before: int | None
-    snapshot_after: int | None
-    rows: int
-    partitions: tuple[str, ...]
-
-    def to_document(self) -> dict[str, object]:
-        return {"table": self.table, "snapshot_before": self.snapshot_before, "snapshot_after": self.snapshot_after, "rows": self.rows, "partitions": list(self.partitions)}
-
-
-def latest_per_key(rows: pa.Table, key: tuple[str, ...]) -> pa.Table:
-    """The latest version of each key (greatest ``_recorded_at``, then greatest ``_batch``), sorted by key."""
-    if rows.num_rows == 0:
-        return rows
-    ordered = rows.sort_by([(RECORDED_AT, "descending"), (BATCH, "descending")])
-    ordered = ordered.append_column("__pos", pa.array(range(ordered.num_rows), pa.int64()))
-    first = ordered.group_by(list(key), use_threads=False).aggregate([("__pos", "min")])
-    picked = ordered.take(first.column("__pos_min")).drop_columns(["__pos"])
-    return picked.sort_by([(k, "ascending") for k in key])
+def build_catalog(catalog_url: str, warehouse: str, *, name: str = "dsv", **options: Any) -> SqlCatalog:
+    """The pyiceberg SQL catalog (SQLite embedded, PostgreSQL in production); ``options`` as :func:`catalog_properties`."""
+    return SqlCatalog(name, **catalog_properties(catalog_url, warehouse, **options))
 
 
 class CanonicalTables:
@@ -144,8 +77,9 @@ class CanonicalTables:
         self.commit_attempts = commit_attempts
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, extra: Mapping[str, str] | None = None) -> CanonicalTables:
-        return cls(build_catalog(settings, extra=extra))
+    def open(cls, catalog_url: str, warehouse: str, **options: Any) -> CanonicalTables:
+        """The tables of the SQL catalog at ``catalog_url`` over ``warehouse`` (options as :func:`catalog_properties`)."""
+        return cls(build_catalog(catalog_url, warehouse, **options))
 
     def identifier(self, spec: TableSpec) -> str:
         return f"{self.namespace}.{spec.name}"
@@ -174,6 +108,26 @@ class CanonicalTables:
     def exists(self, spec: TableSpec) -> bool:
         return bool(self.catalog.table_exists(self.identifier(spec)))
 
+    def table_names(self) -> list[str]:
+        """Names of the tables in the namespace (none before the first table is created)."""
+        try:
+            return [i[-1] if isinstance(i, tuple) else str(i).split(".")[-1] for i in self.catalog.list_tables(self.namespace)]
+        except NoSuchNamespaceError:
+            return []
+
+    def load(self, name: str) -> Table:
+        """An existing table by name (maintenance: iceberg_maintenance.py)."""
+        return self.catalog.load_table(f"{self.namespace}.{name}")
+
+    def count_matching(self, spec: TableSpec, column: str, value: object) -> int:
+        """Rows of the current snapshot whose ``column`` equals ``value`` (0 for a missing or empty table)."""
+        if not self.exists(spec):
+            return 0
+        tbl = self.catalog.load_table(self.identifier(spec))
+        if tbl.current_snapshot() is None:
+            return 0
+        return int(tbl.scan(row_filter=EqualTo(column, value), selected_fields=(column,)).to_arrow().num_rows)
+
     # -- writes ---------------------------------------------------------------
     def append(self, spec: TableSpec, rows: pa.Table, *, recorded_at: dt.datetime, batch: str) -> AppendOutcome:
         """Append ``rows`` (contract columns) learned at ``recorded_at`` from ``batch``; idempotent, retried."""
@@ -201,12 +155,13 @@ class CanonicalTables:
         raise CanonicalTableError(f"append to {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
 
     # -- row-level deletes (privacy) ----------------------------------------------
-    def delete_rows(self, spec: TableSpec, delete_filter: BooleanExpression) -> RowDeletion:
+    def delete_rows(self, spec: TableSpec, delete_filter: BooleanExpression | tuple[str, object]) -> RowDeletion:
         """Remove the rows matching ``delete_filter`` from the current snapshot (copy-on-write); retried, idempotent.
 
         The new current snapshot no longer holds them; older snapshots still do
         until they are expired (see :meth:`snapshots_matching` and :meth:`expire`).
         """
+        delete_filter = _where(delete_filter)
         if not self.exists(spec):
             return RowDeletion(spec.name, None, None, 0, ())
         tbl = self.catalog.load_table(self.identifier(spec))
@@ -228,8 +183,9 @@ class CanonicalTables:
             return RowDeletion(spec.name, before, _snapshot_id(tbl), hits.num_rows, partitions)
         raise CanonicalTableError(f"deleting rows of {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
 
-    def snapshots_matching(self, spec: TableSpec, row_filter: BooleanExpression) -> list[int]:
-        """Ids of the snapshots (the current one included) that still hold a row matching ``row_filter``."""
+    def snapshots_matching(self, spec: TableSpec, row_filter: BooleanExpression | tuple[str, object]) -> list[int]:
+        """Ids of the snapshots (the current one included) that still hold a row matching ``row_filter`` (an expression or ``(column, value)``)."""
+        row_filter = _where(row_filter)
         if not self.exists(spec):
             return []
         tbl = self.catalog.load_table(self.identifier(spec))
@@ -367,6 +323,10 @@ class CanonicalTables:
             )
             for s in tbl.snapshots()
         ]
+
+
+def _where(condition: BooleanExpression | tuple[str, object]) -> BooleanExpression:
+    return EqualTo(condition[0], condition[1]) if isinstance(condition, tuple) else condition
 
 
 def _snapshot_id(tbl: Table) -> int | None:

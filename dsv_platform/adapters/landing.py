@@ -2,7 +2,7 @@
 
 ``land(batch)`` puts the bytes into the object store (``objects/sha256/...``)
 and records ``(source, day, batch id, digest, rows, recorded_at, landed_at,
-status, reason)`` in a SQLite index under ``settings.home``. Landing the same
+status, reason)`` in a SQLite index under the platform home. Landing the same
 bytes again for the same batch id is a no-op (the existing record comes back
 with ``status`` UNCHANGED); other bytes for the same batch id are a new object
 and a new index entry (REVISED), never an overwrite. A batch that cannot be
@@ -24,10 +24,9 @@ from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from dsv_platform.adapters.object_store import ObjectStore, build_object_store
+from dsv_platform.adapters.object_store import ObjectStore
 from dsv_platform.domain.batch import RawBatch, prepare_batch
 from dsv_platform.domain.sources import SOURCES
-from dsv_platform.settings import Settings
 
 INDEX_FILE = "landing_index.db"
 
@@ -118,10 +117,6 @@ class LandingZone:
         with closing(self._connect()) as conn, conn:
             conn.execute(_SCHEMA)
             conn.execute(_REDACTED_SCHEMA)
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> LandingZone:
-        return cls(build_object_store(settings), settings.home / INDEX_FILE)
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.index_path, timeout=30, isolation_level=None)

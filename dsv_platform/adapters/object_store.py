@@ -34,7 +34,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple, cast
 
 from dsv_platform.core.errors import (
-    ConfigurationError,
     ObjectNotFoundError,
     ObjectStoreError,
     ObjectVerificationError,
@@ -43,7 +42,6 @@ from dsv_platform.core.errors import (
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
-    from dsv_platform.settings import Settings
 
 CHUNK_SIZE = 8 * 1024 * 1024
 OBJECTS_PREFIX = "objects/sha256/"
@@ -289,20 +287,6 @@ class ObjectStore(abc.ABC):
         """Every attempt with staged parts, sorted by id, with its latest modification time (UTC)."""
 
 
-def build_object_store(settings: Settings) -> ObjectStore:
-    """The store ``settings.object_store`` names: a folder, or ``s3://bucket/prefix``."""
-    if settings.object_store_is_s3:
-        from dsv_platform.adapters.s3_store import S3ObjectStore
-
-        bucket, _, prefix = settings.object_store[len("s3://") :].partition("/")
-        if not bucket:
-            raise ConfigurationError(f"DSV_OBJECT_STORE {settings.object_store!r} names no bucket: use s3://bucket/prefix")
-        return S3ObjectStore(bucket, prefix, endpoint_url=settings.s3_endpoint_url, region=settings.s3_region)
-    from dsv_platform.adapters.local_store import LocalObjectStore
-
-    return LocalObjectStore(settings.object_store)
-
-
 __all__ = [
     "CHUNK_SIZE",
     "ObjectInfo",
@@ -311,7 +295,6 @@ __all__ = [
     "Source",
     "StagedObject",
     "StagingAttempt",
-    "build_object_store",
     "check_digest",
     "digest_of_key",
     "hash_stream",

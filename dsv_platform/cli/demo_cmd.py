@@ -24,14 +24,12 @@ from typing import Any
 
 import dagster as dg
 
-from dsv_platform.adapters.iceberg import CanonicalTables
-from dsv_platform.adapters.iceberg_load import load_partition
-from dsv_platform.adapters.landing import INDEX_FILE, LandingZone
-from dsv_platform.adapters.object_store import build_object_store
+from dsv_platform.bootstrap import Platform
+from dsv_platform.cli.context import with_platform
 from dsv_platform.defs import build_defs
 from dsv_platform.domain import SOURCES, FraudDomain, RawBatch, daily_batch, events
-from dsv_platform.reader import open_dataset
-from dsv_platform.settings import Settings, load_settings
+from dsv_platform.services.canonical_load import load_partition
+from dsv_platform.services.datasets import open_dataset
 
 START = dt.date(2026, 6, 1)
 BUGGY_FEATURE_DAYS = 3  # the feature job ran with the cents bug for three days mid-month
@@ -39,15 +37,16 @@ MAIN = "fraud_training_set_v6_snapshot"
 
 
 class Demo:
-    def __init__(self, settings: Settings, *, days: int, rows_per_day: int) -> None:
-        self.settings = settings
+    def __init__(self, platform: Platform, *, days: int, rows_per_day: int) -> None:
+        self.platform = platform
+        settings = platform.settings
         self.days = [START + dt.timedelta(days=i) for i in range(days)]
         self.domain = FraudDomain(rows_per_day=rows_per_day)
         self.defs = build_defs(settings, rows_per_day=rows_per_day)
         (settings.home / "dagster").mkdir(parents=True, exist_ok=True)
         self.instance = dg.DagsterInstance.from_config(str(settings.home / "dagster"))
-        self.zone = LandingZone(build_object_store(settings), settings.home / INDEX_FILE)
-        self.tables = CanonicalTables.from_settings(settings)
+        self.zone = platform.landing
+        self.tables = platform.tables
         self.failures = 0
 
     def run(self, selection: str, partition: str | None = None) -> dg.ExecuteInProcessResult:
@@ -86,7 +85,7 @@ class Demo:
         return {name: self.meta(result, name) for name in (MAIN, "fraud_training_set_v5_snapshot", "fraud_model")}
 
     def show(self, title: str, old: dict[str, Any], new: dict[str, Any], *, expect_change: bool) -> None:
-        reread = open_dataset(old["ref"], settings=self.settings).verify_content()
+        reread = open_dataset(self.platform, old["ref"]).verify_content()
         same = reread == old["content_hash"]
         changed = new["content_hash"] != old["content_hash"]
         ok = same and changed == expect_change
@@ -115,12 +114,13 @@ def _timed(label: str, step: Callable[[], Any]) -> Any:
     return out
 
 
-def _demo(args: argparse.Namespace) -> int:
+@with_platform
+def _demo(args: argparse.Namespace, platform: Platform) -> int:
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     warnings.filterwarnings("ignore", category=dg.BetaWarning)
     warnings.filterwarnings("ignore", category=dg.PreviewWarning)
-    settings = load_settings()
-    demo = Demo(settings, days=args.days, rows_per_day=args.rows_per_day)
+    settings = platform.settings
+    demo = Demo(platform, days=args.days, rows_per_day=args.rows_per_day)
     t0 = time.perf_counter()
     print(f"dsv demo under {settings.home}: {args.days} days x {args.rows_per_day} transactions, Dagster instance {settings.home / 'dagster'}")
     mid = demo.days[len(demo.days) // 3]

@@ -8,27 +8,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from dsv_platform.adapters import gc as gc_adapter
-from dsv_platform.adapters.encrypted_store import build_encrypted_store
-from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.services import gc as gc_adapter
 from dsv_platform.core.errors import ConfigurationError
 from dsv_platform.core.gc import GcPlan, GcPolicy, build_graph, plan_gc, root_costs
-from dsv_platform.settings import Settings, load_settings
+from dsv_platform.bootstrap import Platform
+from dsv_platform.cli.context import with_platform
 
 
-def backends(settings: Settings) -> dict[str, Any]:
+def backends(platform: Platform) -> dict[str, Any]:
     """Registry, object store, and (when they exist) the canonical tables and the landing index."""
-    out: dict[str, Any] = {"registry": Registry.from_url(settings.registry_url), "store": build_encrypted_store(settings), "tables": None, "landing": None}
-    url = settings.iceberg_catalog_url
-    if not url.startswith("sqlite:///") or Path(url[len("sqlite:///") :]).exists():
-        from dsv_platform.adapters.iceberg import CanonicalTables
-
-        out["tables"] = CanonicalTables.from_settings(settings)
-    from dsv_platform.adapters.landing import INDEX_FILE, LandingZone
-
-    if (settings.home / INDEX_FILE).exists():
-        out["landing"] = LandingZone(out["store"], settings.home / INDEX_FILE)
-    return out
+    return {"registry": platform.registry, "store": platform.store, "tables": platform.existing_tables(), "landing": platform.existing_landing()}
 
 
 def _policy(args: argparse.Namespace) -> GcPolicy:
@@ -39,14 +28,15 @@ def _now(args: argparse.Namespace) -> datetime | None:
     return datetime.fromisoformat(args.now) if getattr(args, "now", None) else None
 
 
-def _inventory(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
-    b = backends(load_settings())
+def _inventory(args: argparse.Namespace, platform: Platform) -> tuple[dict[str, Any], Any]:
+    b = backends(platform)
     inv = gc_adapter.collect_inventory(b["registry"], b["store"], tables=b["tables"], landing=b["landing"], now=_now(args), policy=_policy(args))
     return b, inv
 
 
-def _plan(args: argparse.Namespace) -> int:
-    _, inv = _inventory(args)
+@with_platform
+def _plan(args: argparse.Namespace, platform: Platform) -> int:
+    _, inv = _inventory(args, platform)
     plan = plan_gc(inv, _policy(args))
     doc = plan.to_document()
     if args.out:
@@ -68,10 +58,11 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _apply(args: argparse.Namespace) -> int:
-    b, inv = _inventory(args) if not args.plan else (backends(load_settings()), None)
+@with_platform
+def _apply(args: argparse.Namespace, platform: Platform) -> int:
+    b, inv = _inventory(args, platform) if not args.plan else (backends(platform), None)
     plan = GcPlan.from_document(json.loads(Path(args.plan).read_text())) if args.plan else plan_gc(inv, _policy(args))
-    report = gc_adapter.apply_plan(plan, registry=b["registry"], store=b["store"], tables=b["tables"], dry_run=not args.yes, actor=load_settings().actor)
+    report = gc_adapter.apply_plan(plan, registry=b["registry"], store=b["store"], tables=b["tables"], dry_run=not args.yes, actor=platform.actor)
     if args.json:
         print(json.dumps(report.to_document(), indent=2))
     else:
@@ -79,8 +70,9 @@ def _apply(args: argparse.Namespace) -> int:
     return 0
 
 
-def _why(args: argparse.Namespace) -> int:
-    b, inv = _inventory(args)
+@with_platform
+def _why(args: argparse.Namespace, platform: Platform) -> int:
+    b, inv = _inventory(args, platform)
     plan = GcPlan.from_document(json.loads(Path(args.plan).read_text())) if args.plan else plan_gc(inv, _policy(args))
     explanations = plan.explain(args.object, build_graph(inv))
     if not explanations:
@@ -92,8 +84,9 @@ def _why(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cost(args: argparse.Namespace) -> int:
-    _, inv = _inventory(args)
+@with_platform
+def _cost(args: argparse.Namespace, platform: Platform) -> int:
+    _, inv = _inventory(args, platform)
     plan = plan_gc(inv, _policy(args))
     rows = sorted(root_costs(inv, plan), key=lambda r: -r["bytes"])
     if args.json:
@@ -108,19 +101,19 @@ def _root_doc(root: Any) -> dict[str, Any]:
     return dict(root.as_dict())
 
 
-def _retention_add(args: argparse.Namespace) -> int:
+@with_platform
+def _retention_add(args: argparse.Namespace, platform: Platform) -> int:
     expires = datetime.fromisoformat(args.expires) if args.expires else None
     if expires is not None and expires.tzinfo is None:
         expires = expires.replace(tzinfo=UTC)
-    registry = Registry.from_url(load_settings().registry_url)
-    rid = registry.add_retention_root(args.kind, args.ref, args.reason, args.owner or load_settings().actor, expires)
+    rid = platform.registry.add_retention_root(args.kind, args.ref, args.reason, args.owner or platform.actor, expires)
     print(json.dumps({"id": rid}) if args.json else f"retention root #{rid}: {args.kind} {args.ref}")
     return 0
 
 
-def _retention_list(args: argparse.Namespace) -> int:
-    registry = Registry.from_url(load_settings().registry_url)
-    roots = registry.list_retention_roots(None if args.all else datetime.now(UTC))
+@with_platform
+def _retention_list(args: argparse.Namespace, platform: Platform) -> int:
+    roots = platform.registry.list_retention_roots(None if args.all else datetime.now(UTC))
     docs = [_root_doc(r) for r in roots]
     if args.json:
         print(json.dumps(docs, indent=2))
@@ -131,9 +124,9 @@ def _retention_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _retention_release(args: argparse.Namespace) -> int:
-    settings = load_settings()
-    root = Registry.from_url(settings.registry_url).release_retention_root(args.id, settings.actor, args.reason)
+@with_platform
+def _retention_release(args: argparse.Namespace, platform: Platform) -> int:
+    root = platform.registry.release_retention_root(args.id, platform.actor, args.reason)
     print(json.dumps(_root_doc(root)) if args.json else f"released retention root #{root.id} ({root.kind} {root.ref})")
     return 0
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from dsv_platform.adapters.lineage_recorder import lineage
-from dsv_platform.adapters.registry.registry import Registry
-from dsv_platform.settings import load_settings
+from dsv_platform.services.lineage import lineage
+from dsv_platform.bootstrap import Platform
+from dsv_platform.cli.context import with_platform
 
 
-def _lineage(args: argparse.Namespace) -> int:
-    registry = Registry.from_url(load_settings().registry_url)
-    doc = lineage(registry, args.query, impact=args.impact)
+@with_platform
+def _lineage(args: argparse.Namespace, platform: Platform) -> int:
+    doc = lineage(platform, args.query, impact=args.impact)
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0

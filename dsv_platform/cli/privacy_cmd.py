@@ -6,21 +6,23 @@ import argparse
 import json
 from typing import Any
 
-from dsv_platform.adapters.privacy import PrivacyCoordinator, build_coordinator
+from dsv_platform.services.privacy import PrivacyCoordinator, build_coordinator
 from dsv_platform.core.privacy import parse_legal_bases
-from dsv_platform.settings import load_settings
+from dsv_platform.bootstrap import Platform
+from dsv_platform.cli.context import with_platform
 
 
-def _coordinator() -> PrivacyCoordinator:
-    return build_coordinator(load_settings())
+def _coordinator(platform: Platform) -> PrivacyCoordinator:
+    return build_coordinator(platform)
 
 
 def _print(doc: dict[str, Any], as_json: bool, text: str) -> None:
     print(json.dumps(doc, indent=2, default=str) if as_json else text)
 
 
-def _delete(args: argparse.Namespace) -> int:
-    coordinator = _coordinator()
+@with_platform
+def _delete(args: argparse.Namespace, platform: Platform) -> int:
+    coordinator = _coordinator(platform)
     report = coordinator.delete(args.subject, args.reason, retain=parse_legal_bases(args.legal_basis), apply=not args.dry_run, request_id=args.request_id)
     doc = report.to_document()
     counts: dict[str, int] = {}
@@ -36,15 +38,17 @@ def _delete(args: argparse.Namespace) -> int:
     return 0
 
 
-def _status(args: argparse.Namespace) -> int:
-    doc = _coordinator().status(args.subject)
+@with_platform
+def _status(args: argparse.Namespace, platform: Platform) -> int:
+    doc = _coordinator(platform).status(args.subject)
     text = f"subject {doc['subject_key_hash'][:16]}…: {'deleted' if doc['deleted'] else 'not deleted'}; {len(doc['outcomes'])} outcome(s); generation registry {doc['registry_generation']} / key store {doc['key_store_generation']}"
     _print(doc, args.json, text)
     return 0
 
 
-def _reconcile(args: argparse.Namespace) -> int:
-    report = _coordinator().reconcile()
+@with_platform
+def _reconcile(args: argparse.Namespace, platform: Platform) -> int:
+    report = _coordinator(platform).reconcile()
     doc = report.to_document()
     _print(doc, args.json, f"reconciled: re-applied {len(report.reapplied)} erasure(s), redacted {len(report.redacted)} realization(s); registry generation {report.registry_generation}")
     return 0

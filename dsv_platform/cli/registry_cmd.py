@@ -6,18 +6,13 @@ import argparse
 import json
 from typing import Any
 
-from dsv_platform.adapters.encrypted_store import build_encrypted_store
-from dsv_platform.adapters.registry.records import Realization
-from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.core.records import Realization
 from dsv_platform.cli.progress import row_progress
 from dsv_platform.core.errors import ConfigurationError, ResolutionError
 from dsv_platform.core.refs import DatasetRef, parse_ref
-from dsv_platform.reader import Dataset, load_manifest, read_object
-from dsv_platform.settings import load_settings
-
-
-def _registry() -> Registry:
-    return Registry.from_url(load_settings().registry_url)
+from dsv_platform.services.datasets import Dataset, load_manifest, read_object
+from dsv_platform.bootstrap import Platform
+from dsv_platform.cli.context import with_platform
 
 
 def _record(r: Realization) -> dict[str, Any]:
@@ -41,11 +36,11 @@ def _failure_json(exc: ResolutionError) -> str:
     return json.dumps({"error": exc.kind.name, "exit_code": exc.exit_code, "ref": exc.ref, "message": str(exc), "detail": exc.detail}, default=str)
 
 
-def _resolve(args: argparse.Namespace) -> int:
-    registry = _registry()
-    settings = load_settings()
+@with_platform
+def _resolve(args: argparse.Namespace, platform: Platform) -> int:
+    registry = platform.registry
     try:
-        realization = registry.resolve_ref(args.ref, actor=settings.actor)
+        realization = registry.resolve_ref(args.ref, actor=platform.actor)
         manifest = load_manifest(registry, realization)
     except ResolutionError as exc:
         if args.json:
@@ -59,8 +54,9 @@ def _resolve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _versions(args: argparse.Namespace) -> int:
-    rows = [_record(r) for r in _registry().versions(args.name, include_candidates=args.all)]
+@with_platform
+def _versions(args: argparse.Namespace, platform: Platform) -> int:
+    rows = [_record(r) for r in platform.registry.versions(args.name, include_candidates=args.all)]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -79,17 +75,18 @@ def _alias_ref(text: str) -> DatasetRef:
     return ref
 
 
-def _alias_set(args: argparse.Namespace) -> int:
+@with_platform
+def _alias_set(args: argparse.Namespace, platform: Platform) -> int:
     ref = _alias_ref(args.ref)
-    settings = load_settings()
-    move = _registry().set_alias(ref.name, ref.version, ref.alias or "", args.manifest_hash, expect=args.expect, actor=settings.actor, reason=args.reason or "")
+    move = platform.registry.set_alias(ref.name, ref.version, ref.alias or "", args.manifest_hash, expect=args.expect, actor=platform.actor, reason=args.reason or "")
     print(json.dumps({"alias": str(ref), "target": args.manifest_hash, "generation": getattr(move, "generation", None)}) if args.json else f"{ref} -> {args.manifest_hash}")
     return 0
 
 
-def _alias_history(args: argparse.Namespace) -> int:
+@with_platform
+def _alias_history(args: argparse.Namespace, platform: Platform) -> int:
     ref = _alias_ref(args.ref)
-    moves = _registry().alias_history(ref.name, ref.version, ref.alias or "")
+    moves = platform.registry.alias_history(ref.name, ref.version, ref.alias or "")
     docs = [
         {"generation": m.generation, "old_target": m.old_target, "new_target": m.new_target, "actor": m.actor, "reason": m.reason, "at": m.at.isoformat()}
         for m in moves
@@ -102,12 +99,12 @@ def _alias_history(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verify(args: argparse.Namespace) -> int:
-    settings = load_settings()
-    registry = Registry.from_url(settings.registry_url)
+@with_platform
+def _verify(args: argparse.Namespace, platform: Platform) -> int:
+    registry = platform.registry
     try:
-        realization = registry.resolve_ref(args.ref, actor=settings.actor)
-        dataset = Dataset(realization=realization, manifest=load_manifest(registry, realization), store=build_encrypted_store(settings))
+        realization = registry.resolve_ref(args.ref, actor=platform.actor)
+        dataset = Dataset(realization=realization, manifest=load_manifest(registry, realization), store=platform.store)
         with row_progress("verifying", dataset.manifest.rows) as advance:
             for entry in dataset.partitions:
                 read_object(dataset.store, dataset.ref, entry)  # the object's file hash

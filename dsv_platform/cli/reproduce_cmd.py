@@ -13,16 +13,17 @@ import argparse
 import json
 from typing import Any
 
-from dsv_platform.adapters.promotion import promote
-from dsv_platform.adapters.rehearsal import rehearse
-from dsv_platform.adapters.reproduce import ReproductionReport, reproduce
-from dsv_platform.adapters.status import platform_status
-from dsv_platform.settings import Settings, load_settings
+from dsv_platform.services.promotion import promote
+from dsv_platform.services.rehearsal import rehearse
+from dsv_platform.services.reproduce import ReproductionReport, reproduce
+from dsv_platform.services.status import platform_status
+from dsv_platform.bootstrap import Platform
+from dsv_platform.cli.context import with_platform
 
 
-def observe(settings: Settings, reports: list[ReproductionReport]) -> int:
+def observe(platform: Platform, reports: list[ReproductionReport]) -> int:
     """Report each reproduction as a runless AssetObservation on the local Dagster instance, if there is one."""
-    home = settings.home / "dagster"
+    home = platform.home / "dagster"
     if not home.is_dir():
         return 0
     import dagster as dg
@@ -50,10 +51,10 @@ def observe(settings: Settings, reports: list[ReproductionReport]) -> int:
     return count
 
 
-def _reproduce(args: argparse.Namespace) -> int:
-    settings = load_settings()
-    report = reproduce(args.target, settings, rebuild=not args.no_rebuild)
-    observe(settings, [report])
+@with_platform
+def _reproduce(args: argparse.Namespace, platform: Platform) -> int:
+    report = reproduce(platform, args.target, rebuild=not args.no_rebuild)
+    observe(platform, [report])
     if args.json:
         print(json.dumps(report.to_document(), indent=2, default=str))
     else:
@@ -65,10 +66,10 @@ def _reproduce(args: argparse.Namespace) -> int:
     return 0 if report.reconstructable else 1
 
 
-def _rehearse(args: argparse.Namespace) -> int:
-    settings = load_settings()
-    run = rehearse(settings, period_days=args.period_days)
-    observe(settings, list(run.reports))
+@with_platform
+def _rehearse(args: argparse.Namespace, platform: Platform) -> int:
+    run = rehearse(platform, period_days=args.period_days)
+    observe(platform, list(run.reports))
     doc = run.to_document()
     if args.json:
         print(json.dumps(doc, indent=2))
@@ -79,8 +80,9 @@ def _rehearse(args: argparse.Namespace) -> int:
     return 0 if not run.failures else 1
 
 
-def _promote(args: argparse.Namespace) -> int:
-    done = promote(load_settings(), args.run_hash, alias=args.alias)
+@with_platform
+def _promote(args: argparse.Namespace, platform: Platform) -> int:
+    done = promote(platform, args.run_hash, alias=args.alias)
     doc = done.to_document()
     print(json.dumps(doc, indent=2) if args.json else f"promoted {doc['model']} -> {doc['alias_ref']} ({doc['ref']})")
     return 0
@@ -90,8 +92,9 @@ def _fmt(seconds: Any) -> str:
     return "-" if seconds is None else f"{float(seconds) / 3600:.1f} h"
 
 
-def _status(args: argparse.Namespace) -> int:
-    rows = [s.to_document() for s in platform_status(load_settings())]
+@with_platform
+def _status(args: argparse.Namespace, platform: Platform) -> int:
+    rows = [s.to_document() for s in platform_status(platform)]
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return 0

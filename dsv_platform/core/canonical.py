@@ -178,7 +178,7 @@ def _decimal_text_slow(values: pa.Array, scale: int) -> pa.Array:
         idx = np.flatnonzero(pc.fill_null(sci, False).to_numpy(zero_copy_only=False))
         fixed = [_plain_decimal_text(values[int(i)].as_py(), scale) for i in idx]
         py = texts.to_pylist()
-        for i, text in zip(idx, fixed):
+        for i, text in zip(idx, fixed, strict=True):
             py[int(i)] = text
         texts = pa.array(py, pa.string())
     return texts
@@ -217,7 +217,7 @@ def _float_text(values: pa.Array, scale: int) -> pa.Array:
             elif v in (float("inf"), float("-inf")):
                 text = "Infinity" if v > 0 else "-Infinity"
             else:
-                text = "%.*f" % (scale, v)
+                text = f"{v:.{scale}f}"
                 if text.startswith("-") and not text.strip("-0."):
                     text = text[1:]
             py[int(i)] = text
@@ -353,4 +353,5 @@ def line_bytes(lines: pa.Array) -> memoryview:
 def value_text(value: pa.Array, column: Column) -> list[str]:
     """Canonical texts of a few values (partition keys, messages)."""
     table = pa.table({column.name: value})
-    return encode_column(value, column, table=table, key=(column.name,)).to_pylist()
+    texts: list[str] = encode_column(value, column, table=table, key=(column.name,)).to_pylist()
+    return texts

@@ -12,6 +12,8 @@ error, goes through :func:`encode_rows`. :func:`set_native` switches it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyarrow as pa
 
@@ -19,6 +21,10 @@ from dsv_platform import _native
 from dsv_platform.core.canonical import _UNIT_EXP, _as_array, _string_buffers, encode_column
 from dsv_platform.core.contract import Column, Contract, LogicalType
 
+# A column for the compiled encoder: a tuple of Arrow buffers, or the Column whose texts are made per slice.
+ColumnSpec = tuple[object, ...] | Column
+# ``take(name, order, start, rows)``: a column slice gathered in ``order``.
+Take = Callable[[str, np.ndarray | None, int, int], pa.Array]
 
 _native_enabled = _native.available
 
@@ -84,13 +90,13 @@ def _text_spec(kind: int, chunks: list[pa.Array], large: bool) -> tuple[object, 
 class NativeRows:
     """A partition planned for the compiled encoder: each column as its Arrow buffers, or as texts made per slice."""
 
-    def __init__(self, table: pa.Table, contract: Contract, specs: list[tuple[object, ...] | Column], source: str | None) -> None:
+    def __init__(self, table: pa.Table, contract: Contract, specs: list[ColumnSpec], source: str | None) -> None:
         self.table = table
         self.contract = contract
         self.specs = specs
         self.source = source
 
-    def encode(self, order: np.ndarray | None, start: int, rows: int, take: object = None) -> object:
+    def encode(self, order: np.ndarray | None, start: int, rows: int, take: Take | None = None) -> memoryview:
         """Canonical bytes (buffer protocol) of rows ``order[start:start+rows]`` (or ``start:start+rows``).
 
         ``take(name, order, start, rows)`` gathers a column slice for the text
@@ -113,7 +119,7 @@ class NativeRows:
             texts = _as_array(encode_column(values, spec, table=pa.table({spec.name: values}), key=(), source=self.source))
             width = 8 if pa.types.is_large_string(texts.type) else 4
             columns.append((_native.TEXT, width, 0, True, [_chunk_spec(texts, (1, 2))]))
-        return _native.encode(columns, perm, start, rows)
+        return memoryview(_native.encode(columns, perm, start, rows))
 
     @staticmethod
     def release() -> None:
@@ -130,58 +136,50 @@ def native_rows(table: pa.Table, contract: Contract, *, source: str | None = Non
     """
     if not _native_enabled or not contract.columns:
         return None
-    specs: list[tuple[object, ...] | Column] = []
+    specs: list[ColumnSpec] = []
     for column in contract.columns:
         if column.name not in table.column_names:
             return None
         values = table.column(column.name)
-        vt, t = values.type, column.type
         if values.null_count and not column.nullable:
             return None
-        chunks = values.chunks
-        if t.is_integer:
-            if not pa.types.is_integer(vt):
-                return None
-            spec = (_native.INT, vt.bit_width // 8, int(pa.types.is_signed_integer(vt)), False, [_chunk_spec(c, (1,)) for c in chunks])
-        elif t is LogicalType.BOOL:
-            if not pa.types.is_boolean(vt):
-                return None
-            spec = (_native.BOOL, 0, 0, False, [_chunk_spec(c, (1,)) for c in chunks])
-        elif t is LogicalType.STRING:
-            if pa.types.is_string(vt) or pa.types.is_large_string(vt):
-                spec = _text_spec(_native.STRING, chunks, pa.types.is_large_string(vt))
-            elif pa.types.is_string_view(vt):
-                spec = column
-            else:
-                return None
-        elif t is LogicalType.BINARY:
-            if pa.types.is_binary(vt) or pa.types.is_large_binary(vt):
-                spec = _text_spec(_native.BINARY, chunks, pa.types.is_large_binary(vt))
-            elif pa.types.is_fixed_size_binary(vt):
-                spec = column
-            else:
-                return None
-        elif t is LogicalType.DECIMAL:
-            if not pa.types.is_decimal(vt) and not pa.types.is_integer(vt):
-                return None
-            if vt == column.arrow_type and pa.types.is_decimal128(vt) and 0 <= vt.scale <= 38:
-                spec = (_native.DECIMAL128, vt.scale, 0, False, [_chunk_spec(c, (1,)) for c in chunks])
-            else:
-                spec = column
-        elif t is LogicalType.TIMESTAMP:
-            if not pa.types.is_timestamp(vt) or vt.tz is None:
-                return None
-            shift = _UNIT_EXP[vt.unit] - _UNIT_EXP[column.resolution or "us"]
-            spec = (_native.TIMESTAMP, shift, 0, False, [_chunk_spec(c, (1,)) for c in chunks])
-        elif t.is_float:
-            if not pa.types.is_floating(vt):
-                return None
-            spec = column
-        elif t is LogicalType.DATE:
-            if not pa.types.is_date(vt):
-                return None
-            spec = column
-        else:
+        spec = _column_spec(column, values.type, values.chunks)
+        if spec is None:
             return None
         specs.append(spec)
     return NativeRows(table, contract, specs, source)
+
+
+def _column_spec(column: Column, vt: pa.DataType, chunks: list[pa.Array]) -> ColumnSpec | None:
+    """One column's plan: its Arrow buffers, the column itself (texts made per slice), or None (pure path only)."""
+    t = column.type
+    if t.is_integer:
+        if not pa.types.is_integer(vt):
+            return None
+        return (_native.INT, vt.bit_width // 8, int(pa.types.is_signed_integer(vt)), False, [_chunk_spec(c, (1,)) for c in chunks])
+    if t is LogicalType.BOOL:
+        return (_native.BOOL, 0, 0, False, [_chunk_spec(c, (1,)) for c in chunks]) if pa.types.is_boolean(vt) else None
+    if t is LogicalType.STRING:
+        if pa.types.is_string(vt) or pa.types.is_large_string(vt):
+            return _text_spec(_native.STRING, chunks, pa.types.is_large_string(vt))
+        return column if pa.types.is_string_view(vt) else None
+    if t is LogicalType.BINARY:
+        if pa.types.is_binary(vt) or pa.types.is_large_binary(vt):
+            return _text_spec(_native.BINARY, chunks, pa.types.is_large_binary(vt))
+        return column if pa.types.is_fixed_size_binary(vt) else None
+    if t is LogicalType.DECIMAL:
+        if not pa.types.is_decimal(vt) and not pa.types.is_integer(vt):
+            return None
+        if vt == column.arrow_type and pa.types.is_decimal128(vt) and 0 <= vt.scale <= 38:
+            return (_native.DECIMAL128, vt.scale, 0, False, [_chunk_spec(c, (1,)) for c in chunks])
+        return column
+    if t is LogicalType.TIMESTAMP:
+        if not pa.types.is_timestamp(vt) or vt.tz is None:
+            return None
+        shift = _UNIT_EXP[vt.unit] - _UNIT_EXP[column.resolution or "us"]
+        return (_native.TIMESTAMP, shift, 0, False, [_chunk_spec(c, (1,)) for c in chunks])
+    if t.is_float:
+        return column if pa.types.is_floating(vt) else None
+    if t is LogicalType.DATE:
+        return column if pa.types.is_date(vt) else None
+    return None

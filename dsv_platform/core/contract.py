@@ -213,6 +213,27 @@ def _parse_column(raw: Any, *, file: str | None, index: int) -> Column:
     unit = raw.get("unit")
     if unit is not None and not isinstance(unit, str):
         raise ContractError(f"'unit' must be a string, got {unit!r}", file=file, column=name)
+    precision, scale, resolution = _type_params(raw, ltype, file=file, column=name)
+    allowed_values, value_range, drift = _semantic_params(raw, file=file, column=name)
+    description = raw.get("description")
+    return Column(
+        name=name,
+        type=ltype,
+        nullable=nullable,
+        unit=unit,
+        precision=precision,
+        scale=scale,
+        resolution=resolution,
+        allowed_values=allowed_values,
+        value_range=value_range,
+        drift=dict(drift) if drift is not None else None,
+        description=description,
+    )
+
+
+def _type_params(raw: Mapping[str, Any], ltype: LogicalType, *, file: str | None, column: str) -> tuple[int | None, int | None, str | None]:
+    """``(precision, scale, resolution)`` of a column: each required by its type and refused by the others."""
+    name = column
     precision = scale = None
     resolution = None
     if ltype is LogicalType.DECIMAL:
@@ -231,6 +252,14 @@ def _parse_column(raw: Any, *, file: str | None, index: int) -> Column:
     for key in ("precision", "scale", "resolution"):
         if key in raw and ((key in ("precision", "scale") and precision is None and scale is None) or (key == "resolution" and resolution is None)):
             raise ContractError(f"{key!r} does not apply to type {ltype.value}", file=file, column=name)
+    return precision, scale, resolution
+
+
+def _semantic_params(
+    raw: Mapping[str, Any], *, file: str | None, column: str
+) -> tuple[tuple[Any, ...] | None, tuple[Any, Any] | None, Mapping[str, Any] | None]:
+    """``(allowed_values, range, drift)`` of a column: reserved for semantic checks, validated in shape only."""
+    name = column
     allowed_values = raw.get("allowed_values")
     if allowed_values is not None:
         if not isinstance(allowed_values, list) or not allowed_values:
@@ -245,20 +274,7 @@ def _parse_column(raw: Any, *, file: str | None, index: int) -> Column:
     drift = raw.get("drift")
     if drift is not None and not isinstance(drift, Mapping):
         raise ContractError(f"'drift' must be a mapping, got {drift!r}", file=file, column=name)
-    description = raw.get("description")
-    return Column(
-        name=name,
-        type=ltype,
-        nullable=nullable,
-        unit=unit,
-        precision=precision,
-        scale=scale,
-        resolution=resolution,
-        allowed_values=allowed_values,
-        value_range=value_range,
-        drift=dict(drift) if drift is not None else None,
-        description=description,
-    )
+    return allowed_values, value_range, drift
 
 
 def parse_contract(doc: Any, *, source: str | None = None) -> Contract:

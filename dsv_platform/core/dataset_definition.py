@@ -1,34 +1,65 @@
-"""Declarative dataset definitions (``dsv_platform/datasets/*.yaml``) parsed into frozen values.
+"""Declarative dataset definitions (``datasets/<name>_<version>.yaml``) parsed into frozen values.
 
-A definition is a governed recipe: which source tables, which features, which
-label definition and version, the observation window, the population filter,
-the split policy, the output contract and the as-of watermark rule. A
-semantic change is a new definition version, i.e. a new file.
+A definition is a governed recipe: one example per row of the ``base`` source,
+point-in-time ``as_of_joins`` to other sources, an optional pinned label
+version, the observation window, the population filter, the split policy, the
+output contract and the as-of watermark rule. A semantic change is a new
+definition version, i.e. a new file. Cross-checks against the sources live in
+:mod:`dsv_platform.core.platform_config`.
+
+Recipes registered before the generic shape (``sources: [...]`` instead of
+``base``) still parse, so registered recipes keep their hash.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dsv_platform.core import canonical_json
-from dsv_platform.core.contract import Contract, parse_contract
+from dsv_platform.core.config_yaml import ConfigError, check_keys, names_list, need, read_yaml
+from dsv_platform.core.contract import Contract
 from dsv_platform.core.errors import DsvError
+from dsv_platform.core.source import contract_of
 from dsv_platform.core.splits import GROUP_SPLIT, GroupSplitPolicy, HashSplitPolicy, SplitPolicy, policy_from_document
 
-DEFINITIONS_DIR = Path(__file__).resolve().parent.parent / "datasets"
+EXAMPLE_DEFINITIONS_DIR = Path(__file__).resolve().parent.parent / "examples" / "fraud" / "config" / "datasets"
+DEFINITIONS_DIR = EXAMPLE_DEFINITIONS_DIR
+"""Deprecated: callers pass their configuration folder's ``datasets``; kept while they switch."""
 KEYS = frozenset(
-    {"name", "version", "description", "owner", "sources", "label", "features", "observation_window", "population_filter", "split_policy", "watermark", "gates", "seed", "contract"}
+    {
+        "name",
+        "version",
+        "description",
+        "owner",
+        "base",
+        "as_of_joins",
+        "label",
+        "features",
+        "observation_window",
+        "population_filter",
+        "split_policy",
+        "watermark",
+        "gates",
+        "seed",
+        "contract",
+    }
 )
+LEGACY_KEYS = frozenset({"sources"})
+REQUIRED = ("name", "version", "observation_window", "split_policy", "watermark", "gates", "seed", "contract")
+JOIN_KEYS = frozenset({"source", "on", "time", "lag", "max_age"})
+GATE_KEYS = frozenset({"rows_at_least", "label_coverage_at_least_bp", "proportion_tolerance_bp"})
+DEFAULT_PROPORTION_TOLERANCE_BP = 1000
 WATERMARK_RULES = ("latest_recorded", "fixed")
+_DURATION = re.compile(r"^(?P<n>\d+)(?P<unit>[dhms])$")
+_UNITS = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
 
 
-class DatasetDefinitionError(DsvError):
+class DatasetDefinitionError(ConfigError):
     """A dataset definition file is malformed."""
 
 
@@ -69,9 +100,32 @@ class WatermarkRule:
 
 @dataclass(frozen=True)
 class Gates:
+    """``label_coverage_at_least_bp`` is 0 (always met) for a dataset without a label."""
+
     rows_at_least: int
     label_coverage_at_least_bp: int
     proportion_tolerance_bp: int
+
+
+@dataclass(frozen=True)
+class AsOfJoin:
+    """Per base row, the ``source`` row of the same ``on`` entity with the latest valid time <= ``time`` - ``lag``.
+
+    ``max_age`` (optional) also requires that valid time >= ``time`` - ``lag`` - ``max_age``
+    (``max_age: 0d`` with ``lag: 1d`` is an exact previous-day join).
+    """
+
+    source: str
+    on: tuple[str, ...]
+    time: str
+    lag: dt.timedelta
+    max_age: dt.timedelta | None = None
+
+
+@dataclass(frozen=True)
+class LabelRef:
+    name: str
+    version: int
 
 
 @dataclass(frozen=True)
@@ -80,18 +134,19 @@ class DatasetDefinition:
     version: str
     description: str
     owner: str
-    sources: tuple[str, ...]
-    label_name: str
-    label_version: int
+    base: str
+    as_of_joins: tuple[AsOfJoin, ...]
+    label: LabelRef | None
     features: tuple[str, ...]
     observation_window: ObservationWindow
-    population_filter: PopulationFilter
+    population_filter: PopulationFilter | None
     split_policy: Mapping[str, Any]
     watermark: WatermarkRule
     gates: Gates
     seed: int
     contract: Contract
     document: Mapping[str, Any]
+    legacy_sources: tuple[str, ...] = ()
 
     @property
     def ref(self) -> str:
@@ -100,6 +155,21 @@ class DatasetDefinition:
     @property
     def asset_prefix(self) -> str:
         return f"{self.name}_{self.version}"
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """The base source, then every joined source (each once)."""
+        if self.legacy_sources:
+            return self.legacy_sources
+        return tuple(dict.fromkeys([self.base, *(j.source for j in self.as_of_joins)]))
+
+    @property
+    def label_name(self) -> str | None:
+        return None if self.label is None else self.label.name
+
+    @property
+    def label_version(self) -> int | None:
+        return None if self.label is None else self.label.version
 
     @property
     def recipe_hash(self) -> str:
@@ -117,23 +187,24 @@ class DatasetDefinition:
         return {k: v for k, v in self.document.items() if k != "contract"}
 
 
-def _need(doc: Mapping[str, Any], key: str, kind: type, source: str) -> Any:
-    value = doc.get(key)
-    if not isinstance(value, kind):
-        raise DatasetDefinitionError(f"{source}: '{key}' must be a {kind.__name__}, got {value!r}")
-    return value
+def parse_duration(text: Any, *, file: str | Path, key: str) -> dt.timedelta:
+    """``"1d"``, ``"0d"``, ``"6h"``, ``"30m"``, ``"10s"`` as a non-negative timedelta."""
+    m = _DURATION.match(text) if isinstance(text, str) else None
+    if m is None:
+        raise DatasetDefinitionError(f"must be a duration like '1d', '6h', '30m' or '0d', got {text!r}", file=file, key=key)
+    return dt.timedelta(**{_UNITS[m["unit"]]: int(m["n"])})
 
 
-def _split_policy(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
+def _split_policy(raw: Mapping[str, Any], file: str | Path) -> dict[str, Any]:
     """The policy document; a group split may be written with ``salt`` and ``bounds`` for short."""
-    if raw.get("policy") == GROUP_SPLIT and "bounds" in raw:
-        doc = GroupSplitPolicy(str(raw["group_column"]), HashSplitPolicy.from_bounds(str(raw["salt"]), str(raw["bounds"]))).to_document()
-    else:
-        doc = dict(raw)
     try:
+        if raw.get("policy") == GROUP_SPLIT and "bounds" in raw:
+            doc = GroupSplitPolicy(str(raw["group_column"]), HashSplitPolicy.from_bounds(str(raw["salt"]), str(raw["bounds"]))).to_document()
+        else:
+            doc = dict(raw)
         policy_from_document(doc)
-    except DsvError as exc:
-        raise DatasetDefinitionError(f"{source}: bad split_policy ({exc})") from exc
+    except (DsvError, KeyError, ValueError) as exc:
+        raise DatasetDefinitionError(f"bad split policy ({exc})", file=file, key="split_policy") from exc
     return doc
 
 
@@ -147,55 +218,138 @@ def _canonical(value: Any) -> Any:
     return value
 
 
-def parse_definition(raw: Any, *, source: str = "<definition>") -> DatasetDefinition:
-    if not isinstance(raw, Mapping):
-        raise DatasetDefinitionError(f"{source}: a dataset definition is a mapping")
-    unknown = sorted(set(raw) - KEYS)
-    if unknown:
-        raise DatasetDefinitionError(f"{source}: unknown key(s) {unknown}; known: {sorted(KEYS)}")
-    doc = _canonical(raw)
-    window = _need(doc, "observation_window", Mapping, source)
-    population = _need(doc, "population_filter", Mapping, source)
-    label = _need(doc, "label", Mapping, source)
-    mark = _need(doc, "watermark", Mapping, source)
-    gates = _need(doc, "gates", Mapping, source)
-    if mark.get("rule") not in WATERMARK_RULES:
-        raise DatasetDefinitionError(f"{source}: watermark.rule must be one of {WATERMARK_RULES}, got {mark.get('rule')!r}")
-    if mark["rule"] == "fixed" and "at" not in mark:
-        raise DatasetDefinitionError(f"{source}: a fixed watermark needs 'at' (an ISO timestamp with offset)")
-    policy = _split_policy(_need(doc, "split_policy", Mapping, source), source)
-    doc["split_policy"] = policy
+def _date(doc: Mapping[str, Any], key: str, file: str | Path, where: str) -> dt.date:
     try:
-        contract = parse_contract(doc["contract"], source=source)
-    except KeyError as exc:
-        raise DatasetDefinitionError(f"{source}: 'contract' is required") from exc
+        return dt.date.fromisoformat(str(need(doc, key, str, file=file, where=where)))
+    except ValueError as exc:
+        raise DatasetDefinitionError(f"must be an ISO date, got {doc[key]!r}", file=file, key=f"{where}.{key}") from exc
+
+
+def _window(doc: Mapping[str, Any], file: str | Path) -> ObservationWindow:
+    raw = check_keys(doc["observation_window"], file=file, where="observation_window", allowed={"column", "start", "end"}, required={"column", "start", "end"})
+    window = ObservationWindow(
+        need(raw, "column", str, file=file, where="observation_window"),
+        _date(raw, "start", file, "observation_window"),
+        _date(raw, "end", file, "observation_window"),
+    )
+    if window.end < window.start:
+        raise DatasetDefinitionError("must not be before start", file=file, key="observation_window.end")
+    return window
+
+
+def _population(doc: Mapping[str, Any], file: str | Path) -> PopulationFilter | None:
+    if "population_filter" not in doc:
+        return None
+    raw = check_keys(doc["population_filter"], file=file, where="population_filter", allowed={"column", "in"}, required={"column", "in"})
+    values = need(raw, "in", list, file=file, where="population_filter")
+    if not values:
+        raise DatasetDefinitionError("must list at least one value", file=file, key="population_filter.in")
+    return PopulationFilter(need(raw, "column", str, file=file, where="population_filter"), tuple(str(v) for v in values))
+
+
+def _watermark(doc: Mapping[str, Any], file: str | Path) -> WatermarkRule:
+    mark = check_keys(doc["watermark"], file=file, where="watermark", allowed={"rule", "at"}, required={"rule"})
+    if mark["rule"] not in WATERMARK_RULES:
+        raise DatasetDefinitionError(f"must be one of {WATERMARK_RULES}, got {mark['rule']!r}", file=file, key="watermark.rule")
+    if mark["rule"] == "fixed" and "at" not in mark:
+        raise DatasetDefinitionError("a fixed watermark needs 'at' (an ISO timestamp with offset)", file=file, key="watermark.at")
+    if "at" not in mark:
+        return WatermarkRule(mark["rule"])
+    try:
+        return WatermarkRule(mark["rule"], dt.datetime.fromisoformat(str(mark["at"])))
+    except ValueError as exc:
+        raise DatasetDefinitionError(f"must be an ISO timestamp, got {mark['at']!r}", file=file, key="watermark.at") from exc
+
+
+def _label(doc: Mapping[str, Any], file: str | Path) -> LabelRef | None:
+    if "label" not in doc:
+        return None
+    raw = check_keys(doc["label"], file=file, where="label", allowed={"name", "version"}, required={"name", "version"})
+    return LabelRef(need(raw, "name", str, file=file, where="label"), need(raw, "version", int, file=file, where="label"))
+
+
+def _gates(doc: Mapping[str, Any], file: str | Path, *, labelled: bool) -> Gates:
+    raw = check_keys(
+        doc["gates"], file=file, where="gates", allowed=GATE_KEYS, required={"rows_at_least", *(["label_coverage_at_least_bp"] if labelled else [])}
+    )
+    if "label_coverage_at_least_bp" in raw and not labelled:
+        raise DatasetDefinitionError("applies only to a dataset with a label", file=file, key="gates.label_coverage_at_least_bp")
+    value = {k: need(raw, k, int, file=file, where="gates") for k in raw}
+    return Gates(value["rows_at_least"], value.get("label_coverage_at_least_bp", 0), value.get("proportion_tolerance_bp", DEFAULT_PROPORTION_TOLERANCE_BP))
+
+
+def _joins(doc: Mapping[str, Any], file: str | Path) -> tuple[AsOfJoin, ...]:
+    raw = doc.get("as_of_joins", [])
+    if not isinstance(raw, list):
+        raise DatasetDefinitionError(f"must be a list of joins, got {raw!r}", file=file, key="as_of_joins")
+    out = []
+    for i, item in enumerate(raw):
+        where = f"as_of_joins[{i}]"
+        join = check_keys(item, file=file, where=where, allowed=JOIN_KEYS, required={"source", "on", "time"})
+        max_age = parse_duration(join["max_age"], file=file, key=f"{where}.max_age") if "max_age" in join else None
+        out.append(
+            AsOfJoin(
+                source=need(join, "source", str, file=file, where=where),
+                on=names_list(join, "on", file=file, where=where),
+                time=need(join, "time", str, file=file, where=where),
+                lag=parse_duration(join.get("lag", "0d"), file=file, key=f"{where}.lag"),
+                max_age=max_age,
+            )
+        )
+    return tuple(out)
+
+
+def _base(doc: Mapping[str, Any], file: str | Path) -> tuple[str, tuple[str, ...]]:
+    """``(base, legacy sources)``: a legacy recipe names ``sources`` and its first one is the base."""
+    if "sources" in doc:
+        if "base" in doc or "as_of_joins" in doc:
+            raise DatasetDefinitionError("'sources' is the legacy form; use 'base' and 'as_of_joins'", file=file, key="sources")
+        legacy = names_list(doc, "sources", file=file)
+        return legacy[0], legacy
+    return need(doc, "base", str, file=file), ()
+
+
+def parse_definition(raw: Any, *, source: str | Path = "<definition>") -> DatasetDefinition:
+    """A definition from its document; ``source`` names the file in errors."""
+    file = source
+    check_keys(raw, file=file, where=None, allowed=KEYS | LEGACY_KEYS, required=REQUIRED)
+    doc = _canonical(raw)
+    base, legacy = _base(doc, file)
+    label = _label(doc, file)
+    features = names_list(doc, "features", file=file) if "features" in doc else ()
+    contract_doc = check_keys(doc["contract"], file=file, where="contract", allowed=set(doc["contract"]) if isinstance(doc["contract"], Mapping) else ())
+    doc["split_policy"] = _split_policy(
+        check_keys(doc["split_policy"], file=file, where="split_policy", allowed=set(doc["split_policy"]) if isinstance(doc["split_policy"], Mapping) else ()),
+        file,
+    )
     return DatasetDefinition(
-        name=_need(doc, "name", str, source),
-        version=_need(doc, "version", str, source),
+        name=need(doc, "name", str, file=file),
+        version=need(doc, "version", str, file=file),
         description=str(doc.get("description", "")),
         owner=str(doc.get("owner", "unknown")),
-        sources=tuple(_need(doc, "sources", list, source)),
-        label_name=str(label["name"]),
-        label_version=int(label["version"]),
-        features=tuple(_need(doc, "features", list, source)),
-        observation_window=ObservationWindow(str(window["column"]), dt.date.fromisoformat(window["start"]), dt.date.fromisoformat(window["end"])),
-        population_filter=PopulationFilter(str(population["column"]), tuple(str(v) for v in population["in"])),
-        split_policy=policy,
-        watermark=WatermarkRule(mark["rule"], dt.datetime.fromisoformat(mark["at"]) if mark.get("at") else None),
-        gates=Gates(int(gates["rows_at_least"]), int(gates["label_coverage_at_least_bp"]), int(gates["proportion_tolerance_bp"])),
-        seed=int(_need(doc, "seed", int, source)),
-        contract=contract,
+        base=base,
+        as_of_joins=_joins(doc, file),
+        label=label,
+        features=features,
+        observation_window=_window(doc, file),
+        population_filter=_population(doc, file),
+        split_policy=doc["split_policy"],
+        watermark=_watermark(doc, file),
+        gates=_gates(doc, file, labelled=label is not None),
+        seed=need(doc, "seed", int, file=file),
+        contract=contract_of(contract_doc, Path(str(file)), where="contract"),
         document=doc,
+        legacy_sources=legacy,
     )
 
 
 def load_definition(path: str | Path) -> DatasetDefinition:
+    """Read one definition file (strict YAML: duplicate keys and non-UTF-8 text are errors)."""
     path = Path(path)
-    with path.open(encoding="utf-8") as f:
-        return parse_definition(yaml.safe_load(f), source=str(path))
+    return parse_definition(read_yaml(path), source=path)
 
 
-def load_definitions(folder: Path = DEFINITIONS_DIR) -> list[DatasetDefinition]:
-    """Every ``*.yaml`` definition in ``folder``, sorted by name and version."""
-    found = [load_definition(p) for p in sorted(folder.glob("*.yaml"))]
+def load_definitions(folder: Path | None = None) -> list[DatasetDefinition]:
+    """Every ``*.yaml`` definition in ``folder`` (default: the packaged fraud example), sorted by name and version."""
+    found = [load_definition(p) for p in sorted((folder or EXAMPLE_DEFINITIONS_DIR).glob("*.yaml"))]
     return sorted(found, key=lambda d: (d.name, d.version))

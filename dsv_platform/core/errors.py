@@ -160,12 +160,3 @@ class CorruptError(ResolutionError):
 
 class AccessDeniedError(ResolutionError):
     kind = FailureKind.ACCESS_DENIED
-
-
-RESOLUTION_ERRORS: dict[FailureKind, type[ResolutionError]] = {
-    FailureKind.NOT_FOUND: NotFoundError,
-    FailureKind.REDACTED: RedactedError,
-    FailureKind.EXPIRED: ExpiredError,
-    FailureKind.CORRUPT: CorruptError,
-    FailureKind.ACCESS_DENIED: AccessDeniedError,
-}

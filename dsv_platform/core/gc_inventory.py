@@ -132,4 +132,16 @@ class GcPolicy:
     keep_heads: bool = True
 
 
-__all__ = ["AliasInfo", "DataFileInfo", "GcPolicy", "Inventory", "RawBatchInfo", "RealizationInfo", "RootSpec", "SnapshotInfo", "StagingInfo", "StoredObject", "TagInfo"]
+__all__ = [
+    "AliasInfo",
+    "DataFileInfo",
+    "GcPolicy",
+    "Inventory",
+    "RawBatchInfo",
+    "RealizationInfo",
+    "RootSpec",
+    "SnapshotInfo",
+    "StagingInfo",
+    "StoredObject",
+    "TagInfo",
+]

@@ -56,7 +56,7 @@ class Decision:
         return [self.kind, self.id, self.keep, self.reason, self.root, self.action, self.bytes, self.detail]
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> "Decision":
+    def from_row(cls, row: Sequence[Any]) -> Decision:
         return cls(*row)
 
 
@@ -183,7 +183,7 @@ class GcPlan:
         }
 
     @classmethod
-    def from_document(cls, doc: Mapping[str, Any]) -> "GcPlan":
+    def from_document(cls, doc: Mapping[str, Any]) -> GcPlan:
         if not isinstance(doc, Mapping) or doc.get("format") != PLAN_FORMAT:
             raise GcPlanError(f"not a {PLAN_FORMAT} document")
         try:
@@ -199,10 +199,10 @@ class GcPlan:
                 decisions=[Decision.from_row(row) for row in doc["decisions"]],
                 parents={(a, b): ((c, d), e) for a, b, c, d, e in doc["parents"]},
                 reached_by={(a, b): r for a, b, r in doc["reached_by"]},
-                root_nodes={k: [tuple(n) for n in v] for k, v in doc["root_nodes"].items()},  # type: ignore[misc]
+                root_nodes={k: [tuple(n) for n in v] for k, v in doc["root_nodes"].items()},
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise GcPlanError(f"malformed GC plan document: {exc}") from exc
 
 
-__all__ = ["Action", "Decision", "Explanation", "GcPlan", "GcPlanError", "PLAN_FORMAT"]
+__all__ = ["PLAN_FORMAT", "Action", "Decision", "Explanation", "GcPlan", "GcPlanError"]

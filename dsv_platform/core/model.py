@@ -40,7 +40,7 @@ class LogisticModel:
 
     def predict(self, table: pa.Table) -> np.ndarray:
         x = (design_matrix(table, self.features) - self.mean) / self.scale
-        return 1.0 / (1.0 + np.exp(-(x @ self.weights + self.bias)))
+        return np.asarray(1.0 / (1.0 + np.exp(-(x @ self.weights + self.bias))), dtype=np.float64)
 
     def weights_hash(self) -> str:
         values = [f"{v:.12e}" for v in [*self.mean, *self.scale, *self.weights, self.bias]]
@@ -101,15 +101,25 @@ def evaluate(model: LogisticModel, table: pa.Table) -> dict[str, int | str]:
     area = auc(p, y)
     loss = float(-(y * np.log(p) + (1 - y) * np.log(1 - p)).mean()) if len(y) else 0.0
     return {
-        "rows": int(len(y)),
+        "rows": len(y),
         "positives": int(y.sum()),
-        "auc_bp": -1 if area is None else int(round(area * 10_000)),
-        "accuracy_bp": int(round(float(((p >= 0.5) == (y == 1)).mean()) * 10_000)) if len(y) else 0,
+        "auc_bp": -1 if area is None else round(area * 10_000),
+        "accuracy_bp": round(float(((p >= 0.5) == (y == 1)).mean()) * 10_000) if len(y) else 0,
         "log_loss": f"{loss:.6f}",
     }
 
 
-def run_manifest(*, ref: str, manifest_hash: str, code: Mapping[str, Any], environment: Mapping[str, Any], parameters: Mapping[str, int], seed: int, metrics: Mapping[str, int | str], weights_hash: str) -> dict[str, Any]:
+def run_manifest(
+    *,
+    ref: str,
+    manifest_hash: str,
+    code: Mapping[str, Any],
+    environment: Mapping[str, Any],
+    parameters: Mapping[str, int],
+    seed: int,
+    metrics: Mapping[str, int | str],
+    weights_hash: str,
+) -> dict[str, Any]:
     return {
         "format": "dsv-model-run/1",
         "realization": {"ref": ref, "manifest_hash": manifest_hash},

@@ -171,7 +171,7 @@ class Tolerance:
         return {"exact": self.exact, "metrics_bp": dict(self.metrics_bp)}
 
     @classmethod
-    def from_document(cls, doc: Mapping[str, Any] | None) -> "Tolerance":
+    def from_document(cls, doc: Mapping[str, Any] | None) -> Tolerance:
         if not doc:
             return cls()
         return cls(bool(doc.get("exact", True)), {str(k): int(v) for k, v in dict(doc.get("metrics_bp", {})).items()})
@@ -185,12 +185,20 @@ class OutputComparison:
     differences: Mapping[str, tuple[Any, Any]]
 
     def to_document(self) -> dict[str, Any]:
-        return {"matched": self.matched, "exact": self.exact, "tolerance_needed_bp": dict(self.needed_bp), "differences": {k: list(v) for k, v in self.differences.items()}}
+        return {
+            "matched": self.matched,
+            "exact": self.exact,
+            "tolerance_needed_bp": dict(self.needed_bp),
+            "differences": {k: list(v) for k, v in self.differences.items()},
+        }
 
 
-def compare_outputs(recorded_weights: str, recorded_metrics: Mapping[str, Any], weights: str, metrics: Mapping[str, Any], tolerance: Tolerance) -> OutputComparison:
+def compare_outputs(
+    recorded_weights: str, recorded_metrics: Mapping[str, Any], weights: str, metrics: Mapping[str, Any], tolerance: Tolerance
+) -> OutputComparison:
     """Exact when the weights hashes match; otherwise every differing integer metric must be within its tolerance."""
-    differences = {k: (recorded_metrics.get(k), metrics.get(k)) for k in sorted(set(recorded_metrics) | set(metrics)) if recorded_metrics.get(k) != metrics.get(k)}
+    keys = sorted(set(recorded_metrics) | set(metrics))
+    differences = {k: (recorded_metrics.get(k), metrics.get(k)) for k in keys if recorded_metrics.get(k) != metrics.get(k)}
     exact = recorded_weights == weights and not differences
     if exact:
         return OutputComparison(True, True, {}, {})

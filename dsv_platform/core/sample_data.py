@@ -35,12 +35,12 @@ def transactions_for_day(day: dt.date, *, seed: int = 7, rows: int = ROWS_PER_DA
     accounts = rng.integers(0, ACCOUNTS, rows)
     cents = rng.lognormal(mean=8.0, sigma=1.2, size=rows).astype(np.int64)
     cents[rng.random(rows) < 0.02] *= -1  # refunds
-    midnight = int(dt.datetime.combine(day, dt.time(), tzinfo=dt.timezone.utc).timestamp()) * 1_000_000
+    midnight = int(dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC).timestamp()) * 1_000_000
     micros = midnight + rng.integers(0, 86_400_000_000, rows)
     risk = np.round(rng.beta(2.0, 8.0, rows), 6)
     risk_mask = rng.random(rows) < 0.05
     note_idx = rng.integers(0, len(NOTES) * 4, rows)
-    notes = np.where(note_idx < len(NOTES), NOTES[np.minimum(note_idx, len(NOTES) - 1)], None)
+    notes = np.where(note_idx < len(NOTES), NOTES[np.minimum(note_idx, len(NOTES) - 1)], np.array(None, dtype=object))
     words = np.zeros((rows, 2), dtype=np.int64)
     words[:, 0] = cents
     words[:, 1] = cents >> 63

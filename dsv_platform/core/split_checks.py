@@ -101,7 +101,7 @@ def expected_parts(policy: SplitPolicy) -> dict[str, int]:
     if not isinstance(hashed, HashSplitPolicy):
         raise SplitPolicyError(f"{type(policy).__name__} has no expected proportions; pass them explicitly")
     lowers = [0] + [r.upper for r in hashed.ranges[:-1]]
-    return {r.name: r.upper - low for r, low in zip(hashed.ranges, lowers)}
+    return {r.name: r.upper - low for r, low in zip(hashed.ranges, lowers, strict=True)}
 
 
 def proportions_within_tolerance(
@@ -119,7 +119,7 @@ def proportions_within_tolerance(
     if total_parts <= 0 or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in expected.values()):
         raise SplitPolicyError(f"expected shares {dict(expected)!r} must be non-negative integers with a positive sum")
     counts_table = pa.table({"split": _split_text(table, split_column)}).group_by("split").aggregate([("split", "count")])
-    counts = dict(zip(counts_table["split"].to_pylist(), counts_table["split_count"].to_pylist()))
+    counts = dict(zip(counts_table["split"].to_pylist(), counts_table["split_count"].to_pylist(), strict=True))
     rows = table.num_rows
     findings = []
     for name in list(expected) + sorted(set(counts) - set(expected), key=str):

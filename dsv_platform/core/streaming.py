@@ -66,7 +66,7 @@ class _PartitionBuffer:
         self.memory = {}
         self.held = 0
 
-    def keys(self) -> list[str]:
+    def partition_keys(self) -> list[str]:
         return sorted(set(self.memory) | set(self.writers))
 
     def table(self, key: str) -> pa.Table:
@@ -91,7 +91,7 @@ def _split_by_key(batch: pa.RecordBatch, keys: pa.Array) -> Iterable[tuple[str, 
     grouped = batch.take(pa.array(order))
     starts = np.concatenate([[0], bounds])
     ends = np.concatenate([bounds, [len(order)]])
-    for start, end in zip(starts, ends):
+    for start, end in zip(starts, ends, strict=True):
         yield dictionary[sorted_codes[start]], grouped.slice(int(start), int(end - start))
 
 
@@ -122,7 +122,7 @@ def iter_partitions(
             for key, part in _split_by_key(batch, partition_keys(batch, contract, partition_by)):
                 buffer.add(key, part)
         if buffer is not None:
-            for key in buffer.keys():
+            for key in buffer.partition_keys():
                 yield key, buffer.table(key)
 
 

@@ -8,7 +8,7 @@ import dagster as dg
 
 from dsv_platform.defs.partitions import daily_partitions
 from dsv_platform.defs.raw import RawBatchConfig
-from dsv_platform.defs.resources import LandingResource
+from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.domain.batch import parse_batch_file_name
 from dsv_platform.domain.sources import SOURCES
 
@@ -28,9 +28,9 @@ def _digest(path: Path) -> str:
 
 
 @dg.sensor(job=landing_job, minimum_interval_seconds=30, description="Lands a batch file as soon as it appears (or changes) in the drop folder.")
-def drop_folder_sensor(context: dg.SensorEvaluationContext, landing: LandingResource) -> dg.SensorResult:
+def drop_folder_sensor(context: dg.SensorEvaluationContext, platform: PlatformResource) -> dg.SensorResult:
     seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-    folder = Path(landing.drop_folder)
+    folder = Path(platform.drop_folder)
     requests, skipped = [], []
     for path in sorted(folder.glob("*.csv")) if folder.is_dir() else []:
         parsed = parse_batch_file_name(path.name)

@@ -2,10 +2,10 @@
 
 import dagster as dg
 
-from dsv_platform.adapters.iceberg_load import load_partition
+from dsv_platform.services.canonical_load import load_partition
 from dsv_platform.defs.metadata import failure_cases, md_table
 from dsv_platform.defs.partitions import daily_partitions, partition_day
-from dsv_platform.defs.resources import IcebergResource, LandingResource
+from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.domain.sources import SOURCES, TableSpec
 
 ROWS_SATISFY_CONTRACT = "rows_satisfy_contract"
@@ -31,8 +31,9 @@ def build_canonical_asset(spec: TableSpec) -> dg.AssetsDefinition:
         f"valid time `{spec.valid_time}`, recorded time `_recorded_at`. Corrections and late events are new rows: "
         "read as known at T or as corrected now. Data version = content hash of the partition as corrected now.",
     )
-    def _canonical(context: dg.AssetExecutionContext, landing: LandingResource, iceberg: IcebergResource) -> dg.MaterializeResult:
-        load = load_partition(landing.zone(), iceberg.tables(), spec, partition_day(context))
+    def _canonical(context: dg.AssetExecutionContext, platform: PlatformResource) -> dg.MaterializeResult:
+        p = platform.get()
+        load = load_partition(p.landing, p.tables, spec, partition_day(context))
         return dg.MaterializeResult(
             data_version=dg.DataVersion(load.digest.content_hash),
             metadata={

@@ -2,10 +2,10 @@
 
 import dagster as dg
 
-from dsv_platform.adapters.realization import build_realization, check_splits
+from dsv_platform.services.realization import build_realization, check_splits
 from dsv_platform.core.dataset_definition import DatasetDefinition, load_definitions
 from dsv_platform.defs.metadata import md_table
-from dsv_platform.defs.resources import IcebergResource, RegistryResource
+from dsv_platform.defs.resources import PlatformResource
 
 SPLITS_ARE_ENTITY_DISJOINT = "splits_are_entity_disjoint"
 REF = "ref"
@@ -34,9 +34,9 @@ def build_dataset_assets(definition: DatasetDefinition) -> list[dg.AssetsDefinit
         "reads them as known at the watermark, joins the pinned label version and publishes an immutable realization. "
         "Data version = manifest hash; open it with `open_dataset(<ref>)`.",
     )
-    def _snapshot(context: dg.AssetExecutionContext, iceberg: IcebergResource, registry: RegistryResource) -> dg.MaterializeResult:
-        settings = registry.settings()
-        build = build_realization(iceberg.tables(), registry.registry(), registry.store(), definition, actor=settings.actor)
+    def _snapshot(context: dg.AssetExecutionContext, platform: PlatformResource) -> dg.MaterializeResult:
+        p = platform.get()
+        build = build_realization(p.tables, p.registry, p.store, definition, actor=p.actor)
         m = build.manifest
         return dg.MaterializeResult(
             data_version=dg.DataVersion(build.manifest_hash),
@@ -64,8 +64,8 @@ def build_dataset_assets(definition: DatasetDefinition) -> list[dg.AssetsDefinit
         description=f"The materialized split assignment of the latest {definition.ref} realization (policy from the definition), "
         "cross-checked against its manifest. Data version = assignment hash.",
     )
-    def _splits(context: dg.AssetExecutionContext, registry: RegistryResource) -> dg.MaterializeResult:
-        result = check_splits(registry.settings(), upstream_ref(context, snapshot_key), definition)
+    def _splits(context: dg.AssetExecutionContext, platform: PlatformResource) -> dg.MaterializeResult:
+        result = check_splits(platform.get(), upstream_ref(context, snapshot_key), definition)
         return dg.MaterializeResult(
             data_version=dg.DataVersion(result.assignment_hash),
             metadata={

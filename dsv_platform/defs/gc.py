@@ -5,9 +5,9 @@ from datetime import timedelta
 
 import dagster as dg
 
-from dsv_platform.adapters import gc as gc_adapter
+from dsv_platform.services import gc as gc_adapter
 from dsv_platform.core.gc import GcPolicy, plan_gc
-from dsv_platform.defs.resources import IcebergResource, LandingResource, RegistryResource
+from dsv_platform.defs.resources import PlatformResource
 
 
 class GcConfig(dg.Config):
@@ -16,17 +16,18 @@ class GcConfig(dg.Config):
 
 
 @dg.op(out=dg.Out(dict, description="The GC plan's figures (kept / collectable per kind, bytes, roots)."))
-def gc_plan(context: dg.OpExecutionContext, config: GcConfig, registry: RegistryResource, iceberg: IcebergResource, landing: LandingResource) -> dg.Output[dict]:
+def gc_plan(context: dg.OpExecutionContext, config: GcConfig, platform: PlatformResource) -> dg.Output[dict]:
     """Plan garbage collection from the retention roots; apply it only when ``apply`` is configured."""
     policy = GcPolicy(safety_window=timedelta(hours=config.safety_window_hours))
-    reg, store, tables = registry.registry(), registry.store(), iceberg.tables()
-    inv = gc_adapter.collect_inventory(reg, store, tables=tables, landing=landing.zone(), policy=policy)
+    p = platform.get()
+    reg, store, tables = p.registry, p.store, p.tables
+    inv = gc_adapter.collect_inventory(reg, store, tables=tables, landing=p.landing, policy=policy)
     plan = plan_gc(inv, policy)
     figures = plan.figures()
     metadata: dict[str, object] = {k: dg.MetadataValue.int(v) if isinstance(v, int) else dg.MetadataValue.text(str(v)) for k, v in figures.items()}
     metadata["dangling_roots"] = dg.MetadataValue.json(plan.dangling_roots)
     if config.apply:
-        report = gc_adapter.apply_plan(plan, registry=reg, store=store, tables=tables, dry_run=False, actor=registry.actor)
+        report = gc_adapter.apply_plan(plan, registry=reg, store=store, tables=tables, dry_run=False, actor=p.actor)
         metadata["applied"] = dg.MetadataValue.text(report.summary())
     return dg.Output(figures, metadata=metadata)
 

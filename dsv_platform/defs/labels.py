@@ -2,9 +2,9 @@
 
 import dagster as dg
 
-from dsv_platform.adapters.iceberg_load import build_labels, label_spec
+from dsv_platform.services.canonical_load import build_labels, label_spec
 from dsv_platform.defs.partitions import label_version_partitions
-from dsv_platform.defs.resources import IcebergResource
+from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.domain.labels import LABEL_DEFINITIONS, label_definition
 
 _DEFINITIONS = "; ".join(f"v{d.version}: {d.description}" for d in LABEL_DEFINITIONS.values())
@@ -21,9 +21,9 @@ _DEFINITIONS = "; ".join(f"v{d.version}: {d.description}" for d in LABEL_DEFINIT
     description=f"Fraud labels by transaction id, one partition (and Iceberg table) per label definition ({_DEFINITIONS}). "
     "A new definition is applied to all history as a new version; a label that changes is a new row, never a rewrite.",
 )
-def labels_fraud(context: dg.AssetExecutionContext, iceberg: IcebergResource) -> dg.MaterializeResult:
+def labels_fraud(context: dg.AssetExecutionContext, platform: PlatformResource) -> dg.MaterializeResult:
     definition = label_definition(int(context.partition_key.removeprefix("v")))
-    tables = iceberg.tables()
+    tables = platform.get().tables
     build = build_labels(tables, definition)
     return dg.MaterializeResult(
         data_version=dg.DataVersion(build.digest.content_hash),

@@ -2,10 +2,10 @@
 
 import dagster as dg
 
-from dsv_platform.adapters.model_run import train_model
+from dsv_platform.services.model_run import train_model
 from dsv_platform.defs.datasets import REF, upstream_ref
 from dsv_platform.defs.metadata import md_table
-from dsv_platform.defs.resources import RegistryResource
+from dsv_platform.defs.resources import PlatformResource
 
 TRAINING_SET = dg.AssetKey("fraud_training_set_v6_snapshot")
 SEED = 42
@@ -20,8 +20,8 @@ SEED = 42
     "the run manifest (realization ref and hash, code, environment, parameters, seed, metrics) is stored as an object "
     "and linked to the realization in the registry lineage; the model version is a retention root keeping that realization.",
 )
-def fraud_model(context: dg.AssetExecutionContext, registry: RegistryResource) -> dg.MaterializeResult:
-    run = train_model(registry.settings(), upstream_ref(context, TRAINING_SET), seed=SEED)
+def fraud_model(context: dg.AssetExecutionContext, platform: PlatformResource) -> dg.MaterializeResult:
+    run = train_model(platform.get(), upstream_ref(context, TRAINING_SET), seed=SEED)
     return dg.MaterializeResult(
         data_version=dg.DataVersion(run.run_hash),
         metadata={

@@ -2,8 +2,8 @@
 
 import dagster as dg
 
-from dsv_platform.adapters.privacy import build_coordinator
-from dsv_platform.defs.resources import RegistryResource
+from dsv_platform.services.privacy import build_coordinator
+from dsv_platform.defs.resources import PlatformResource
 
 
 class PrivacyDeletionConfig(dg.Config):
@@ -13,9 +13,9 @@ class PrivacyDeletionConfig(dg.Config):
 
 
 @dg.op
-def delete_subject(context: dg.OpExecutionContext, config: PrivacyDeletionConfig, registry: RegistryResource) -> dg.Output[int]:
+def delete_subject(context: dg.OpExecutionContext, config: PrivacyDeletionConfig, platform: PlatformResource) -> dg.Output[int]:
     """Erase the subject from every realization and object built from it; affected realizations become REDACTED."""
-    coordinator = build_coordinator(registry.settings(), actor=registry.actor)
+    coordinator = build_coordinator(platform.get())
     report = coordinator.delete(config.subject, config.reason, apply=not config.dry_run)
     counts: dict[str, int] = {}
     for o in report.outcomes:

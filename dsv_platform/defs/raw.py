@@ -8,7 +8,7 @@ from dsv_platform.adapters.landing import LandingStatus, read_drop_file
 from dsv_platform.core.hashing import content_hash
 from dsv_platform.defs.metadata import md_table
 from dsv_platform.defs.partitions import daily_partitions, partition_day
-from dsv_platform.defs.resources import LandingResource, SampleSourceResource
+from dsv_platform.defs.resources import PlatformResource, SampleSourceResource
 from dsv_platform.domain.events import daily_batch
 from dsv_platform.domain.sources import SOURCES, TableSpec
 
@@ -33,11 +33,11 @@ def build_raw_asset(spec: TableSpec) -> dg.AssetsDefinition:
         description=f"{spec.name} source batches as they arrived, one day per partition, stored write-once under their SHA-256. "
         "Landing the same bytes again is a no-op; new bytes for a batch id are a new object; unreadable batches are quarantined.",
     )
-    def _raw(context: dg.AssetExecutionContext, config: RawBatchConfig, landing: LandingResource, sample_source: SampleSourceResource) -> dg.MaterializeResult:
+    def _raw(context: dg.AssetExecutionContext, config: RawBatchConfig, platform: PlatformResource, sample_source: SampleSourceResource) -> dg.MaterializeResult:
         day = partition_day(context)
-        zone = landing.zone()
+        zone = platform.get().landing
         if config.drop_files:
-            batches = [b for f in config.drop_files if (b := read_drop_file(Path(landing.drop_folder) / f)) is not None]
+            batches = [b for f in config.drop_files if (b := read_drop_file(Path(platform.drop_folder) / f)) is not None]
         else:
             batches = [daily_batch(sample_source.domain(), spec.name, day)]
         landed = [zone.land(b) for b in batches]

@@ -2,10 +2,10 @@
 
 import dagster as dg
 
-from dsv_platform.adapters.rehearsal import integrity_scan, rehearse
-from dsv_platform.adapters.status import platform_status
+from dsv_platform.services.rehearsal import integrity_scan, rehearse
+from dsv_platform.services.status import platform_status
 from dsv_platform.defs.metadata import md_table
-from dsv_platform.defs.resources import RegistryResource
+from dsv_platform.defs.resources import PlatformResource
 
 RECONSTRUCTABLE = "retained_models_are_reconstructable"
 INTEGRITY = "sampled_realizations_match_their_manifests"
@@ -27,8 +27,8 @@ class IntegrityConfig(dg.Config):
     "this asset's `reconstructable_fraction` metadata; failures name the typed reason (EXPIRED, REDACTED, CORRUPT, NOT_FOUND, "
     "HASH_MISMATCH, ENVIRONMENT_DRIFT, ...).",
 )
-def reconstructability(context: dg.AssetExecutionContext, config: RehearsalConfig, registry: RegistryResource) -> dg.MaterializeResult:
-    run = rehearse(registry.settings(), period_days=config.period_days, actor="rehearsal")
+def reconstructability(context: dg.AssetExecutionContext, config: RehearsalConfig, platform: PlatformResource) -> dg.MaterializeResult:
+    run = rehearse(platform.get(), period_days=config.period_days, actor="rehearsal")
     for r in run.reports:
         if r.asset_key:
             context.log_event(dg.AssetObservation(r.asset_key, description=f"rehearsal: {r.outcome.value}", metadata={"outcome": r.outcome.value, "run_hash": r.run_hash or "", "reason": r.reason, "record_id": r.record_id}))
@@ -58,8 +58,8 @@ def reconstructability(context: dg.AssetExecutionContext, config: RehearsalConfi
     description="Integrity scan: a rotating sample of readable realizations re-hashed; a mismatch quarantines the realization "
     "('integrity: object <digest>') and names the object.",
 )
-def realization_integrity(config: IntegrityConfig, registry: RegistryResource) -> dg.MaterializeResult:
-    scan = integrity_scan(registry.settings(), period_days=config.period_days)
+def realization_integrity(config: IntegrityConfig, platform: PlatformResource) -> dg.MaterializeResult:
+    scan = integrity_scan(platform.get(), period_days=config.period_days)
     bad = scan.mismatches
     return dg.MaterializeResult(
         metadata={"scanned": dg.MetadataValue.int(len(scan.findings)), "population": dg.MetadataValue.int(scan.population), "mismatches": dg.MetadataValue.int(len(bad))},
@@ -79,8 +79,8 @@ def realization_integrity(config: IntegrityConfig, registry: RegistryResource) -
     description="Per dataset definition: usable freshness (age of the newest realization that passed every gate), publication lag "
     "(publication time minus watermark), build health (rows, bytes, attempts, retries, gate failures, time per stage) and consumption.",
 )
-def dataset_observability(registry: RegistryResource) -> dg.MaterializeResult:
-    rows = [s.to_document() for s in platform_status(registry.settings())]
+def dataset_observability(platform: PlatformResource) -> dg.MaterializeResult:
+    rows = [s.to_document() for s in platform_status(platform.get())]
     table = [(s["ref"], s["usable_ref"] or "none", s["freshness_seconds"], s["publication_lag_seconds"], s["rows"], s["bytes"], s["retries"], s["gate_failures"]) for s in rows]
     return dg.MaterializeResult(
         metadata={

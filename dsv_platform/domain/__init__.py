@@ -5,7 +5,7 @@ defs call into it.
 """
 
 from dsv_platform.domain.batch import PreparedBatch, RawBatch, batch_file_name, parse_batch_file_name, prepare_batch
-from dsv_platform.domain.events import FailureMode, daily_batch
+from dsv_platform.domain.events import daily_batch
 from dsv_platform.domain.generator import START, FraudDomain
 from dsv_platform.domain.labels import LABEL_DEFINITIONS, LabelDefinition, compute_labels, label_definition
 from dsv_platform.domain.sources import FRAUD_LABELS, SOURCES, TableSpec
@@ -15,7 +15,6 @@ __all__ = [
     "LABEL_DEFINITIONS",
     "SOURCES",
     "START",
-    "FailureMode",
     "FraudDomain",
     "LabelDefinition",
     "PreparedBatch",

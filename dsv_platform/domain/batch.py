@@ -1,174 +1,51 @@
-"""Raw source batches: CSV bytes as a source sends them, and their parsing into contract rows.
+"""Raw source batches (CSV): the generic code lives in :mod:`dsv_platform.core.batch`; this keeps the old call shape.
 
-A :class:`RawBatch` is what lands: the bytes plus who sent it, for which day,
-its batch id and when it arrived (``recorded_at``, declared by the source, not
-read from a clock). :func:`prepare_batch` turns the bytes into typed rows:
-exact duplicate rows are dropped, source columns renamed behind a
-compatibility view are mapped back, every cell is parsed to its contract type
-and the rows are validated against the Pandera contract. Bad rows are
-returned as data (``rejected`` plus failure cases); a batch that cannot be
-read at all comes back with ``malformed_reason`` set and no rows.
+``prepare_batch(data, contract, aliases)`` reads CSV bytes, as the fraud
+sources send them, while the callers switch to ``core.batch.prepare_batch(data, spec)``.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import io
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pcsv
 
+from dsv_platform.core.batch import (
+    PARSE_CHECK,
+    BatchFile,
+    PreparedBatch,
+    RawBatch,
+    arrival_time,
+    batch_file_name,
+    batch_of,
+    parse_batch_file,
+    parse_batch_file_name,
+    prepare_table,
+)
 from dsv_platform.core.contract import Contract
-from dsv_platform.core.validation import FailureCase, ValidationReport, split_valid, validate
+from dsv_platform.core.landing_format import encode_csv, read_csv_text
 
-PARSE_CHECK = "parse"
-_FILE_NAME = re.compile(r"^(?P<source>[a-z][a-z0-9_]*)__(?P<day>\d{4}-\d{2}-\d{2})__(?P<batch>[A-Za-z0-9][A-Za-z0-9._-]{0,100})\.csv$")
-
-
-@dataclass(frozen=True)
-class RawBatch:
-    """One source batch exactly as it arrives."""
-
-    source: str
-    day: dt.date
-    batch_id: str
-    recorded_at: dt.datetime
-    data: bytes = field(repr=False)
-
-    @property
-    def file_name(self) -> str:
-        return batch_file_name(self.source, self.day, self.batch_id)
-
-
-def batch_file_name(source: str, day: dt.date, batch_id: str) -> str:
-    """The drop-folder file name of a batch: ``<source>__<YYYY-MM-DD>__<batch_id>.csv``."""
-    name = f"{source}__{day.isoformat()}__{batch_id}.csv"
-    if not _FILE_NAME.match(name):
-        raise ValueError(f"cannot name a batch file for source {source!r}, batch id {batch_id!r}: use [a-z0-9_] and [A-Za-z0-9._-]")
-    return name
-
-
-def parse_batch_file_name(name: str) -> tuple[str, dt.date, str] | None:
-    """``(source, day, batch_id)`` of a drop-folder file name, or None if it is not a batch file."""
-    m = _FILE_NAME.match(name)
-    if not m:
-        return None
-    try:
-        day = dt.date.fromisoformat(m["day"])
-    except ValueError:
-        return None
-    return m["source"], day, m["batch"]
-
-
-def arrival_time(day: dt.date, *, hour: int = 2) -> dt.datetime:
-    """When a batch about ``day`` arrives in the regular flow: the next morning, UTC."""
-    return dt.datetime.combine(day + dt.timedelta(days=1), dt.time(hour), tzinfo=dt.UTC)
-
-
-def encode_csv(table: pa.Table) -> bytes:
-    """CSV bytes of a table: header, every valid value quoted, null as an empty unquoted field."""
-    out = io.BytesIO()
-    pcsv.write_csv(table, out, pcsv.WriteOptions(quoting_style="all_valid"))
-    return out.getvalue()
-
-
-@dataclass(frozen=True)
-class PreparedBatch:
-    """A batch parsed and validated: accepted rows, rejected rows with their failure cases."""
-
-    accepted: pa.Table
-    rejected: pa.Table
-    report: ValidationReport
-    duplicates_dropped: int = 0
-    malformed_reason: str | None = None
-
-    @property
-    def malformed(self) -> bool:
-        return self.malformed_reason is not None
+__all__ = [
+    "PARSE_CHECK",
+    "BatchFile",
+    "PreparedBatch",
+    "RawBatch",
+    "arrival_time",
+    "batch_file_name",
+    "batch_of",
+    "encode_csv",
+    "parse_batch_file",
+    "parse_batch_file_name",
+    "prepare_batch",
+    "read_raw",
+]
 
 
 def read_raw(data: bytes, contract: Contract, aliases: Mapping[str, str] | None = None) -> pa.Table | str:
-    """The batch's cells as strings under contract names, or the reason it cannot be read."""
-    try:
-        raw = pcsv.read_csv(
-            io.BytesIO(data),
-            convert_options=pcsv.ConvertOptions(
-                column_types=dict.fromkeys([*contract.column_names, *(aliases or {})], pa.string()),
-                strings_can_be_null=True,
-                quoted_strings_can_be_null=False,
-            ),
-        )
-        names = [(aliases or {}).get(n, n) for n in raw.column_names]
-    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
-        return f"not readable as CSV: {exc}"
-    if len(set(names)) != len(names):
-        return f"columns appear twice after the compatibility view: {raw.column_names}"
-    raw = raw.rename_columns(names)
-    missing = [c for c in contract.column_names if c not in names]
-    if missing:
-        return f"missing column(s) {missing}; the batch has {raw.column_names}"
-    not_text = [n for n in contract.column_names if not pa.types.is_string(raw.schema.field(n).type)]
-    if not_text:
-        return f"column(s) {not_text} could not be read as text"
-    return raw.select(contract.column_names)
-
-
-def _parse_column(raw: pa.ChunkedArray, target: pa.DataType) -> tuple[pa.Array, list[tuple[int, Any]]]:
-    """Cast strings to ``target``; cells that do not parse become null and are reported."""
-    try:
-        return pc.cast(raw, target).combine_chunks(), []
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass
-    values: list[Any] = []
-    bad: list[tuple[int, Any]] = []
-    for i, cell in enumerate(raw.to_pylist()):
-        try:
-            values.append(pc.cast(pa.array([cell], pa.string()), target)[0].as_py())
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            values.append(None)
-            bad.append((i, cell))
-    return pa.array(values, target), bad
-
-
-def _drop_exact_duplicates(raw: pa.Table) -> tuple[pa.Table, int]:
-    seen: set[tuple[Any, ...]] = set()
-    keep: list[int] = []
-    for i, row in enumerate(zip(*(raw.column(n).to_pylist() for n in raw.column_names), strict=True)):
-        if row not in seen:
-            seen.add(row)
-            keep.append(i)
-    return raw.take(pa.array(keep, pa.int64())), raw.num_rows - len(keep)
+    """The CSV batch's cells as strings under contract names, or the reason it cannot be read."""
+    return read_csv_text(data, contract, aliases)
 
 
 def prepare_batch(data: bytes, contract: Contract, aliases: Mapping[str, str] | None = None) -> PreparedBatch:
-    """Parse, deduplicate and validate a batch's bytes against ``contract`` (see the module docstring)."""
-    schema = contract.arrow_schema
-    raw = read_raw(data, contract, aliases)
-    if isinstance(raw, str):
-        empty = schema.empty_table()
-        return PreparedBatch(empty, empty, ValidationReport(contract.name, 0, ()), malformed_reason=raw)
-    raw, dropped = _drop_exact_duplicates(raw)
-    columns: dict[str, pa.Array] = {}
-    parse_failures: list[FailureCase] = []
-    for col in contract.columns:
-        arr, bad = _parse_column(raw.column(col.name), col.arrow_type)
-        columns[col.name] = arr
-        for i, cell in bad:
-            key = tuple(raw.column(k)[i].as_py() for k in contract.key)
-            parse_failures.append(FailureCase(col.name, f"{PARSE_CHECK}({col.arrow_type})", cell, key, i))
-    loose = pa.table(columns, schema=pa.schema([pa.field(f.name, f.type, nullable=True) for f in schema]))
-    checked = validate(loose, contract)
-    failures = sorted([*checked.failures, *parse_failures], key=lambda f: (f.row_index if f.row_index is not None else -1, f.column or "", f.check))
-    report = ValidationReport(contract.name, loose.num_rows, tuple(failures))
-    accepted, rejected = split_valid(loose, report)
-    return PreparedBatch(accepted.cast(schema), rejected, report, duplicates_dropped=dropped)
-
-
-def batch_of(table: pa.Table, *, source: str, day: dt.date, batch_id: str, recorded_at: dt.datetime) -> RawBatch:
-    """A :class:`RawBatch` carrying ``table`` as CSV."""
-    return RawBatch(source=source, day=day, batch_id=batch_id, recorded_at=recorded_at, data=encode_csv(table))
+    """Parse, deduplicate and validate a CSV batch's bytes against ``contract``."""
+    return prepare_table(read_csv_text(data, contract, aliases), contract)

@@ -8,7 +8,6 @@ are explicit, so "as known at T" reads are reproducible.
 from __future__ import annotations
 
 import datetime as dt
-import enum
 
 import numpy as np
 import pyarrow as pa
@@ -19,16 +18,6 @@ from dsv_platform.domain.labels import LabelDefinition, label_definition
 from dsv_platform.domain.sources import ACCOUNT_FEATURES, TRANSACTIONS
 
 LATE_ID_OFFSET = 5_000_000
-
-
-class FailureMode(enum.Enum):
-    """The seed's failure modes, in the order the demo plays them."""
-
-    LATE_EVENTS = "late_events"
-    FEATURE_BACKFILL = "feature_backfill"
-    LABEL_CHANGE = "label_change"
-    RENAMED_COLUMN = "renamed_column"
-    MALFORMED_BATCH = "malformed_batch"
 
 
 def daily_batch(domain: FraudDomain, source: str, day: dt.date) -> RawBatch:

@@ -6,6 +6,7 @@ import pyarrow.compute as pc
 import pytest
 
 from dsv_platform.adapters.iceberg import CanonicalTableError, CanonicalTables
+from dsv_platform.bootstrap import build_tables
 from dsv_platform.domain import FraudDomain, prepare_batch
 from dsv_platform.domain import events
 from dsv_platform.domain.sources import ACCOUNT_FEATURES, TRANSACTIONS
@@ -20,7 +21,7 @@ def tables(request, tmp_path):
     settings = settings_at(tmp_path)
     if request.param == "postgres":
         settings = dataclasses.replace(settings, iceberg_catalog_url=request.getfixturevalue("postgres_url"))
-    return CanonicalTables.from_settings(settings)
+    return build_tables(settings)
 
 
 def _append(tables, batch, spec=TRANSACTIONS, name=None):

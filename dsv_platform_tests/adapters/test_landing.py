@@ -4,6 +4,7 @@ import os
 import pytest
 
 from dsv_platform.adapters.landing import LandingStatus, LandingZone, read_drop_file
+from dsv_platform.bootstrap import build_landing
 from dsv_platform.domain import FraudDomain, batch_file_name
 from dsv_platform.domain import events
 from dsv_platform_tests.defs.support import settings_at
@@ -14,7 +15,7 @@ DAY = DOMAIN.start + dt.timedelta(days=1)
 
 @pytest.fixture
 def zone(tmp_path):
-    return LandingZone.from_settings(settings_at(tmp_path))
+    return build_landing(settings_at(tmp_path))
 
 
 def test_identical_bytes_land_once(zone):

@@ -15,7 +15,7 @@ from dsv_platform.adapters.registry import PublishResult, Registry, StaleAliasEr
 from dsv_platform.adapters.registry import migrations, schema
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry.engine import create_registry_engine
-from dsv_platform.adapters.registry.records import DefinitionConflictError
+from dsv_platform.core.records import DefinitionConflictError
 from dsv_platform.core.errors import (
     AccessDeniedError,
     AliasConflictError,

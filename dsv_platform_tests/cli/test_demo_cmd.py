@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dsv_platform.reader import open_dataset
+from dsv_platform import open_dataset
 from dsv_platform.settings import load_settings
 
 

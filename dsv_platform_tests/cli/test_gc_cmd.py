@@ -11,7 +11,7 @@ from pathlib import Path
 
 from dsv_platform.adapters.local_store import LocalObjectStore
 from dsv_platform.adapters.registry import Registry
-from dsv_platform_tests.adapters import gc_support as gs
+from dsv_platform_tests.services import gc_support as gs
 
 DSV = str(Path(sys.executable).with_name("dsv"))
 

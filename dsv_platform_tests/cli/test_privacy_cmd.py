@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dsv_platform.adapters.encrypted_store import build_encrypted_store
+from dsv_platform.bootstrap import build_encrypted_store
 from dsv_platform.adapters.registry import Registry
 from dsv_platform.settings import load_settings
-from dsv_platform_tests.adapters import publisher_worker as pw
-from dsv_platform_tests.adapters.test_privacy import PARTS, SUBJECT
-from dsv_platform_tests.adapters.test_publisher import backend_url, cli_env, dsv
+from dsv_platform_tests.services import publisher_worker as pw
+from dsv_platform_tests.services.test_privacy import PARTS, SUBJECT
+from dsv_platform_tests.services.test_publisher import backend_url, cli_env, dsv
 
 __all__ = ["backend_url"]
 

@@ -13,9 +13,9 @@ from dsv_platform.adapters.local_store import LocalObjectStore
 from dsv_platform.adapters.registry import Registry
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.core.states import RealizationState
-from dsv_platform_tests.adapters import publisher_worker as pw
-from dsv_platform_tests.adapters.test_publisher import backend_url, cli_env, dsv
-from dsv_platform_tests.test_reader import flip_byte
+from dsv_platform_tests.services import publisher_worker as pw
+from dsv_platform_tests.services.test_publisher import backend_url, cli_env, dsv
+from dsv_platform_tests.services.test_datasets import flip_byte
 
 __all__ = ["backend_url"]
 

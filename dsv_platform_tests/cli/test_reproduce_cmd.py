@@ -7,7 +7,7 @@ import json
 import pytest
 
 from dsv_platform.cli.main import main
-from dsv_platform_tests.adapters.reproduce_support import Lab
+from dsv_platform_tests.services.reproduce_support import Lab
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from dsv_platform.core.errors import ContractViolationError
 from dsv_platform.core.hashing import canonical_bytes, hash_partition, sort_by_key
 
 _ESC = {"\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
-_ALPHABET = list("ab\\\b\f\n\r\t\v é€") + ["\x00", "N"]
+_ALPHABET = [*"ab\\\b\f\n\r\t\v é€", "\x00", "N"]
 
 
 def ref_string(value: str | None) -> str:
@@ -43,7 +43,7 @@ def ref_float(value: float | None, scale: int) -> str:
         return "NaN"
     if value in (float("inf"), float("-inf")):
         return "Infinity" if value > 0 else "-Infinity"
-    text = "%.*f" % (scale, value)
+    text = f"{value:.{scale}f}"
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text
 
 
@@ -111,7 +111,8 @@ def test_canonical_fastpaths_wide_decimals_match_reference() -> None:
 @pytest.mark.parametrize("scale", [0, 2, 6])
 def test_canonical_fastpaths_floats_match_reference(scale: int) -> None:
     rng = np.random.default_rng(scale)
-    values: list[float | None] = list(rng.normal(0, 1000, 300)) + [0.5, 1.5, 2.5, -0.5, -0.0, 0.125, 1e-9, -1e-9, float("nan"), float("inf"), -float("inf"), 1e300]
+    specials = [0.5, 1.5, 2.5, -0.5, -0.0, 0.125, 1e-9, -1e-9, float("nan"), float("inf"), -float("inf"), 1e300]
+    values: list[float | None] = [*rng.normal(0, 1000, 300), *specials]
     values[3] = None
     for expected, arr in _variants(values, pa.float64()):
         assert _encode(arr, type="float64", scale=scale, nullable=True) == [ref_float(v, scale) for v in expected]

@@ -42,7 +42,7 @@ CONTRACT_DOC: dict[str, Any] = {
     ],
 }
 CONTRACT = parse_contract(CONTRACT_DOC)
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 texts = st.text(alphabet=st.sampled_from(["a", "Z", "\t", "\n", "\\", "\r", "\b", "\v", "\f", "é", "e\u0301"[1], "😀", "\x00", " "]), max_size=6)
 VALUES: dict[str, st.SearchStrategy[Any]] = {
@@ -121,7 +121,12 @@ def test_canonical_dsv_hash_on_a_folder_ignores_file_layout(rows: list[dict[str,
             size = rng.randint(1, table.num_rows)
             sub = folder / f"sub{rng.randint(0, 2)}"
             sub.mkdir(exist_ok=True)
-            pq.write_table(table.slice(start, size), sub / f"part-{start:05d}.parquet", row_group_size=rng.randint(1, 5), compression=rng.choice(["snappy", "zstd", "none", "gzip"]))
+            pq.write_table(
+                table.slice(start, size),
+                sub / f"part-{start:05d}.parquet",
+                row_group_size=rng.randint(1, 5),
+                compression=rng.choice(["snappy", "zstd", "none", "gzip"]),
+            )
             start += size
         one = _dsv_hash_json(root / "one.parquet", contract)
         many = _dsv_hash_json(folder, contract)
@@ -165,7 +170,7 @@ def test_canonical_row_insertion_or_deletion_changes_the_hash(rows: list[dict[st
     leaf_after = next((p for p in after.partitions if p.key == key), None)
     assert leaf_after is None or leaf_after.hash != leaf_before.hash
     new_key = data.draw(st.integers(-(2**63), 2**63 - 1).filter(lambda k: k not in {r["k"] for r in rows}))
-    more = rows + [{**rows[i], "k": new_key}]
+    more = [*rows, {**rows[i], "k": new_key}]
     assert hash_table(to_table(more), CONTRACT, partition_by="p").content_hash != before.content_hash
 
 
@@ -209,12 +214,13 @@ def _float_ref(x: float, scale: int) -> str:
         return "NaN"
     if x in (float("inf"), float("-inf")):
         return "Infinity" if x > 0 else "-Infinity"
-    text = "%.*f" % (scale, x)
+    text = f"{x:.{scale}f}"
     return text[1:] if text.startswith("-") and set(text[1:]) <= {"0", "."} else text
 
 
 def _float_column(scale: int, width: int = 64) -> Any:
-    return parse_contract({"name": "f", "key": ["k"], "columns": [{"name": "k", "type": "int64"}, {"name": "x", "type": f"float{width}", "scale": scale}]}).column("x")
+    columns = [{"name": "k", "type": "int64"}, {"name": "x", "type": f"float{width}", "scale": scale}]
+    return parse_contract({"name": "f", "key": ["k"], "columns": columns}).column("x")
 
 
 ties = st.builds(lambda n, e: n / 2**e, st.integers(-(10**9), 10**9), st.integers(0, 30))
@@ -258,7 +264,13 @@ def test_canonical_decimal_text_matches_the_decimal_module(data: Any, precision:
     assert value_text(pa.array(values, col.arrow_type), col) == expected
 
 
-@pytest.mark.parametrize(("scale", "value", "expected"), [(35, "0.0000001", "0.0000001" + "0" * 28), (38, "-0.00000012345678901234567890123456789", "-0.00000012345678901234567890123456789" + "000")])
+@pytest.mark.parametrize(
+    ("scale", "value", "expected"),
+    [
+        (35, "0.0000001", "0.0000001" + "0" * 28),
+        (38, "-0.00000012345678901234567890123456789", "-0.00000012345678901234567890123456789" + "000"),
+    ],
+)
 def test_canonical_decimal_tiny_value_at_large_scale(scale: int, value: str, expected: str) -> None:
     # Arrow prints |x| < 1e-6 in scientific notation; the exact fallback must not use the 28-digit default context.
     col = parse_contract(
@@ -272,7 +284,8 @@ _UNITS = st.sampled_from(list(_EXP))
 
 
 def _timestamp_column(resolution: str) -> Any:
-    return parse_contract({"name": "t", "key": ["k"], "columns": [{"name": "k", "type": "int64"}, {"name": "x", "type": "timestamp", "resolution": resolution}]}).column("x")
+    columns = [{"name": "k", "type": "int64"}, {"name": "x", "type": "timestamp", "resolution": resolution}]
+    return parse_contract({"name": "t", "key": ["k"], "columns": columns}).column("x")
 
 
 @settings(max_examples=60, deadline=None)

@@ -45,7 +45,7 @@ def _ref_float(text: str, scale: int, bits: int) -> str:
         return "NaN"
     if x in (float("inf"), float("-inf")):
         return "Infinity" if x > 0 else "-Infinity"
-    out = "%.*f" % (scale, x)  # CPython's correctly rounded, half-even on the exact binary value
+    out = f"{x:.{scale}f}"  # CPython's correctly rounded, half-even on the exact binary value
     return out[1:] if out.startswith("-") and set(out[1:]) <= {"0", "."} else out
 
 
@@ -135,7 +135,10 @@ def ref_schema_json(contract: dict[str, Any]) -> str:
             return {"resolution": c["resolution"]}
         return {}
 
-    cols = [{"name": c["name"], "type": c["type"], "params": params(c), "nullable": c.get("nullable", False), "unit": c.get("unit")} for c in contract["columns"]]
+    cols = [
+        {"name": c["name"], "type": c["type"], "params": params(c), "nullable": c.get("nullable", False), "unit": c.get("unit")}
+        for c in contract["columns"]
+    ]
     return json.dumps({"columns": cols, "key": contract["key"]}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -160,11 +163,21 @@ def test_conformance_file_is_ascii_so_nfd_strings_survive() -> None:
 
 def test_conformance_covers_every_rule() -> None:
     types = {c["type"] for v in ROW_VECTORS for c in v["contract"]["columns"]}
-    assert types >= {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool", "string", "decimal", "float32", "float64", "timestamp", "date", "binary"}
+    assert types >= {
+        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+        "bool", "string", "decimal", "float32", "float64", "timestamp", "date", "binary",
+    }
     units = {c["resolution"] for v in GOOD_ROW_VECTORS for c in v["contract"]["columns"] if c["type"] == "timestamp"}
     assert units == {"s", "ms", "us", "ns"}
     errors = {v["id"] for v in ROW_VECTORS if "error" in v["expected"]}
-    assert errors >= {"error-null-key", "error-duplicate-key", "error-naive-timestamp", "error-sub-resolution", "error-missing-column", "error-null-not-nullable"}
+    assert errors >= {
+        "error-null-key",
+        "error-duplicate-key",
+        "error-naive-timestamp",
+        "error-sub-resolution",
+        "error-missing-column",
+        "error-null-not-nullable",
+    }
     assert any(len(v["expected"]["partitions"]) > 2 for v in GOOD_ROW_VECTORS)
     assert any(v["expected"]["partitions"][0]["rows"] == 0 for v in GOOD_ROW_VECTORS)
 
@@ -188,7 +201,7 @@ def test_conformance_vector_agrees_with_reference_encoder(vector: dict[str, Any]
     ref = ref_digest(vector)
     got = vector["expected"]
     assert [p["key"] for p in got["partitions"]] == [p["key"] for p in ref["partitions"]]
-    for mine, theirs in zip(got["partitions"], ref["partitions"]):
+    for mine, theirs in zip(got["partitions"], ref["partitions"], strict=True):
         assert mine["lines"] == theirs["lines"]
         assert mine["rows"] == theirs["rows"]
         assert mine["hash"] == theirs["hash"]
@@ -204,7 +217,7 @@ def _column_texts(vector_id: str, column: int) -> list[str]:
 # Literal expectations for the trickiest cases, checked by hand (not computed).
 SPOT_CHECKS = {
     ("float64-scale-2", 1): ["0.12", "0.38", "-0.12", "-0.38", "0.00", "0.00", "-0.01", "1.00", "0.10", "0.00", "0.00", "NaN", "Infinity", "-Infinity",
-                             "%.2f" % 1e300, "-" + "%.2f" % 1e300, "0.00", "123456789.12", "\\N"],
+                             f"{1e300:.2f}", f"-{1e300:.2f}", "0.00", "123456789.12", "\\N"],
     ("float64-scale-0", 1): ["2", "4", "-2", "0", "0", "2", "0", "9007199254740992", "10000000000000000000000"],
     ("float64-scale-20", 1): ["0.10000000000000000555", "-0.10000000000000000555", "0.00000000000000000001", "0.00000000000000000000",
                               "0.00000000000000000002", "0.00000000000000000002", "123.45600000000000306954"],
@@ -281,7 +294,7 @@ def test_conformance_split_vectors_follow_the_spec_formula(vector: dict[str, Any
 
 def test_conformance_split_nfd_and_nfc_identifiers_agree() -> None:
     v = VECTORS["split-fraud-v6"]
-    by_id = dict(zip(map(repr, v["identifiers"]), v["expected"]["buckets"]))
+    by_id = dict(zip(map(repr, v["identifiers"]), v["expected"]["buckets"], strict=True))
     assert by_id[repr("caf\u00e9")] == by_id[repr("cafe\u0301")]
     assert by_id[repr("\u00c5")] == by_id[repr("A\u030a")] == by_id[repr("\u212b")]
     assert by_id[repr("42")] == by_id[repr(42)]
@@ -307,7 +320,7 @@ def test_conformance_split_vectors_match_splits_module(vector: dict[str, Any]) -
     assert [policy.split_of(i) for i in vector["identifiers"]] == expected["splits"]
     strings = [i for i in vector["identifiers"] if isinstance(i, str)]
     ints = [i for i in vector["identifiers"] if not isinstance(i, str)]
-    by_id = dict(zip(map(repr, vector["identifiers"]), expected["buckets"]))
+    by_id = dict(zip(map(repr, vector["identifiers"]), expected["buckets"], strict=True))
     assert policy.buckets(strings).tolist() == [by_id[repr(s)] for s in strings]
     assert policy.buckets(ints).tolist() == [by_id[repr(i)] for i in ints]
     assigned = policy.assign_values(strings)

@@ -110,9 +110,9 @@ def test_contract_document_error_names_source_and_column(tmp_path: Path, change:
 
 
 def test_contract_unreadable_or_invalid_yaml_names_the_file(tmp_path: Path) -> None:
-    with pytest.raises(ContractError, match="missing.yaml"):
+    with pytest.raises(ContractError, match=r"missing\.yaml"):
         load_contract(tmp_path / "missing.yaml")
-    with pytest.raises(ContractError, match="broken.yaml.*YAML"):
+    with pytest.raises(ContractError, match=r"broken\.yaml.*YAML"):
         load_contract(write(tmp_path, "name: [unclosed\n", "broken.yaml"))
-    with pytest.raises(ContractError, match="list.yaml.*mapping"):
+    with pytest.raises(ContractError, match=r"list\.yaml.*mapping"):
         load_contract(write(tmp_path, "- a\n- b\n", "list.yaml"))

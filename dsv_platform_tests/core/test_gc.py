@@ -31,12 +31,18 @@ def h(i: int) -> str:
 
 def manifest(i: int, objects: list[str], *, table_snapshot: int | None = None) -> dict:
     sources = [{"table": "tx", "snapshot_id": str(table_snapshot), "tag": f"t{i}", "attributes": {}}] if table_snapshot else []
-    return {"partitions": [{"key": f"p{j}", "object": o, "bytes": 10} for j, o in enumerate(objects)], "sources": sources, "splits": None, "labels": None, "attachments": {}}
+    partitions = [{"key": f"p{j}", "object": o, "bytes": 10} for j, o in enumerate(objects)]
+    return {"partitions": partitions, "sources": sources, "splits": None, "labels": None, "attachments": {}}
 
 
 def inventory(roots: list[RootSpec], *, aliases: list[AliasInfo] = (), realization_time: datetime = OLD, lineage: list[Edge] = ()) -> Inventory:  # type: ignore[assignment]
     rs = [RealizationInfo(i, "ds", "v1", "PUBLISHED", h(i), f"lk{i}", realization_time, realization_time + timedelta(seconds=i)) for i in range(1, 5)]
-    manifests = {h(1): manifest(1, [h(101), h(100)], table_snapshot=7), h(2): manifest(2, [h(102), h(100)]), h(3): manifest(3, [h(103)]), h(4): manifest(4, [h(104)])}
+    manifests = {
+        h(1): manifest(1, [h(101), h(100)], table_snapshot=7),
+        h(2): manifest(2, [h(102), h(100)]),
+        h(3): manifest(3, [h(103)]),
+        h(4): manifest(4, [h(104)]),
+    }
     objects = [StoredObject(h(i), 10, OLD) for i in range(100, 106)]
     snapshots = [SnapshotInfo("tx", 7, OLD, False), SnapshotInfo("tx", 8, OLD, False), SnapshotInfo("tx", 9, OLD, True)]
     tags = [TagInfo("tx", "t1", 7), TagInfo("tx", "t-old", 8)]
@@ -56,7 +62,8 @@ def test_gc_keeps_what_roots_reach_and_collects_the_rest() -> None:
     assert keep["tx@7"] and keep["tx#t1"] and keep["tx@9"]
     assert not keep["tx@8"] and not keep["tx#t-old"]
     actions = {d.id: d.action for d in plan.collectable()}
-    assert actions[h(2)] == "expire_realization" and actions[h(102)] == "delete_object" and actions["tx#t-old"] == "remove_tag" and actions["tx@8"] == "expire_snapshot"
+    assert actions[h(2)] == "expire_realization" and actions[h(102)] == "delete_object"
+    assert actions["tx#t-old"] == "remove_tag" and actions["tx@8"] == "expire_snapshot"
 
 
 def test_gc_expired_or_released_roots_do_not_count() -> None:
@@ -68,7 +75,8 @@ def test_gc_expired_or_released_roots_do_not_count() -> None:
 
 def test_gc_aliases_are_roots_and_model_runs_reach_through_lineage() -> None:
     lineage = [Edge("realization", h(3), "model_run", h(900), "trained", {"run_object": h(105)})]
-    plan = plan_gc(inventory([RootSpec("5", "model_version", f"model_run:{h(900)}", "prod model", "ml")], aliases=[AliasInfo("ds", "v1", "prod", h(2))], lineage=lineage))
+    root = RootSpec("5", "model_version", f"model_run:{h(900)}", "prod model", "ml")
+    plan = plan_gc(inventory([root], aliases=[AliasInfo("ds", "v1", "prod", h(2))], lineage=lineage))
     keep = by_id(plan)
     assert keep[h(2)] and keep[h(102)] and keep[h(3)] and keep[h(103)] and keep[h(105)]
     (why,) = plan.explain(h(103))

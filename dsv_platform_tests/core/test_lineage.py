@@ -37,7 +37,15 @@ def test_lineage_manifest_edges_name_objects_splits_sources_labels() -> None:
         "attachments": {"quality_report": "q"},
     }
     srcs = {(e.src_kind, e.src_id) for e in manifest_edges("m", doc)}
-    assert {("object", "o1"), ("split_assignment", "s1"), ("iceberg_snapshot", "tx@5"), ("iceberg_tag", "tx#t"), ("label_version", "labels@v2"), ("object", "q"), ("manifest", "m")} == srcs
+    assert {
+        ("object", "o1"),
+        ("split_assignment", "s1"),
+        ("iceberg_snapshot", "tx@5"),
+        ("iceberg_tag", "tx#t"),
+        ("label_version", "labels@v2"),
+        ("object", "q"),
+        ("manifest", "m"),
+    } == srcs
 
 
 def test_lineage_parse_node_knows_only_the_vocabulary() -> None:

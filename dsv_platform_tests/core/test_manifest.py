@@ -45,7 +45,12 @@ def full_manifest() -> Manifest:
         version="v6",
         schema_hash=SCHEMA,
         contract={"name": "fraud", "key": ["id"], "columns": [{"name": "id", "type": "int64"}]},
-        splits=SplitsEntry(policy={"kind": "hash-split/1", "salt": "fraud_v6", "bounds": {"train": 80, "test": 100}}, assignment_object=h("a"), assignment_hash=h("ah"), counts={"train": 5, "test": 2}),
+        splits=SplitsEntry(
+            policy={"kind": "hash-split/1", "salt": "fraud_v6", "bounds": {"train": 80, "test": 100}},
+            assignment_object=h("a"),
+            assignment_hash=h("ah"),
+            counts={"train": 5, "test": 2},
+        ),
         sources=(SourcePin("raw.events", "8812345", tag="dsv-pin-1"), SourcePin("canonical.accounts", "42", attributes={"rows": 9})),
         labels=LabelPin("chargeback", "3"),
         feature_versions={"velocity": "2"},

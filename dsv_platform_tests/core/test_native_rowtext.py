@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import itertools
 from collections.abc import Iterator
 from decimal import Decimal
 
@@ -27,7 +28,7 @@ from dsv_platform.core.hashing import canonical_bytes, hash_partition, iter_cano
 
 pytestmark = pytest.mark.skipif(not _native.available, reason="the compiled row encoder is not built")
 
-_ALPHABET = list("ab\\\b\f\n\r\t\v éß€😀") + ["\x00", "N", "\\N", "x" * 30]
+_ALPHABET = [*"ab\\\b\f\n\r\t\v éß€😀", "\x00", "N", "\\N", "x" * 30]
 
 
 @pytest.fixture
@@ -163,7 +164,9 @@ def _table(n: int, seed: int, null_rate: float = 0.2) -> pa.Table:
             "ts_us": pa.array(_nulls(rng, [int(v) for v in rng.integers(-(2**62), 2**62, n)], null_rate), pa.timestamp("us", tz="UTC")),
             "ts_ns_as_ms": pa.array(_nulls(rng, [int(v) for v in ms], null_rate), pa.timestamp("ns", tz="Europe/Paris")),
             "ts_s_as_ns": pa.array(_nulls(rng, [int(v) for v in rng.integers(-(10**10), 10**10, n)], null_rate), pa.timestamp("s", tz="UTC")),
-            "day": pa.array(_nulls(rng, [dt.date(1970, 1, 1) + dt.timedelta(days=int(d)) for d in rng.integers(-700_000, 2_900_000, n)], null_rate), pa.date32()),
+            "day": pa.array(
+                _nulls(rng, [dt.date(1970, 1, 1) + dt.timedelta(days=int(d)) for d in rng.integers(-700_000, 2_900_000, n)], null_rate), pa.date32()
+            ),
             "bin": pa.array(_nulls(rng, binaries, null_rate), pa.binary()),
             "lbin": pa.array(_nulls(rng, binaries[::-1], null_rate), pa.large_binary()),
             "fbin": pa.array(_nulls(rng, [bytes(rng.integers(0, 256, 3, dtype=np.uint8)) for _ in range(n)], null_rate), pa.binary(3)),
@@ -179,7 +182,7 @@ def _chunked(table: pa.Table, rng: np.random.Generator) -> pa.Table:
         arr = table.column(name).combine_chunks()
         cuts = sorted(int(c) for c in rng.integers(0, n + 1, 4)) if n else []
         bounds = [0, *cuts, n]
-        columns[name] = pa.chunked_array([arr.slice(a, b - a) for a, b in zip(bounds, bounds[1:])], type=arr.type)
+        columns[name] = pa.chunked_array([arr.slice(a, b - a) for a, b in itertools.pairwise(bounds)], type=arr.type)
     return pa.table(columns)
 
 
@@ -355,7 +358,7 @@ def test_native_rowtext_fixed_width_strings_and_binaries_match_pure(seed: int) -
     contract = _contract(["id", "s", "ls", "bin", "lbin"])
     plan = canonical_native.native_rows(table, contract)
     assert plan is not None
-    widths = {c.name: spec[2] for c, spec in zip(contract.columns, plan.specs)}
+    widths = {c.name: spec[2] for c, spec in zip(contract.columns, plan.specs, strict=True)}
     assert widths["s"] == 4 and widths["bin"] == 5 and widths["lbin"] == 5
     for t in (table, table.slice(13, 250), _chunked(table.slice(5), rng)):
         native, pure = _both(lambda: canonical_bytes(t, contract))  # noqa: B023 - called at once

@@ -6,7 +6,7 @@ import pytest
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.dataset_definition import load_definitions
 from dsv_platform.defs import build_defs
-from dsv_platform.reader import open_dataset
+from dsv_platform import open_dataset
 from dsv_platform_tests.defs.support import settings_at
 from dsv_platform_tests.scenarios.support import definition
 

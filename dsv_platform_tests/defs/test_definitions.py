@@ -98,17 +98,19 @@ def test_sensor_requests_landing_for_new_and_changed_files(env):
     name = batch_file_name("transactions", DOMAIN.start, "manual")
     (settings.drop_folder / name).write_bytes(events.daily_batch(DOMAIN, "transactions", DOMAIN.start).data)
     (settings.drop_folder / "notes__bad.csv").write_text("x")
-    resources = {"landing": defs.resources["landing"]}
-    ctx = dg.build_sensor_context(instance=instance, resources=resources)
-    result = drop_folder_sensor(ctx)
+    resources = {"platform": defs.resources["platform"]}
+    with dg.build_sensor_context(instance=instance, resources=resources) as ctx:  # the platform resource is context-managed (closed after use)
+        result = drop_folder_sensor(ctx)
     [req] = result.run_requests
     assert req.partition_key == DAYS[0] and req.asset_selection == [dg.AssetKey("raw_transactions")]
     assert req.run_config["ops"]["raw_transactions"]["config"]["drop_files"] == [name]
     cursor = result.cursor
     assert name in json.loads(cursor)
-    assert drop_folder_sensor(dg.build_sensor_context(instance=instance, resources=resources, cursor=cursor)).run_requests == []
+    with dg.build_sensor_context(instance=instance, resources=resources, cursor=cursor) as ctx:
+        assert drop_folder_sensor(ctx).run_requests == []
     (settings.drop_folder / name).write_bytes(events.renamed_column_batch(DOMAIN, DOMAIN.start).data)
-    [changed] = drop_folder_sensor(dg.build_sensor_context(instance=instance, resources=resources, cursor=cursor)).run_requests
+    with dg.build_sensor_context(instance=instance, resources=resources, cursor=cursor) as ctx:
+        [changed] = drop_folder_sensor(ctx).run_requests
     assert changed.run_key != req.run_key
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from dsv_platform.defs import build_defs
 from dsv_platform.defs.rehearsal import INTEGRITY, RECONSTRUCTABLE, dataset_observability, realization_integrity, reconstructability
-from dsv_platform_tests.adapters.reproduce_support import Lab
+from dsv_platform_tests.services.reproduce_support import Lab
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,7 @@ import pyarrow.compute as pc
 import pytest
 
 from dsv_platform.core.hashing import hash_table
-from dsv_platform.domain import LABEL_DEFINITIONS, FraudDomain, compute_labels, daily_batch, prepare_batch
-from dsv_platform.domain import events
+from dsv_platform.domain import LABEL_DEFINITIONS, FraudDomain, compute_labels, daily_batch, events, prepare_batch
 from dsv_platform.domain.batch import batch_file_name, parse_batch_file_name
 from dsv_platform.domain.sources import ACCOUNT_FEATURES, CHARGEBACKS, TRANSACTIONS
 

@@ -34,7 +34,7 @@ from dsv_platform.core.hashing import hash_table
 pytestmark = pytest.mark.postgres
 
 HOSTILE = ["\t", "\n", "\r", "\\", "\b", "\f", "\v", "'", '"', "\\N", "é", "e\u0301", "日本", "😀", "\u2028", "\x85", "\x01", "\x7f", " ", "a", "Z", ","]
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 WIDE_CONTRACT = parse_contract(
     {

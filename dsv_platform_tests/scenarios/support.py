@@ -8,16 +8,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dsv_platform.adapters.iceberg import CanonicalTables
-from dsv_platform.adapters.iceberg_load import build_labels, load_partition
+from dsv_platform.services.canonical_load import build_labels, load_partition
 from dsv_platform.adapters.landing import INDEX_FILE, LandingZone
-from dsv_platform.adapters.object_store import ObjectStore, build_object_store
-from dsv_platform.adapters.realization import RealizationBuild, build_realization
+from dsv_platform.adapters.object_store import ObjectStore
+from dsv_platform.bootstrap import Platform, build_object_store, build_platform, build_tables
+from dsv_platform.services.realization import RealizationBuild, build_realization
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.dataset_definition import DEFINITIONS_DIR, DatasetDefinition, load_definition
 from dsv_platform.domain import FraudDomain, RawBatch, daily_batch
 from dsv_platform.domain.labels import LABEL_DEFINITIONS
 from dsv_platform.domain.sources import SOURCES
-from dsv_platform.reader import open_dataset
+from dsv_platform import open_dataset
 from dsv_platform.settings import Settings, load_settings
 
 ROWS_PER_DAY = 60
@@ -40,6 +41,14 @@ class World:
     tables: CanonicalTables
     registry: Registry
     store: ObjectStore
+    _platform: Platform | None = None
+
+    @property
+    def platform(self) -> Platform:
+        """The Platform of the same settings (services run on it; the encrypting store over the same objects)."""
+        if self._platform is None:
+            self._platform = build_platform(self.settings)
+        return self._platform
 
     @classmethod
     def create(cls, home: Path | None = None, *, settings: Settings | None = None, rows_per_day: int = ROWS_PER_DAY, days: int = DAYS) -> "World":
@@ -48,7 +57,7 @@ class World:
             raise TypeError("World.create takes exactly one of home or settings")
         settings = settings or load_settings({}).with_home(home)  # type: ignore[arg-type]
         store = build_object_store(settings)
-        world = cls(settings, FraudDomain(rows_per_day=rows_per_day), LandingZone(store, settings.home / INDEX_FILE), CanonicalTables.from_settings(settings), Registry.from_url(settings.registry_url), store)
+        world = cls(settings, FraudDomain(rows_per_day=rows_per_day), LandingZone(store, settings.home / INDEX_FILE), build_tables(settings), Registry.from_url(settings.registry_url), store)
         world.ingest([daily_batch(world.domain, s, d) for d in world.domain.days(days) for s in SOURCES])
         return world
 

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pytest
 
 from dsv_platform.domain import daily_batch, events
-from dsv_platform.reader import open_dataset
+from dsv_platform import open_dataset
 from dsv_platform_tests.scenarios.support import World
 
 D = dt.date

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from dsv_platform.adapters import gc
+from dsv_platform.services import gc
 from dsv_platform.core.errors import ExpiredError
 from dsv_platform.core.gc import GcPolicy
 from dsv_platform.domain.events import late_transactions
 from dsv_platform.domain.sources import SOURCES
-from dsv_platform.reader import open_dataset
+from dsv_platform import open_dataset
 from dsv_platform_tests.scenarios.support import World
 
 

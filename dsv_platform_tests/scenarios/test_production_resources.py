@@ -21,7 +21,7 @@ import pytest
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.defs import build_defs
 from dsv_platform.domain import events
-from dsv_platform.reader import open_dataset
+from dsv_platform import open_dataset
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.scenarios.support import World
 

@@ -1,6 +1,6 @@
 """The SQL registry (SQLite embedded default, PostgreSQL in production)."""
 
-from dsv_platform.adapters.registry.records import (
+from dsv_platform.core.records import (
     AliasMove,
     AliasRecord,
     Definition,

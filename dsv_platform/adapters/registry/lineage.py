@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable
 
 from sqlalchemy import and_, or_, select
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.core.lineage import NOT_DEPENDENCIES, REVERSED, Edge, LineageGraph, Node
@@ -105,4 +105,29 @@ def kinds_of(conn: Connection, ident: str) -> list[Node]:
     return sorted(nodes)
 
 
-__all__ = ["kinds_of", "load_edges", "walk_subgraph", "walk_with_manifests"]
+def aliases_targeting(conn: Connection, manifest_hash: str) -> list[str]:
+    """``NAME:VERSION@ALIAS`` of every alias currently pointing at ``manifest_hash``."""
+    rows = conn.execute(select(s.aliases).where(s.aliases.c.target_manifest_hash == manifest_hash))
+    return [f"{row.dataset}:{row.version}@{row.alias}" for row in rows]
+
+
+class LineageQueries:
+    """Read-only lineage queries of one registry (what ``dsv lineage`` asks)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def kinds_of(self, ident: str) -> list[Node]:
+        with self.engine.connect() as conn:
+            return kinds_of(conn, ident)
+
+    def walk(self, start: Node, *, direction: str) -> LineageGraph:
+        with self.engine.connect() as conn:
+            return walk_with_manifests(conn, start, direction=direction)
+
+    def aliases_targeting(self, manifest_hash: str) -> list[str]:
+        with self.engine.connect() as conn:
+            return aliases_targeting(conn, manifest_hash)
+
+
+__all__ = ["LineageQueries", "aliases_targeting", "kinds_of", "load_edges", "walk_subgraph", "walk_with_manifests"]

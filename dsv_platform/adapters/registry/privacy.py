@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection
@@ -20,8 +21,16 @@ from dsv_platform.adapters.registry import schema as s
 from dsv_platform.core import canonical_json
 from dsv_platform.core.privacy import Decision, Descendant
 
-if TYPE_CHECKING:
-    from dsv_platform.adapters.registry.registry import Registry
+T = TypeVar("T")
+
+
+class Transactions(Protocol):
+    """What the privacy records need of the registry (kept as a protocol: no import back into registry.py)."""
+
+    def _read(self) -> AbstractContextManager[Connection]: ...
+    def _write(self) -> AbstractContextManager[Connection]: ...
+    def _retrying(self, work: Callable[[Connection], T]) -> T: ...
+    def _now(self) -> datetime: ...
 
 MODEL_KINDS = ("model_run", "model", "model_version")
 
@@ -69,7 +78,7 @@ def _insert_entries(conn: Connection, entries: Sequence[IndexEntry], now: dateti
 class PrivacyRecords:
     """The privacy tables of one registry (built by ``Registry.privacy``)."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Transactions) -> None:
         self.registry = registry
 
     # ------------------------------------------------------------ subject index

@@ -10,7 +10,7 @@ from sqlalchemy import Row, insert, select, update
 from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import schema as s
-from dsv_platform.adapters.registry.records import Definition, Realization, RealizationEvent
+from dsv_platform.core.records import Definition, Realization, RealizationEvent
 from dsv_platform.core.errors import NotFoundError
 from dsv_platform.core.states import ConcurrentTransitionError, RealizationState, check_transition
 

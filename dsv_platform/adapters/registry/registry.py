@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection, Engine
@@ -27,7 +27,8 @@ from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import resolution as res
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.engine import create_registry_engine
-from dsv_platform.adapters.registry.records import (
+from dsv_platform.adapters.registry.privacy import PrivacyRecords
+from dsv_platform.core.records import (
     AliasMove,
     AliasRecord,
     Definition,
@@ -45,8 +46,6 @@ from dsv_platform.core.manifest import Manifest
 from dsv_platform.core.refs import DatasetRef, parse_ref
 from dsv_platform.core.states import ConcurrentTransitionError, RealizationState
 
-if TYPE_CHECKING:
-    from dsv_platform.adapters.registry.privacy import PrivacyRecords
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
@@ -408,10 +407,8 @@ class Registry:
             return reproduction.consumption_summary(conn)
 
     @property
-    def privacy(self) -> "PrivacyRecords":
+    def privacy(self) -> PrivacyRecords:
         """Subject index, deletion requests and outcomes (privacy.py)."""
-        from dsv_platform.adapters.registry.privacy import PrivacyRecords
-
         return PrivacyRecords(self)
 
     # ------------------------------------------------------------ redaction generations

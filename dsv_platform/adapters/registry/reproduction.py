@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
-from dsv_platform.adapters.registry.records import Realization
+from dsv_platform.core.records import Realization
 from dsv_platform.core import canonical_json
 from dsv_platform.core.states import RealizationState
 

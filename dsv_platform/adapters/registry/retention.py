@@ -12,7 +12,6 @@ runs inside the caller's transaction.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -21,33 +20,7 @@ from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.core.errors import ConfigurationError, NotFoundError
-
-
-@dataclass(frozen=True)
-class RetentionRoot:
-    id: int
-    kind: str
-    ref: str
-    reason: str
-    owner: str
-    created_at: datetime
-    expires_at: datetime | None
-    released_at: datetime | None
-
-    def active_at(self, at: datetime) -> bool:
-        return self.released_at is None and (self.expires_at is None or self.expires_at > at)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "ref": self.ref,
-            "reason": self.reason,
-            "owner": self.owner,
-            "created_at": self.created_at.isoformat(),
-            "expires_at": None if self.expires_at is None else self.expires_at.isoformat(),
-            "released_at": None if self.released_at is None else self.released_at.isoformat(),
-        }
+from dsv_platform.core.records import RetentionRoot
 
 
 def _from_row(row: Row[Any]) -> RetentionRoot:

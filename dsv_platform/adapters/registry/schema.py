@@ -298,5 +298,3 @@ privacy_outcomes = Table(  # one outcome per descendant per request
     UniqueConstraint("request_id", "kind", "descendant_id", name="uq_privacy_outcomes_descendant"),
     Index("ix_privacy_outcomes_generation", "generation"),
 )
-
-APPEND_ONLY_TABLES = ("realization_events", "alias_history", "redaction_generations")

@@ -1,0 +1,160 @@
+"""The composition root: one :class:`Platform` per process, command or Dagster run.
+
+``build_platform(settings)`` opens the registry (migrations run once, here),
+the object store with its encryption and key store, the landing zone and,
+lazily (the pyiceberg catalog is costly), the canonical tables. Services
+receive the Platform, never Settings. ``close()`` (or leaving the ``with``
+block) releases what it opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dsv_platform.adapters.encrypted_store import EncryptingObjectStore
+from dsv_platform.adapters.iceberg import CanonicalTables
+from dsv_platform.adapters.landing import INDEX_FILE, LandingZone
+from dsv_platform.adapters.object_store import ObjectStore
+from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.adapters.store_factory import build_encrypting_store, build_object_store as _build_store
+from dsv_platform.settings import Settings
+
+
+def build_object_store(settings: Settings) -> ObjectStore:
+    """The plain object store ``settings.object_store`` names (a folder or s3://bucket/prefix)."""
+    return _build_store(settings.object_store, s3_endpoint_url=settings.s3_endpoint_url, s3_region=settings.s3_region)
+
+
+def build_encrypted_store(settings: Settings, inner: ObjectStore | None = None) -> EncryptingObjectStore:
+    """The encrypting store over the object store ``settings`` names, keys in ``settings.key_store``."""
+    return build_encrypting_store(
+        inner if inner is not None else build_object_store(settings),
+        settings.object_store,
+        settings.key_store,
+        s3_endpoint_url=settings.s3_endpoint_url,
+        s3_region=settings.s3_region,
+    )
+
+
+def build_tables(settings: Settings, **extra: str) -> CanonicalTables:
+    """The canonical tables of the Iceberg catalog ``settings`` names."""
+    return CanonicalTables.open(
+        settings.iceberg_catalog_url,
+        settings.iceberg_warehouse,
+        s3_region=settings.s3_region,
+        s3_endpoint_url=settings.s3_endpoint_url,
+        extra=extra or None,
+    )
+
+
+def build_landing(settings: Settings, store: ObjectStore | None = None) -> LandingZone:
+    """The landing zone: the plain object store and the landing index under ``settings.home``."""
+    return LandingZone(store if store is not None else build_object_store(settings), settings.home / INDEX_FILE)
+
+
+@dataclass(frozen=True)
+class Scratch:
+    """Canonical tables and a landing index in a private folder (raw rebuilds), reading the platform's raw objects."""
+
+    tables: CanonicalTables
+    landing: LandingZone
+
+
+@dataclass(eq=False)
+class Platform:
+    """What a use case needs, opened once: registry, stores, landing, canonical tables (lazy)."""
+
+    settings: Settings
+    registry: Registry
+    objects: ObjectStore
+    store: EncryptingObjectStore
+    _tables_factory: Callable[[], CanonicalTables] = field(repr=False)
+    _tables: CanonicalTables | None = field(default=None, repr=False)
+    _landing: LandingZone | None = field(default=None, repr=False)
+    _closed: bool = field(default=False, repr=False)
+
+    @property
+    def tables(self) -> CanonicalTables:
+        if self._tables is None:
+            self._tables = self._tables_factory()
+        return self._tables
+
+    @property
+    def landing(self) -> LandingZone:
+        """The landing zone over the plain object store (its index is created on first use)."""
+        if self._landing is None:
+            self._landing = build_landing(self.settings, self.objects)
+        return self._landing
+
+    def existing_tables(self) -> CanonicalTables | None:
+        """The canonical tables, or None when the embedded SQLite catalog was never created (GC inventory)."""
+        url = self.settings.iceberg_catalog_url
+        if url.startswith("sqlite:///") and not Path(url[len("sqlite:///") :]).exists():
+            return None
+        return self.tables
+
+    def existing_landing(self) -> LandingZone | None:
+        """The landing zone, or None when nothing was ever landed (no landing index)."""
+        if self._landing is None and not (self.settings.home / INDEX_FILE).exists():
+            return None
+        return self.landing
+
+    @property
+    def actor(self) -> str:
+        return self.settings.actor
+
+    @property
+    def home(self) -> Path:
+        return self.settings.home
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def scratch(self, workdir: Path) -> Scratch:
+        """Fresh canonical tables under ``workdir`` (a throwaway catalog) over this platform's raw objects."""
+        local = self.settings.with_home(Path(workdir))
+        return Scratch(tables=build_tables(local), landing=self.landing)
+
+    def describe(self) -> dict[str, Any]:
+        """Where this platform reads and writes (tests, diagnostics)."""
+        return {
+            "registry_url": self.settings.registry_url,
+            "object_store": self.objects.location,
+            "key_store": str(Path(self.settings.key_store).resolve()),
+            "landing_index": str((self.settings.home / INDEX_FILE).resolve()),
+            "iceberg_catalog_url": self.settings.iceberg_catalog_url,
+        }
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.registry.close()
+        self._tables = None
+
+    def __enter__(self) -> Platform:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def build_platform(settings: Settings) -> Platform:
+    """Open everything ``settings`` names; migrations run once, here."""
+    objects = build_object_store(settings)
+    store = build_encrypted_store(settings, objects)
+    registry = Registry.from_url(settings.registry_url)
+    return Platform(
+        settings=settings,
+        registry=registry,
+        objects=objects,
+        store=store,
+        _tables_factory=lambda: build_tables(settings),
+    )
+
+
+__all__ = ["Platform", "Scratch", "build_encrypted_store", "build_landing", "build_object_store", "build_platform", "build_tables"]

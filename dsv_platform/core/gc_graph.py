@@ -1,0 +1,95 @@
+"""The dependency graph GC walks (see :mod:`dsv_platform.core.gc`).
+
+Built from an :class:`Inventory`: manifests (authoritative), recorded lineage,
+Iceberg structure (tags, snapshots, data files) and landing (raw batches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dsv_platform.core.gc_inventory import Inventory
+from dsv_platform.core.lineage import LineageGraph, NodeKind, Relation, manifest_edges
+
+K_DATA_FILE = NodeKind.DATA_FILE.value
+K_ICEBERG_SNAPSHOT = NodeKind.ICEBERG_SNAPSHOT.value
+K_ICEBERG_TAG = NodeKind.ICEBERG_TAG.value
+K_MANIFEST = NodeKind.MANIFEST.value
+K_MODEL_RUN = NodeKind.MODEL_RUN.value
+K_OBJECT = NodeKind.OBJECT.value
+K_QUALITY_REPORT = NodeKind.QUALITY_REPORT.value
+K_RAW_BATCH = NodeKind.RAW_BATCH.value
+K_REALIZATION = NodeKind.REALIZATION.value
+K_SPLIT_ASSIGNMENT = NodeKind.SPLIT_ASSIGNMENT.value
+K_STAGING = NodeKind.STAGING.value
+_R_CONTAINS = Relation.CONTAINS.value
+_R_DESCRIBES = Relation.DESCRIBES.value
+_R_LOADED_INTO = Relation.LOADED_INTO.value
+_R_PART_OF = Relation.PART_OF.value
+_R_POINTS_TO = Relation.POINTS_TO.value
+_R_PROTECTS = Relation.PROTECTS.value
+_R_REPORTS_ON = Relation.REPORTS_ON.value
+_R_RUN_RECORD = Relation.RUN_RECORD.value
+_R_TRAINED = Relation.TRAINED.value
+
+
+def build_graph(inv: Inventory) -> LineageGraph:
+    """The dependency graph GC walks: manifests (authoritative), recorded lineage, Iceberg structure, landing."""
+    graph = LineageGraph()
+    _add_manifests(graph, inv.manifests)
+    _add_recorded_lineage(graph, inv)
+    for realization in inv.realizations:
+        if realization.manifest_hash:
+            graph.add_dependency((K_MANIFEST, realization.manifest_hash), (K_REALIZATION, realization.manifest_hash), _R_DESCRIBES)
+    for doc in inv.manifests.values():
+        splits = doc.get("splits")
+        if splits:
+            graph.add_dependency((K_OBJECT, splits["assignment_object"]), (K_SPLIT_ASSIGNMENT, splits["assignment_object"]), _R_PART_OF)
+    _add_iceberg_and_landing(graph, inv)
+    for alias in inv.aliases:
+        graph.add_dependency((K_REALIZATION, alias.target), alias.node, _R_POINTS_TO)
+    return graph
+
+
+def _add_manifests(graph: LineageGraph, manifests: Mapping[str, Mapping[str, Any]]) -> None:
+    up, down = graph.upstream, graph.downstream
+    obj, part_of = K_OBJECT, _R_PART_OF
+    for manifest_hash, doc in manifests.items():
+        realization = (K_REALIZATION, manifest_hash)
+        ups = up.setdefault(realization, [])
+        for part in doc.get("partitions") or ():  # the hot path: plain tuples, no Edge objects
+            node = (obj, part["object"])
+            ups.append((node, part_of))
+            down.setdefault(node, []).append((realization, part_of))
+        rest = dict(doc, partitions=())
+        for edge in manifest_edges(manifest_hash, rest):
+            graph.add(edge)
+
+
+def _add_recorded_lineage(graph: LineageGraph, inv: Inventory) -> None:
+    for edge in inv.lineage:
+        graph.add(edge)
+        run_object = edge.attributes.get("run_object") if edge.relation == _R_TRAINED else None
+        if run_object:
+            graph.add_dependency((K_OBJECT, str(run_object)), (K_MODEL_RUN, edge.dst_id), _R_RUN_RECORD)
+        if edge.relation == _R_REPORTS_ON and edge.src_kind == K_QUALITY_REPORT:
+            graph.add_dependency((K_OBJECT, edge.src_id), edge.src, _R_PART_OF)
+        if edge.src_kind == K_SPLIT_ASSIGNMENT:
+            graph.add_dependency((K_OBJECT, edge.src_id), edge.src, _R_PART_OF)
+
+
+def _add_iceberg_and_landing(graph: LineageGraph, inv: Inventory) -> None:
+    for tag in inv.tags:
+        graph.add_dependency((K_ICEBERG_SNAPSHOT, f"{tag.table}@{tag.snapshot_id}"), (K_ICEBERG_TAG, f"{tag.table}#{tag.tag}"), _R_PROTECTS)
+    for snap in inv.snapshots:
+        node = (K_ICEBERG_SNAPSHOT, f"{snap.table}@{snap.snapshot_id}")
+        for path in snap.data_files:
+            graph.add_dependency((K_DATA_FILE, path), node, _R_CONTAINS)
+    raw_refs = {b.batch_ref for b in inv.raw_batches}
+    for data_file in inv.data_files:
+        for batch in data_file.batches:
+            if batch in raw_refs:
+                graph.add_dependency((K_RAW_BATCH, batch), (K_DATA_FILE, data_file.path), _R_LOADED_INTO)
+    for raw in inv.raw_batches:
+        graph.add_dependency((K_OBJECT, raw.digest), (K_RAW_BATCH, raw.batch_ref), _R_PART_OF)

@@ -1,0 +1,164 @@
+"""Garbage collection against the real backends: inventory, then a guarded apply of a pure plan (core/gc.py).
+
+:func:`collect_inventory` reads the registry (realizations, manifests, aliases,
+retention roots, lineage and the state watermark, in one read transaction),
+the object store (objects with modification times, staging attempts; the
+bytes staged by attempts inside the safety window are hashed so that an
+object a build in flight is about to reference is never collected), the
+Iceberg catalog (snapshots, tags, the data files each snapshot references,
+the files present under each table's ``data/`` folder, and the ``_batch``
+values each live data file holds) and the raw landing index.
+
+:func:`apply_plan` (gc_apply.py) is a dry run unless ``dry_run=False``. Failure semantics:
+
+* the plan is refused (:class:`GcPlanStaleError`) unless the registry's state
+  watermark still equals the one the plan was computed from; the watermark is
+  read again before every batch of deletions, and apply stops as soon as the
+  registry moves on (a concurrent publish could need what the plan collects);
+* ordering is crash-safe: (1) every collectable realization is marked EXPIRED
+  in the registry first (STAGING/SEALED go through ABANDONED), so resolution
+  answers EXPIRED before any byte goes; (2) Iceberg tags no kept realization
+  pins are removed, then unreferenced snapshots expired, then data files no
+  live snapshot references (re-checked against the table after expiry) are
+  deleted; (3) objects and abandoned staging attempts are deleted;
+* only collectable decisions are acted on, and only their own node: objects
+  that kept realizations share are kept by the plan, so a reader never sees a
+  half-deleted kept realization; a process killed at any point leaves
+  realizations either readable with all their objects or EXPIRED; a rerun
+  (a fresh plan, then apply) finishes the remaining deletions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from dsv_platform.adapters import iceberg_maintenance
+from dsv_platform.adapters.encrypted_store import EncryptingObjectStore
+from dsv_platform.adapters.iceberg import CanonicalTables
+from dsv_platform.adapters.landing import LandingZone
+from dsv_platform.adapters.object_store import OBJECTS_PREFIX, ObjectStore, digest_of_key
+from dsv_platform.adapters.registry.gc_inventory import read_inventory as read_registry_inventory
+from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.core.errors import DsvError
+from dsv_platform.core.gc import (
+    DataFileInfo,
+    GcPlan,
+    GcPolicy,
+    Inventory,
+    RawBatchInfo,
+    SnapshotInfo,
+    StagingInfo,
+    StoredObject,
+    TagInfo,
+    bulk,
+    plan_gc,
+)
+from dsv_platform.services.gc_apply import ApplyReport, GcPlanStaleError, apply_plan, check_fresh, expire_source_snapshots
+
+# ---------------------------------------------------------------- inventory
+
+
+def _object_times(store: ObjectStore) -> dict[str, datetime]:
+    """Modification time per digest where the backend tells it (local files; S3 listings)."""
+    out: dict[str, datetime] = {}
+    if isinstance(store, EncryptingObjectStore):  # plaintext digests: plain objects, and ciphertexts through the key store
+        out = _object_times(store.inner)
+        sealed = _object_times(store.sealed_store)
+        for digest in store.keys.digests():
+            cipher = store.keys.sealed(digest)
+            if cipher is not None and cipher in sealed:
+                out[digest] = sealed[cipher]
+        return out
+    root = getattr(store, "root", None)
+    if isinstance(root, Path):
+        base = root / "objects" / "sha256"
+        if base.exists():
+            for shard in os.listdir(base):
+                with os.scandir(base / shard) as entries:
+                    for e in entries:
+                        try:
+                            out[shard + e.name] = datetime.fromtimestamp(e.stat().st_mtime, UTC)
+                        except FileNotFoundError:
+                            continue
+        return out
+    lister = getattr(store, "_list", None)
+    prefix = getattr(store, "prefix", "")
+    if lister is not None:
+        for item in lister(OBJECTS_PREFIX):
+            digest = digest_of_key(item["Key"][len(prefix) :])
+            if digest is not None and item.get("LastModified") is not None:
+                out[digest] = item["LastModified"].astimezone(UTC)
+    return out
+
+
+def _in_flight_digests(store: ObjectStore, attempts: Iterable[str]) -> set[str]:
+    digests = set()
+    for attempt in attempts:
+        for part in store.list_staged(attempt):
+            try:
+                digests.add(hashlib.sha256(store.get_staged(attempt, part.name)).hexdigest())
+            except DsvError:
+                continue
+    return digests
+
+
+def collect_inventory(
+    registry: Registry,
+    store: ObjectStore,
+    *,
+    tables: CanonicalTables | None = None,
+    landing: LandingZone | None = None,
+    now: datetime | None = None,
+    policy: GcPolicy = GcPolicy(),
+) -> Inventory:
+    """Everything the platform owns, read from the backends (see the module docstring)."""
+    with bulk():
+        return _collect(registry, store, tables=tables, landing=landing, now=now, policy=policy)
+
+
+def _collect(registry: Registry, store: ObjectStore, *, tables: CanonicalTables | None, landing: LandingZone | None, now: datetime | None, policy: GcPolicy) -> Inventory:
+    now = now or datetime.now(UTC)
+    horizon = now - policy.safety_window
+    reg = read_registry_inventory(registry, now=now)
+    times = _object_times(store)
+    objects = [StoredObject(o.digest, o.size, times.get(o.digest)) for o in store.iter_objects()]
+    staging = [StagingInfo(a.attempt_id, a.last_modified, a.total_size, a.object_count) for a in store.list_staging()]
+    in_flight = _in_flight_digests(store, [a.attempt_id for a in staging if a.last_modified > horizon])
+    if in_flight:
+        objects = [o if o.digest not in in_flight else StoredObject(o.digest, o.size, now) for o in objects]
+    snapshots: list[SnapshotInfo] = []
+    tags: list[TagInfo] = []
+    data_files: list[DataFileInfo] = []
+    if tables is not None:
+        snapshots, tags, data_files = iceberg_maintenance.inventory(tables)
+    raw: list[RawBatchInfo] = []
+    if landing is not None:
+        for rec in landing.records():
+            raw.append(RawBatchInfo(rec.batch_ref, rec.digest, rec.size, rec.loadable, rec.landed_at))
+    return Inventory(
+        observed_at=now,
+        watermark=reg.watermark,
+        realizations=reg.realizations,
+        manifests=reg.manifests,
+        objects=objects,
+        staging=staging,
+        snapshots=snapshots,
+        tags=tags,
+        data_files=data_files,
+        raw_batches=raw,
+        aliases=reg.aliases,
+        roots=reg.roots,
+        lineage=reg.lineage,
+    )
+
+
+def plan(registry: Registry, store: ObjectStore, *, tables: CanonicalTables | None = None, landing: LandingZone | None = None, now: datetime | None = None, policy: GcPolicy = GcPolicy()) -> GcPlan:
+    """Inventory then the pure plan."""
+    return plan_gc(collect_inventory(registry, store, tables=tables, landing=landing, now=now, policy=policy), policy)
+
+
+__all__ = ["ApplyReport", "GcPlanStaleError", "apply_plan", "check_fresh", "collect_inventory", "expire_source_snapshots", "plan"]

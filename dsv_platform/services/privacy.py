@@ -1,0 +1,339 @@
+"""Privacy deletion: the subject index built from data, and the idempotent deletion coordinator.
+
+Plan, then guarded apply (STYLE.md "Destructive operations"):
+
+1. ``refresh_index`` scans every published manifest not yet scanned for a
+   subject column (``core.privacy.SUBJECT_COLUMNS``) and records, per salted
+   subject hash, the partition and split objects and the realization; with a
+   landing zone, it also scans every landed raw object not yet scanned and
+   records the raw batches (RAW_BATCH, by object digest) holding each subject.
+2. ``plan`` turns the subject's index entries into one decision per descendant;
+   with canonical tables, it adds one CANONICAL_ROWS descendant per canonical
+   table whose current snapshot holds the subject (an Iceberg scan with
+   ``EqualTo(account_id, key)``).
+3. ``apply`` first reconciles a key store that is behind the registry, refuses
+   a plan computed at another redaction generation (unless it reruns a
+   recorded request), records the request with a new redaction generation in
+   one transaction, then per decision: destroys the key (CRYPTO_ERASED),
+   deletes a plain object (DELETED), marks a realization REDACTED with the
+   generation, deletes a raw batch's object and marks it redacted in the
+   landing index (DELETED) or keeps it (RETAINED under a legal basis for
+   ``raw_batch``), and records the outcome. Canonical rows go last: a row-level
+   delete on the current snapshot (copy-on-write, so new realizations cannot
+   see them); then the tags of REDACTED realizations that pin an older snapshot
+   still holding the subject are removed, and every such snapshot no tag
+   protects any more is expired (its data files are left to GC's orphan-file
+   collection). Snapshots a live (e.g. retained) realization still pins stay,
+   and the outcome lists them with their tags. Finally the key store's
+   watermark is advanced and the request completed.
+
+Failure semantics: a crash anywhere leaves the registry's generation ahead of
+the key store's watermark, so every read is refused (RedactionNotReconciledError)
+until a rerun (same request id: no new generation, already-recorded outcomes
+are kept) or ``reconcile`` finishes the work. Erasing, deleting and redacting
+are idempotent. The coordinator assumes one deletion runs at a time (the
+Dagster job runs with concurrency 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TYPE_CHECKING
+
+import pyarrow as pa
+
+from dsv_platform.adapters.encrypted_store import EncryptingObjectStore
+from dsv_platform.adapters.iceberg import CanonicalTables
+from dsv_platform.adapters.landing import LandingZone
+from dsv_platform.adapters.registry.privacy import PrivacyRequest
+from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.core.errors import DsvError
+from dsv_platform.core.manifest import Manifest
+from dsv_platform.core.privacy import (
+    OBJECT_KINDS,
+    Decision,
+    DeletionPlan,
+    Descendant,
+    DescendantKind,
+    Outcome,
+    plan_deletion,
+    subject_key_hash,
+)
+from dsv_platform.core.states import RealizationState
+from dsv_platform.domain.sources import TableSpec
+from dsv_platform.services.privacy_index import SubjectIndexing, _subject_specs, subject_column, subject_hashes
+
+if TYPE_CHECKING:
+    from dsv_platform.bootstrap import Platform
+
+K = DescendantKind
+
+
+class PrivacyPlanStaleError(DsvError):
+    """The plan was computed at another redaction generation: plan again."""
+
+
+@dataclass(frozen=True)
+class DeletionReport:
+    request_id: str
+    subject_key_hash: str
+    generation: int
+    created: bool
+    plan: DeletionPlan
+    outcomes: list[dict[str, Any]]
+    models: list[dict[str, Any]]
+    applied: bool = True
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            "request_id": self.request_id,
+            "subject_key_hash": self.subject_key_hash,
+            "redaction_generation": self.generation,
+            "new_request": self.created,
+            "applied": self.applied,
+            "plan_hash": self.plan.plan_hash,
+            "affected_realizations": self.plan.affected_realizations,
+            "outcomes": self.outcomes,
+            "models_for_governance": self.models,
+        }
+
+
+@dataclass
+class ReconcileReport:
+    registry_generation: int
+    key_store_generation_before: int
+    reapplied: list[dict[str, Any]] = field(default_factory=list)
+    redacted: list[str] = field(default_factory=list)
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            "registry_generation": self.registry_generation,
+            "key_store_generation_before": self.key_store_generation_before,
+            "reapplied": self.reapplied,
+            "redacted": self.redacted,
+        }
+
+
+class PrivacyCoordinator(SubjectIndexing):
+    """Subject index, plan, apply, reconcile and status over one registry and one encrypting store."""
+
+    def __init__(
+        self, registry: Registry, store: EncryptingObjectStore, *, actor: str, zone: LandingZone | None = None, tables: CanonicalTables | None = None
+    ) -> None:
+        self.registry = registry
+        self.store = store
+        self.keys = store.keys
+        self.actor = actor
+        self.zone = zone
+        self.tables = tables
+        self._subject_keys: dict[str, str] = {}  # hash -> key, only for subjects planned in this process (never stored)
+
+    # ------------------------------------------------------------ plan and apply
+
+    def plan(self, subject_key: str, reason: str, *, retain: Mapping[DescendantKind, str] | None = None) -> DeletionPlan:
+        """What deleting ``subject_key`` does (nothing is changed; the index is brought up to date)."""
+        self.refresh_index()
+        subject = self.subject_hash(subject_key)
+        self._subject_keys[subject] = subject_key
+        descendants = [
+            Descendant(K(r.kind), r.descendant_id, r.manifest_hash, r.dataset, K(r.kind) in OBJECT_KINDS and self.store.is_encrypted(r.descendant_id), r.rows)
+            for r in self.registry.privacy.index_rows(subject)
+        ]
+        descendants.extend(self._canonical_descendants(subject_key))
+        return plan_deletion(subject, reason, descendants, retain=retain, generation=self.registry.redaction_generation())
+
+    def apply(self, plan: DeletionPlan, *, request_id: str | None = None) -> DeletionReport:
+        """Carry out ``plan`` (see the module docstring); rerunning the same request changes nothing twice."""
+        rid = request_id or f"privacy-{plan.subject_key_hash[:32]}"
+        known = {r.request_id: r for r in self.registry.privacy.requests(plan.subject_key_hash)}
+        if rid not in known and plan.based_on_generation != self.registry.redaction_generation():
+            raise PrivacyPlanStaleError(
+                f"the deletion plan {plan.plan_hash[:12]} was computed at redaction generation {plan.based_on_generation}, "
+                f"the registry is now at {self.registry.redaction_generation()}: plan again"
+            )
+        self.reconcile()
+        request, created = self.registry.privacy.begin_request(rid, plan.subject_key_hash, reason=plan.reason, actor=self.actor)
+        # objects and raw batches first, then realizations (REDACTED), then canonical rows (whose snapshots those realizations pinned)
+        order = {K.REALIZATION: 1, K.CANONICAL_ROWS: 2}
+        for decision in sorted(plan.decisions, key=lambda d: order.get(d.descendant.kind, 0)):
+            detail = self._carry_out(decision, request, plan.subject_key_hash)
+            self.registry.privacy.record_outcome(request, decision, detail)
+        self.keys.set_generation(max(self.keys.generation(), request.generation))
+        self.registry.privacy.complete_request(rid)
+        return DeletionReport(
+            request_id=rid,
+            subject_key_hash=plan.subject_key_hash,
+            generation=request.generation,
+            created=created,
+            plan=plan,
+            outcomes=self.registry.privacy.outcomes(request_id=rid),
+            models=self.registry.privacy.models_using(plan.affected_realizations),
+        )
+
+    def delete(
+        self, subject_key: str, reason: str, *, retain: Mapping[DescendantKind, str] | None = None, apply: bool = True, request_id: str | None = None
+    ) -> DeletionReport:
+        """Plan and (unless ``apply`` is False: a dry run) apply the deletion of one subject."""
+        plan = self.plan(subject_key, reason, retain=retain)
+        if apply:
+            return self.apply(plan, request_id=request_id)
+        rid = request_id or f"privacy-{plan.subject_key_hash[:32]}"
+        preview = [{**d.to_document(), "request_id": rid} for d in plan.decisions]
+        return DeletionReport(rid, plan.subject_key_hash, plan.based_on_generation, False, plan, preview, self.registry.privacy.models_using(plan.affected_realizations), applied=False)
+
+    def _carry_out(self, decision: Decision, request: PrivacyRequest, subject: str) -> dict[str, Any]:
+        d = decision.descendant
+        if decision.outcome is Outcome.DELETED and d.kind is K.RAW_BATCH:
+            return self._delete_raw(d.id, request.generation, f"privacy deletion {request.request_id}: {request.reason}")
+        if decision.outcome is Outcome.DELETED and d.kind is K.CANONICAL_ROWS:
+            return self._delete_canonical(d, subject)
+        if decision.outcome is Outcome.CRYPTO_ERASED:
+            return {"sealed_object": self.store.erase(d.id)}
+        if decision.outcome is Outcome.DELETED and d.kind in OBJECT_KINDS:
+            sealed = self.store.keys.sealed(d.id)
+            return {"existed": self.store.delete(d.id), "sealed_object": sealed}
+        if decision.outcome is Outcome.DELETED and d.kind is K.REALIZATION:
+            return self._redact(d.id, request.generation, f"privacy deletion {request.request_id}: {request.reason}")
+        return {}
+
+    def _delete_raw(self, digest: str, generation: int, reason: str) -> dict[str, Any]:
+        """Delete the raw object (never overwrite it) and mark its landing entries redacted with the generation; idempotent."""
+        if self.zone is None:
+            raise DsvError("a raw batch deletion needs the landing zone: build the PrivacyCoordinator with zone=")
+        existed = self.zone.store.delete(digest)
+        self.zone.mark_redacted(digest, generation, reason)
+        return {"existed": existed, "landing_mark": self.zone.redaction(digest)}
+
+    def _subject_key_for(self, spec: TableSpec, column: str, subject: str) -> str | None:
+        """The key of ``subject``: remembered from ``plan`` in this process, else found by hashing the table's subject column."""
+        if subject in self._subject_keys:
+            return self._subject_keys[subject]
+        assert self.tables is not None
+        values = self.tables.table(spec).scan(selected_fields=(column,)).to_arrow().column(column)
+        salt = self.keys.salt()
+        return next((str(v) for v in set(values.to_pylist()) if v is not None and subject_key_hash(salt, str(v)) == subject), None)
+
+    def _delete_canonical(self, d: Descendant, subject: str) -> dict[str, Any]:
+        """Row-level delete on the current snapshot, then release and expire older snapshots that still hold the subject."""
+        if self.tables is None:
+            raise DsvError("a canonical rows deletion needs the canonical tables: build the PrivacyCoordinator with tables=")
+        spec = next(s for s in _subject_specs() if self.tables.identifier(s) == d.id)
+        column = subject_column(spec.contract.arrow_schema)
+        assert column is not None
+        key = self._subject_key_for(spec, column, subject)
+        if key is None:
+            return {"table": d.id, "rows": 0, "note": "no rows of the subject left in the current snapshot"}
+        where = (column, key)
+        deletion = self.tables.delete_rows(spec, where)
+        holding = set(self.tables.snapshots_matching(spec, where))
+        pinned_by: dict[int, list[str]] = {}
+        for tag, sid in self.tables.tags(spec).items():
+            if sid in holding:
+                pinned_by.setdefault(sid, []).append(tag)
+        states = self._tag_states(spec.name)
+        release = sorted(t for tags in pinned_by.values() for t in tags if states.get(t) == RealizationState.REDACTED.value)
+        removed = self.tables.remove_tags(spec, release)
+        still = {sid: sorted(t for t in tags if t not in removed) for sid, tags in pinned_by.items()}
+        still = {sid: tags for sid, tags in still.items() if tags}
+        expired = self.tables.expire(spec, sorted(holding - set(still)))
+        return {
+            **deletion.to_document(),
+            "removed_tags": removed,
+            "expired_snapshots": expired,
+            "protected_snapshots": {str(sid): [{"tag": t, "realization_state": states.get(t)} for t in tags] for sid, tags in sorted(still.items())},
+            "note": "expired snapshots' data files are removed by GC orphan-file collection; protected snapshots are released when the realizations pinning them are REDACTED or expire",
+        }
+
+    def _tag_states(self, table: str) -> dict[str, str]:
+        """Tag on ``table`` -> the current state of the published realization whose manifest pins it."""
+        out: dict[str, str] = {}
+        for manifest_hash, _dataset, _version, state in self.registry.privacy.published_manifests():
+            manifest = Manifest.from_json(self.registry.get_manifest(manifest_hash))
+            for pin in manifest.sources:
+                if pin.table == table:
+                    out[pin.tag] = state
+        return out
+
+    def _redact(self, manifest_hash: str, generation: int, reason: str) -> dict[str, Any]:
+        realization = self.registry.find_by_manifest_hash(manifest_hash)
+        if realization is None:
+            return {"realization_id": None}
+        if realization.state is not RealizationState.REDACTED:
+            realization = self.registry.transition(realization.id, RealizationState.REDACTED, reason=reason, actor=self.actor, redaction_generation=generation)
+        return {"realization_id": realization.id, "ref": realization.ref}
+
+    # ------------------------------------------------------------ restored backups
+
+    def reconcile(self) -> ReconcileReport:
+        """Bring the key store and the registry to the same redaction generation after a restored backup.
+
+        Key store behind (an old key/object store backup): re-apply every
+        recorded erasure and deletion newer than its watermark, then advance it.
+        Registry behind (an old registry backup): raise the registry's generation
+        to the key store's and mark REDACTED every published realization whose
+        objects the key store has erased.
+        """
+        registry_gen, keys_gen = self.registry.redaction_generation(), self.keys.generation()
+        report = ReconcileReport(registry_gen, keys_gen)
+        if keys_gen < registry_gen:
+            for outcome in self.registry.privacy.outcomes(after_generation=keys_gen):
+                if outcome["outcome"] == Outcome.CRYPTO_ERASED.value:
+                    self.keys.destroy(outcome["id"])
+                    report.reapplied.append(outcome)
+                elif outcome["outcome"] == Outcome.DELETED.value and K(outcome["kind"]) in OBJECT_KINDS:
+                    self.store.delete(outcome["id"])
+                    report.reapplied.append(outcome)
+                elif outcome["outcome"] == Outcome.DELETED.value and K(outcome["kind"]) is K.RAW_BATCH and self.zone is not None:
+                    self._delete_raw(outcome["id"], int(outcome["generation"]), f"reconciled: privacy deletion {outcome['request_id']}")
+                    report.reapplied.append(outcome)
+            self.keys.set_generation(registry_gen)
+        elif keys_gen > registry_gen:
+            generation = registry_gen
+            while generation < keys_gen:
+                generation = self.registry.raise_redaction_generation("0" * 64, reason="reconciled after a registry backup was restored", actor=self.actor)
+            for manifest_hash, _dataset, _version, state in self.registry.privacy.published_manifests():
+                manifest = Manifest.from_json(self.registry.get_manifest(manifest_hash))
+                digests = [p.object for p in manifest.partitions] + ([manifest.splits.assignment_object] if manifest.splits else [])
+                if state != RealizationState.REDACTED.value and any(self.keys.is_erased(x) for x in digests):
+                    self._redact(manifest_hash, generation, "reconciled: its objects were crypto-erased before the registry backup was restored")
+                    report.redacted.append(manifest_hash)
+            self.keys.set_generation(generation)
+        return report
+
+    # ------------------------------------------------------------ status and exclusion
+
+    def status(self, subject_key: str) -> dict[str, Any]:
+        subject = self.subject_hash(subject_key)
+        requests = self.registry.privacy.requests(subject)
+        return {
+            "subject_key_hash": subject,
+            "deleted": bool(requests),
+            "requests": [{"request_id": r.request_id, "generation": r.generation, "reason": r.reason, "completed": r.completed} for r in requests],
+            "outcomes": [o for r in requests for o in self.registry.privacy.outcomes(request_id=r.request_id)],
+            "indexed_descendants": len(self.registry.privacy.index_rows(subject)),
+            "registry_generation": self.registry.redaction_generation(),
+            "key_store_generation": self.keys.generation(),
+        }
+
+    def exclusion_filter(self) -> Callable[[pa.Table], pa.Table]:
+        """A Publisher ``row_filter`` that drops rows of every deleted subject (new realizations exclude them)."""
+        deleted = self.registry.privacy.deleted_subjects()
+        salt = self.keys.salt()
+
+        def keep(table: pa.Table) -> pa.Table:
+            column = subject_column(table.schema)
+            if column is None or not deleted:
+                return table
+            mask = [h is None or h not in deleted for h in subject_hashes(table.column(column), salt)]
+            return table.filter(pa.array(mask, type=pa.bool_()))
+
+        return keep
+
+
+__all__ = ["DeletionReport", "PrivacyCoordinator", "build_coordinator", "ReconcileReport", "PrivacyPlanStaleError", "subject_column", "subject_hashes"]
+
+
+def build_coordinator(platform: Platform, *, actor: str | None = None) -> PrivacyCoordinator:
+    """The coordinator over everything a subject can be in: realizations, raw landing and canonical tables."""
+    return PrivacyCoordinator(platform.registry, platform.store, actor=actor or platform.actor, zone=platform.landing, tables=platform.tables)

@@ -1,0 +1,93 @@
+"""The promotion gate: a model reaches the ``production`` alias only with its evidence intact.
+
+``promote(platform, run_hash)`` refuses, saying which, when
+- the run manifest is missing (or does not hash to its name): RUN_MANIFEST_MISSING / HASH_MISMATCH;
+- the realization it was trained on does not resolve (NOT_FOUND, EXPIRED, REDACTED, ...): REALIZATION_UNRESOLVED;
+- the realization's hashes do not match (manifest, objects, content, split assignment): HASH_MISMATCH.
+Otherwise it moves the training set's ``production`` alias to that realization
+(compare-and-swap through :meth:`Publisher.move_alias`) and records a lineage
+edge ``model -> alias`` (``promoted_to``) naming the run.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, TYPE_CHECKING
+
+from dsv_platform.services.publisher import Publisher
+from dsv_platform.core.records import Realization
+from dsv_platform.services.reproduce import locate, verify_dataset
+from dsv_platform.core.errors import CorruptError, DsvError, ResolutionError
+from dsv_platform.core.reproduction import Check, Outcome
+from dsv_platform.services.datasets import open_dataset
+
+if TYPE_CHECKING:
+    from dsv_platform.bootstrap import Platform
+
+PRODUCTION = "production"
+
+
+class Refusal(enum.Enum):
+    RUN_MANIFEST_MISSING = "RUN_MANIFEST_MISSING"
+    REALIZATION_UNRESOLVED = "REALIZATION_UNRESOLVED"
+    HASH_MISMATCH = "HASH_MISMATCH"
+
+
+class PromotionRefusedError(DsvError):
+    """The promotion gate refused; ``refusal`` says which evidence is missing or broken."""
+
+    exit_code = 8
+
+    def __init__(self, refusal: Refusal, message: str) -> None:
+        super().__init__(f"promotion refused ({refusal.value}): {message}")
+        self.refusal = refusal
+
+
+@dataclass(frozen=True)
+class Promotion:
+    run_hash: str
+    model_id: str
+    realization: Realization
+    alias: str
+
+    def to_document(self) -> dict[str, Any]:
+        return {"run_hash": self.run_hash, "model": self.model_id, "ref": self.realization.ref, "alias": self.alias, "alias_ref": f"{self.realization.dataset}:{self.realization.version}@{self.alias}"}
+
+
+def check_promotable(platform: Platform, run_hash: str, *, actor: str) -> tuple[Realization, str]:
+    """The realization a promotable run was trained on and the model's lineage id; else PromotionRefusedError."""
+    registry = platform.registry
+    digest = run_hash.strip().removeprefix("sha256:").lower()
+    found = locate(registry, platform.store, digest)
+    if isinstance(found, Check):
+        kind = Refusal.HASH_MISMATCH if found.failure is Outcome.CORRUPT else Refusal.RUN_MANIFEST_MISSING
+        raise PromotionRefusedError(kind, f"run manifest {digest}: {found.detail.get('reason', 'not found')}")
+    if found.run is None:
+        raise PromotionRefusedError(Refusal.RUN_MANIFEST_MISSING, f"{digest} names a realization, not a model run manifest")
+    recorded = found.run["realization"]
+    try:
+        realization = registry.resolve_ref(str(recorded["ref"]), actor=actor)
+    except ResolutionError as exc:
+        raise PromotionRefusedError(Refusal.REALIZATION_UNRESOLVED, f"realization {recorded['ref']} does not resolve: {exc}") from exc
+    if realization.manifest_hash != recorded["manifest_hash"]:
+        raise PromotionRefusedError(Refusal.HASH_MISMATCH, f"run records manifest {recorded['manifest_hash']}, {recorded['ref']} resolves to {realization.manifest_hash}")
+    try:
+        verify_dataset(open_dataset(platform, realization.ref, actor=actor))
+    except CorruptError as exc:
+        raise PromotionRefusedError(Refusal.HASH_MISMATCH, f"{realization.ref}: {exc}") from exc
+    except ResolutionError as exc:
+        raise PromotionRefusedError(Refusal.REALIZATION_UNRESOLVED, f"realization {realization.ref} does not resolve: {exc}") from exc
+    model_ids = [e.dst_id for e in registry.lineage_edges(node=("realization", realization.manifest_hash or "")) if e.dst_kind == "model" and e.dst_id.endswith(f"@{digest}")]
+    return realization, model_ids[0] if model_ids else f"model:unknown@{digest}"
+
+
+def promote(platform: Platform, run_hash: str, *, actor: str | None = None, alias: str = PRODUCTION) -> Promotion:
+    """Gate, then move ``alias`` (default ``production``) to the model's realization and record the promotion."""
+    who = actor or platform.actor
+    realization, model_id = check_promotable(platform, run_hash, actor=who)
+    registry = platform.registry
+    Publisher(registry, platform.store, actor=who).move_alias(realization, alias)
+    digest = run_hash.strip().removeprefix("sha256:").lower()
+    registry.record_lineage([("model", model_id, "alias", f"{realization.dataset}:{realization.version}@{alias}", "promoted_to", {"run_hash": digest, "ref": realization.ref})], actor=who)
+    return Promotion(digest, model_id, realization, alias)

@@ -1,0 +1,193 @@
+"""The build protocol: every dataset realization goes through here.
+
+1. allocate a candidate (idempotent by request id) and a private staging namespace;
+2. write each partition as sorted Parquet under an attempt-independent content
+   key, verified after writing;
+3. build the manifest from completed parts (duplicate partitions or schema
+   disagreement reject the candidate) and seal it;
+4. run the dataset-level gates; store the quality report beside the manifest;
+5. publish with one conditional insert, idempotent by request id and manifest hash;
+6. only then move an alias, by compare-and-swap.
+
+Failure semantics: a builder killed at any step leaves at most a STAGING or
+SEALED candidate and staged or content-addressed objects no manifest names;
+no reader can see them. Rerunning with the same request id resumes the same
+candidate and converges to one published version with the same manifest hash.
+A builder whose publish call timed out calls :meth:`Publisher.reconcile`
+before retrying. A candidate that fails a gate becomes FAILED (collectable).
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dsv_platform.services.lineage import record_realization_lineage
+from dsv_platform.adapters.object_store import ObjectStore
+from dsv_platform.core.records import PublishOutcome, Realization
+from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.core.contract import Contract
+from dsv_platform.core.errors import PublicationError, AliasConflictError
+from dsv_platform.core.gates import GateResult, QualityReport, report_of
+from dsv_platform.core.hashing import hash_partition, sort_by_key
+from dsv_platform.core.manifest import BuiltPart, Manifest, build_manifest
+from dsv_platform.core.states import RealizationState
+
+PARQUET_OPTIONS: Mapping[str, Any] = {"compression": "zstd", "compression_level": 3, "row_group_size": 1 << 17, "write_statistics": True}
+
+
+class BuildStep(enum.Enum):
+    """Protocol steps, reported to ``on_step`` as they complete (progress, tests that kill a builder)."""
+
+    CANDIDATE = "candidate"
+    PART_WRITTEN = "part_written"
+    SEALED = "sealed"
+    GATES_RUN = "gates_run"
+    PUBLISHED = "published"
+    ALIAS_MOVED = "alias_moved"
+
+
+Gates = Callable[[Manifest, Mapping[str, pa.Table]], Iterable[GateResult]]
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    dataset: str
+    version: str
+    contract: Contract
+    request_id: str
+    partitions: Sequence[tuple[str, pa.Table]]
+    logical_key: str | None = None
+    manifest_fields: Mapping[str, Any] = field(default_factory=dict)
+    gates: Gates | None = None
+    alias: str | None = None
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    realization: Realization
+    manifest: Manifest
+    outcome: PublishOutcome
+    report: QualityReport
+    report_object: str
+
+    @property
+    def ref(self) -> str:
+        return self.realization.ref
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    """Deterministic Parquet bytes of ``table`` (same rows, same writer version, same bytes)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, **PARQUET_OPTIONS)
+    return sink.getvalue().to_pybytes()
+
+
+def sorted_for_storage(table: pa.Table, contract: Contract) -> pa.Table:
+    """The contract's columns, typed by the contract, in natural-key order."""
+    table = table.select(contract.column_names)
+    table = table.take(sort_by_key(table, contract))
+    try:
+        return table.cast(contract.arrow_schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise PublicationError(f"{contract.name}: rows do not fit the contract's Arrow schema ({exc})") from exc
+
+
+class Publisher:
+    """Runs the build protocol against one registry and one object store."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        store: ObjectStore,
+        *,
+        actor: str,
+        on_step: Callable[[BuildStep, str], None] | None = None,
+        row_filter: Callable[[pa.Table], pa.Table] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.store = store
+        self.actor = actor
+        self.on_step = on_step or (lambda step, detail: None)
+        self.row_filter = row_filter  # e.g. privacy.exclude_deleted_subjects: drops rows of deleted subjects
+
+    def write_part(self, attempt: str, key: str, table: pa.Table, contract: Contract) -> BuiltPart:
+        if self.row_filter is not None:
+            table = self.row_filter(table)
+        rows = sorted_for_storage(table, contract)
+        leaf = hash_partition(rows, contract, key=key)
+        data = parquet_bytes(rows)
+        name = f"part-{hashlib.sha256(key.encode()).hexdigest()[:24]}.parquet"
+        self.store.stage(attempt, name, data)
+        digest = self.store.promote(attempt, name)
+        self.on_step(BuildStep.PART_WRITTEN, key)
+        return BuiltPart(key=key, hash=leaf.hash, rows=leaf.rows, object=digest, bytes=len(data), schema_hash=contract.schema_hash)
+
+    def reconcile(self, request_id: str) -> Realization | None:
+        """What a request id already produced: the published realization, if any (ask before retrying)."""
+        found = self.registry.find_by_request_id(request_id)
+        if found is not None and found.state in (RealizationState.PUBLISHED, RealizationState.ELIGIBLE):
+            return found
+        return None
+
+    def build(self, request: BuildRequest) -> BuildResult:
+        contract = request.contract
+        logical_key = request.logical_key or request.request_id
+        candidate = self.registry.create_candidate(request.dataset, request.version, request.request_id, logical_key, self.actor)
+        self.on_step(BuildStep.CANDIDATE, str(candidate))
+        attempt = f"c{candidate}-{uuid.uuid4().hex[:12]}"
+        keys = [k for k, _ in request.partitions]
+        if len(set(keys)) != len(keys):
+            dup = sorted(k for k in keys if keys.count(k) > 1)[0]
+            self.registry.transition(candidate, RealizationState.FAILED, reason=f"two parts claim partition {dup!r}", actor=self.actor)
+            raise PublicationError(f"{request.dataset}:{request.version}: two parts claim partition {dup!r}")
+        parts = [self.write_part(attempt, key, table, contract) for key, table in request.partitions]
+        manifest = build_manifest(
+            parts, dataset=request.dataset, version=request.version, schema_hash=contract.schema_hash, contract=contract.to_document(), **dict(request.manifest_fields)
+        )
+        self.registry.seal(candidate, manifest, actor=self.actor)
+        self.on_step(BuildStep.SEALED, manifest.manifest_hash)
+        gates = list(request.gates(manifest, dict(request.partitions)) if request.gates else [])
+        report = report_of(manifest.manifest_hash, gates)
+        report_object = self.store.put(report.canonical_bytes())
+        self.registry.record_lineage(
+            [("quality_report", report_object, "realization", manifest.manifest_hash, "reports_on", {"passed": report.passed})], actor=self.actor
+        )
+        self.on_step(BuildStep.GATES_RUN, report_object)
+        if not report.passed:
+            names = ", ".join(g.name for g in report.failed if g.blocking)
+            self.registry.transition(candidate, RealizationState.FAILED, reason=f"blocking gate(s) failed: {names}", actor=self.actor)
+            self.store.abandon(attempt)
+            raise PublicationError(f"{request.dataset}:{request.version}: blocking gate(s) failed: {names} (quality report object {report_object})")
+        outcome = self.registry.publish(candidate, request.request_id, actor=self.actor)
+        if outcome.realization.manifest_hash == manifest.manifest_hash:  # lineage the pipeline itself writes
+            record_realization_lineage(self.registry, manifest, outcome.realization.ref, actor=self.actor)
+        self.on_step(BuildStep.PUBLISHED, outcome.realization.ref)
+        self.store.abandon(attempt)
+        if request.alias:
+            self.move_alias(outcome.realization, request.alias)
+        return BuildResult(outcome.realization, manifest, outcome, report, report_object)
+
+    def move_alias(self, realization: Realization, alias: str, *, attempts: int = 5) -> None:
+        """Point ``alias`` at ``realization`` by compare-and-swap, retrying on a lost race."""
+        assert realization.manifest_hash is not None
+        for _ in range(attempts):
+            current = self.registry.get_alias(realization.dataset, realization.version, alias)
+            expect = current.target if current else None
+            if expect == realization.manifest_hash:
+                return
+            try:
+                self.registry.set_alias(realization.dataset, realization.version, alias, realization.manifest_hash, expect=expect, actor=self.actor)
+            except AliasConflictError:
+                continue
+            self.on_step(BuildStep.ALIAS_MOVED, f"{alias} -> {realization.manifest_hash}")
+            return
+        raise PublicationError(f"alias {alias!r} of {realization.dataset}:{realization.version} kept moving; gave up after {attempts} attempts")
+

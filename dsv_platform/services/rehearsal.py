@@ -1,0 +1,145 @@
+"""Scheduled reconstruction rehearsals and the integrity scan.
+
+``rehearse``: the dry audit of retained models (active ``model_version``
+retention roots, joined to the ``trained`` lineage edges): resolve, verify the
+object and content hashes and the split assignment, run a training smoke test.
+It never rebuilds (a rehearsal reports what an auditor would meet today). A
+rotating sample with ``period_days`` covers every retained model once per
+period. The figure: the fraction of the sampled models that are reconstructable.
+
+``integrity_scan``: re-hash a rotating sample of readable realizations; a
+mismatch moves the realization to QUARANTINED with the reason
+``integrity: object <digest>`` (there is no CORRUPT state in core/states.py)
+and is recorded. Both write one reproduction record per manifest checked.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TYPE_CHECKING
+
+from dsv_platform.services.realization import REPO
+from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.services.reproduce import ReproductionReport, reproduce, verify_dataset
+from dsv_platform.core.errors import CorruptError, ResolutionError
+from dsv_platform.core.refs import parse_ref
+from dsv_platform.core.reproduction import Outcome, outcome_of_failure, reconstructable_fraction, rotating_sample
+from dsv_platform.core.states import READABLE, RealizationState
+from dsv_platform.services.datasets import open_dataset
+
+if TYPE_CHECKING:
+    from dsv_platform.bootstrap import Platform
+
+
+@dataclass(frozen=True)
+class RetainedModel:
+    model_id: str
+    run_hash: str
+    ref: str
+    root_id: int
+
+
+def retained_models(registry: Registry, at: dt.datetime | None = None) -> list[RetainedModel]:
+    """Models trained on a realization an active ``model_version`` root keeps, by run hash."""
+    roots = {}
+    for root in registry.list_retention_roots(at or dt.datetime.now(dt.UTC), kind="model_version"):
+        mh = parse_ref(root.ref).manifest_hash
+        if mh is not None:
+            roots[mh] = root
+    found: dict[str, RetainedModel] = {}
+    for e in registry.lineage_edges():
+        if e.relation == "trained" and e.dst_kind == "model" and e.src_id in roots and "@" in e.dst_id:
+            run_hash = e.dst_id.rsplit("@", 1)[1]
+            found.setdefault(run_hash, RetainedModel(e.dst_id, run_hash, roots[e.src_id].ref, roots[e.src_id].id))
+    return [found[k] for k in sorted(found)]
+
+
+@dataclass(frozen=True)
+class RehearsalRun:
+    day: dt.date
+    period_days: int
+    retained: int
+    reports: tuple[ReproductionReport, ...]
+
+    @property
+    def fraction(self) -> float:
+        return reconstructable_fraction(r.outcome for r in self.reports)
+
+    @property
+    def failures(self) -> tuple[ReproductionReport, ...]:
+        return tuple(r for r in self.reports if not r.reconstructable)
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            "day": self.day.isoformat(),
+            "period_days": self.period_days,
+            "retained_models": self.retained,
+            "rehearsed": len(self.reports),
+            "reconstructable": len(self.reports) - len(self.failures),
+            "fraction": self.fraction,
+            "results": [{"run_hash": r.run_hash, "ref": r.ref, "outcome": r.outcome.value, "reason": r.reason, "record_id": r.record_id} for r in self.reports],
+        }
+
+
+def rehearse(platform: Platform, *, day: dt.date | None = None, period_days: int = 1, actor: str = "rehearsal", repo: Path = REPO) -> RehearsalRun:
+    """Dry-reconstruct the retained models due on ``day`` (all of them with ``period_days=1``)."""
+    day = day or dt.datetime.now(dt.UTC).date()
+    models = retained_models(platform.registry)
+    due = rotating_sample(models, day.toordinal(), period_days)
+    reports = tuple(reproduce(platform, m.run_hash, actor=actor, rebuild=False, smoke=True, procedure="rehearsal", repo=repo) for m in due)
+    return RehearsalRun(day, period_days, len(models), reports)
+
+
+@dataclass(frozen=True)
+class IntegrityFinding:
+    ref: str
+    manifest_hash: str
+    outcome: Outcome
+    object: str | None
+    reason: str
+    quarantined: bool
+
+
+@dataclass(frozen=True)
+class IntegrityScan:
+    day: dt.date
+    period_days: int
+    population: int
+    findings: tuple[IntegrityFinding, ...]
+
+    @property
+    def mismatches(self) -> tuple[IntegrityFinding, ...]:
+        return tuple(f for f in self.findings if f.outcome is not Outcome.REPRODUCED)
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            "day": self.day.isoformat(),
+            "period_days": self.period_days,
+            "population": self.population,
+            "scanned": len(self.findings),
+            "mismatches": [f.__dict__ | {"outcome": f.outcome.value} for f in self.mismatches],
+        }
+
+
+def integrity_scan(platform: Platform, *, day: dt.date | None = None, period_days: int = 7, actor: str = "integrity_scan") -> IntegrityScan:
+    """Re-hash the readable realizations due on ``day``; quarantine and name the object on a mismatch."""
+    day = day or dt.datetime.now(dt.UTC).date()
+    registry = platform.registry
+    population = registry.realizations_in(READABLE)
+    findings = []
+    for r in rotating_sample(population, day.toordinal(), period_days):
+        assert r.manifest_hash is not None
+        finding = IntegrityFinding(r.ref, r.manifest_hash, Outcome.REPRODUCED, None, "every object and the content hash verified", False)
+        try:
+            verify_dataset(open_dataset(platform, r.ref, actor=actor))
+        except CorruptError as exc:
+            obj = str(exc.detail.get("object") or exc.detail.get("partition") or "content hash")
+            registry.transition(r.id, RealizationState.QUARANTINED, reason=f"integrity: object {obj}", actor=actor)
+            finding = IntegrityFinding(r.ref, r.manifest_hash, Outcome.CORRUPT, obj, str(exc), True)
+        except ResolutionError as exc:
+            finding = IntegrityFinding(r.ref, r.manifest_hash, outcome_of_failure(exc.kind), None, str(exc), False)
+        registry.record_reproduction(r.ref, r.manifest_hash, actor=actor, outcome=finding.outcome.value, details={"procedure": "integrity_scan", "object": finding.object, "reason": finding.reason, "quarantined": finding.quarantined})
+        findings.append(finding)
+    return IntegrityScan(day, period_days, len(population), tuple(findings))

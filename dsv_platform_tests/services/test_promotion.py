@@ -1,0 +1,50 @@
+"""The promotion gate refuses each bad case and names it; a good model moves the production alias."""
+
+from __future__ import annotations
+
+import pytest
+
+from dsv_platform.services.promotion import PromotionRefusedError, Refusal, promote
+from dsv_platform_tests.services.reproduce_support import Lab, corrupted
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Lab:
+    return Lab.create(tmp_path_factory.mktemp("promotion"))
+
+
+def test_promote_moves_production_alias_for_a_sound_model(lab: Lab) -> None:
+    build = lab.fresh()
+    run = lab.model(build)
+    done = promote(lab.platform, run.run_hash, actor="release")
+    alias = lab.world.registry.get_alias("fraud_training_set", "v6", "production")
+    assert alias is not None and alias.target == build.manifest_hash
+    assert done.model_id == f"model:fraud_model@{run.run_hash}"
+    edges = lab.world.registry.lineage_edges(node=("model", done.model_id))
+    assert any(e.relation == "promoted_to" for e in edges)
+
+
+def test_promote_refuses_missing_run_manifest(lab: Lab) -> None:
+    with pytest.raises(PromotionRefusedError) as err:
+        promote(lab.platform, "cd" * 32)
+    assert err.value.refusal is Refusal.RUN_MANIFEST_MISSING
+
+
+def test_promote_refuses_unresolvable_realization(lab: Lab) -> None:
+    build = lab.fresh()
+    run = lab.model(build)
+    lab.expire(build, delete_objects=False)
+    with pytest.raises(PromotionRefusedError) as err:
+        promote(lab.platform, run.run_hash)
+    assert err.value.refusal is Refusal.REALIZATION_UNRESOLVED and "EXPIRED" in str(err.value)
+
+
+def test_promote_refuses_hash_mismatch(lab: Lab) -> None:
+    build = lab.fresh()
+    run = lab.model(build)
+    victim = build.manifest.partitions[0].object
+    before = lab.world.registry.get_alias("fraud_training_set", "v6", "production")
+    with corrupted(lab.world.store, victim), pytest.raises(PromotionRefusedError) as err:
+        promote(lab.platform, run.run_hash)
+    assert err.value.refusal is Refusal.HASH_MISMATCH and victim in str(err.value)
+    assert lab.world.registry.get_alias("fraud_training_set", "v6", "production") == before, "a refusal moves nothing"
