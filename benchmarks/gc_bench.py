@@ -23,10 +23,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from dsv_platform.services import gc as gc_adapter
 from dsv_platform.adapters.registry import Registry
 from dsv_platform.adapters.registry import lineage as reg_lineage
 from dsv_platform.core.gc import GcPolicy, StoredObject, plan_gc
+from dsv_platform.services import gc as gc_adapter
 
 NOW = datetime.now(UTC)
 OLD = NOW - timedelta(days=60)

@@ -1,6 +1,7 @@
 """The composition root: one :class:`Platform` per process, command or Dagster run.
 
-``build_platform(settings)`` opens the registry (migrations run once, here),
+``build_platform(settings)`` loads the configuration folder (sources,
+datasets, label modules, platform options), opens the registry (migrations run once, here),
 the object store with its encryption and key store, the landing zone and,
 lazily (the pyiceberg catalog is costly), the canonical tables. Services
 receive the Platform, never Settings. ``close()`` (or leaving the ``with``
@@ -19,7 +20,9 @@ from dsv_platform.adapters.iceberg import CanonicalTables
 from dsv_platform.adapters.landing import INDEX_FILE, LandingZone
 from dsv_platform.adapters.object_store import ObjectStore
 from dsv_platform.adapters.registry.registry import Registry
-from dsv_platform.adapters.store_factory import build_encrypting_store, build_object_store as _build_store
+from dsv_platform.adapters.store_factory import build_encrypting_store
+from dsv_platform.adapters.store_factory import build_object_store as _build_store
+from dsv_platform.core.platform_config import PlatformConfig, load_config
 from dsv_platform.settings import Settings
 
 
@@ -65,9 +68,10 @@ class Scratch:
 
 @dataclass(eq=False)
 class Platform:
-    """What a use case needs, opened once: registry, stores, landing, canonical tables (lazy)."""
+    """What a use case needs, opened once: configuration, registry, stores, landing, canonical tables (lazy)."""
 
     settings: Settings
+    config: PlatformConfig
     registry: Registry
     objects: ObjectStore
     store: EncryptingObjectStore
@@ -127,6 +131,7 @@ class Platform:
             "key_store": str(Path(self.settings.key_store).resolve()),
             "landing_index": str((self.settings.home / INDEX_FILE).resolve()),
             "iceberg_catalog_url": self.settings.iceberg_catalog_url,
+            "config_dir": str(Path(self.config.folder).resolve()),
         }
 
     def close(self) -> None:
@@ -144,12 +149,17 @@ class Platform:
 
 
 def build_platform(settings: Settings) -> Platform:
-    """Open everything ``settings`` names; migrations run once, here."""
+    """Load the configuration folder and open everything ``settings`` names; migrations run once, here.
+
+    A wrong configuration raises a one-line ConfigError before anything is opened.
+    """
+    config = load_config(settings.config_dir)
     objects = build_object_store(settings)
     store = build_encrypted_store(settings, objects)
     registry = Registry.from_url(settings.registry_url)
     return Platform(
         settings=settings,
+        config=config,
         registry=registry,
         objects=objects,
         store=store,

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+DEFAULT_CONFIG_DIR = Path(__file__).resolve().parent / "examples" / "fraud" / "config"
+"""The packaged fraud example's configuration folder (a path: the example is not imported)."""
+_FOLLOW_HOME = Path()
 
 
 @dataclass(frozen=True)
@@ -26,14 +30,22 @@ class Settings:
     key_store: Path
     drop_folder: Path
     actor: str
+    config_dir: Path = field(default_factory=lambda: DEFAULT_CONFIG_DIR)
+    dagster_home: Path = _FOLLOW_HOME
+    """The Dagster instance folder (``DAGSTER_HOME``); left unset it is ``home / "dagster"``."""
+
+    def __post_init__(self) -> None:
+        if self.dagster_home == _FOLLOW_HOME:
+            object.__setattr__(self, "dagster_home", self.home / "dagster")
 
     @property
     def object_store_is_s3(self) -> bool:
         return self.object_store.startswith("s3://")
 
-    def with_home(self, home: Path) -> "Settings":
-        """The embedded default rooted at another folder (tests, demos)."""
+    def with_home(self, home: Path) -> Settings:
+        """The embedded default rooted at another folder (tests, demos); ``dagster_home`` follows unless set explicitly."""
         d = _defaults(home)
+        follows = self.dagster_home == self.home / "dagster"
         return replace(
             self,
             home=Path(str(d["home"])),
@@ -43,6 +55,7 @@ class Settings:
             iceberg_warehouse=str(d["iceberg_warehouse"]),
             key_store=Path(str(d["key_store"])),
             drop_folder=Path(str(d["drop_folder"])),
+            dagster_home=Path(str(d["dagster_home"])) if follows else self.dagster_home,
         )
 
 
@@ -56,6 +69,7 @@ def _defaults(home: Path) -> dict[str, object]:
         "iceberg_warehouse": str(home / "warehouse"),
         "key_store": home / "keys",
         "drop_folder": home / "drop",
+        "dagster_home": home / "dagster",
     }
 
 
@@ -75,4 +89,6 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         key_store=Path(env.get("DSV_KEY_STORE") or defaults["key_store"]),  # type: ignore[arg-type]
         drop_folder=Path(env.get("DSV_DROP_FOLDER") or defaults["drop_folder"]),  # type: ignore[arg-type]
         actor=env.get("DSV_ACTOR") or env.get("USER") or "unknown",
+        config_dir=Path(env.get("DSV_CONFIG_DIR") or DEFAULT_CONFIG_DIR).resolve(),
+        dagster_home=Path(env.get("DAGSTER_HOME") or defaults["dagster_home"]).resolve(),  # type: ignore[arg-type]
     )

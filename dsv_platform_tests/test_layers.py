@@ -34,9 +34,9 @@ ONLY_IN = {
 }
 SETTINGS_IMPORTERS = ("bootstrap.py", "cli/", "defs/", "definitions.py", "__init__.py", "settings.py")
 
-# Generic adapters that still import the fraud domain; the sources-as-configuration
-# work removes these imports. Empty this list then; nothing may be added to it.
-PENDING_DOMAIN_IMPORTS = frozenset({"dsv_platform/adapters/iceberg.py", "dsv_platform/adapters/landing.py"})
+# The platform never imports the example it ships: only dsv_platform/examples itself (and tests) may.
+PLATFORM_LAYERS = ("adapters", "services", "core", "defs", "cli")
+PLATFORM_MODULES = ("bootstrap.py", "settings.py", "definitions.py", "__init__.py")
 _DOMAIN = ("dsv_platform.domain", "dsv_platform.examples")
 
 
@@ -63,9 +63,7 @@ def _violations(layer: str) -> list[str]:
     bad = []
     for path in sorted((PACKAGE / layer).rglob("*.py")):
         for line, module in _imports(path):
-            for f in FORBIDDEN[layer]:
-                if _matches(module, f) and not (f in _DOMAIN and _rel(path) in PENDING_DOMAIN_IMPORTS):
-                    bad.append(f"{_rel(path)}:{line} imports {module}")
+            bad += [f"{_rel(path)}:{line} imports {module}" for f in FORBIDDEN[layer] if _matches(module, f)]
     return bad
 
 
@@ -74,11 +72,12 @@ def test_layers_import_only_downwards(layer: str) -> None:
     assert _violations(layer) == []
 
 
-def test_pending_domain_imports_are_still_pending() -> None:
-    """The allowlist shrinks only: every file on it still imports the domain (remove it from the list once it does not)."""
-    for rel in sorted(PENDING_DOMAIN_IMPORTS):
-        modules = [m for _, m in _imports(PACKAGE.parent / rel)]
-        assert any(_matches(m, d) for m in modules for d in _DOMAIN), f"{rel} no longer imports the domain: remove it from PENDING_DOMAIN_IMPORTS"
+def test_the_platform_never_imports_the_example_it_ships() -> None:
+    """adapters, services, core, defs and cli (and the top-level modules) never import dsv_platform.examples (nor the old domain)."""
+    paths = [p for layer in PLATFORM_LAYERS for p in sorted((PACKAGE / layer).rglob("*.py"))] + [PACKAGE / m for m in PLATFORM_MODULES]
+    bad = [f"{_rel(p)}:{line} imports {m}" for p in paths if p.exists() for line, m in _imports(p) if any(_matches(m, d) for d in _DOMAIN)]
+    assert bad == []
+    assert not (PACKAGE / "domain").exists()
 
 
 @pytest.mark.parametrize("sdk", sorted(ONLY_IN))

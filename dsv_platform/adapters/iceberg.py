@@ -19,6 +19,7 @@ snapshot with a tag named after the realization that needs it; ``read`` with
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
 from collections.abc import Mapping
@@ -36,7 +37,7 @@ from pyiceberg.table import Table
 from dsv_platform.adapters.iceberg_values import BATCH, RECORDED_AT, AppendOutcome, PinnedSnapshot, RowDeletion, SnapshotInfo, latest_per_key, table_schema
 from dsv_platform.core.contract import Contract
 from dsv_platform.core.errors import DsvError
-from dsv_platform.domain.sources import TableSpec
+from dsv_platform.core.source import TableSpecLike
 
 NAMESPACE = "canonical"
 COMMIT_ATTEMPTS = 8
@@ -69,7 +70,7 @@ def build_catalog(catalog_url: str, warehouse: str, *, name: str = "dsv", **opti
 
 
 class CanonicalTables:
-    """Canonical Iceberg tables in one catalog namespace, one per :class:`TableSpec`."""
+    """Canonical Iceberg tables in one catalog namespace, one per table spec (a source, a label version)."""
 
     def __init__(self, catalog: Catalog, *, namespace: str = NAMESPACE, commit_attempts: int = COMMIT_ATTEMPTS) -> None:
         self.catalog = catalog
@@ -81,21 +82,19 @@ class CanonicalTables:
         """The tables of the SQL catalog at ``catalog_url`` over ``warehouse`` (options as :func:`catalog_properties`)."""
         return cls(build_catalog(catalog_url, warehouse, **options))
 
-    def identifier(self, spec: TableSpec) -> str:
+    def identifier(self, spec: TableSpecLike) -> str:
         return f"{self.namespace}.{spec.name}"
 
     # -- tables ---------------------------------------------------------------
-    def table(self, spec: TableSpec) -> Table:
+    def table(self, spec: TableSpecLike) -> Table:
         """The table of ``spec``, created (partitioned by the contract's ``partition_by``) if missing."""
         ident = self.identifier(spec)
         try:
             return self.catalog.load_table(ident)
         except NoSuchTableError:
             pass
-        try:
+        with contextlib.suppress(NamespaceAlreadyExistsError):
             self.catalog.create_namespace(self.namespace)
-        except NamespaceAlreadyExistsError:
-            pass
         try:
             with self.catalog.create_table_transaction(ident, schema=table_schema(spec.contract)) as txn:
                 if spec.contract.partition_by:
@@ -105,7 +104,7 @@ class CanonicalTables:
             pass  # another writer created it first
         return self.catalog.load_table(ident)
 
-    def exists(self, spec: TableSpec) -> bool:
+    def exists(self, spec: TableSpecLike) -> bool:
         return bool(self.catalog.table_exists(self.identifier(spec)))
 
     def table_names(self) -> list[str]:
@@ -119,17 +118,17 @@ class CanonicalTables:
         """An existing table by name (maintenance: iceberg_maintenance.py)."""
         return self.catalog.load_table(f"{self.namespace}.{name}")
 
-    def count_matching(self, spec: TableSpec, column: str, value: object) -> int:
+    def count_matching(self, spec: TableSpecLike, column: str, value: object) -> int:
         """Rows of the current snapshot whose ``column`` equals ``value`` (0 for a missing or empty table)."""
         if not self.exists(spec):
             return 0
         tbl = self.catalog.load_table(self.identifier(spec))
         if tbl.current_snapshot() is None:
             return 0
-        return int(tbl.scan(row_filter=EqualTo(column, value), selected_fields=(column,)).to_arrow().num_rows)
+        return int(tbl.scan(row_filter=_equal(column, value), selected_fields=(column,)).to_arrow().num_rows)
 
     # -- writes ---------------------------------------------------------------
-    def append(self, spec: TableSpec, rows: pa.Table, *, recorded_at: dt.datetime, batch: str) -> AppendOutcome:
+    def append(self, spec: TableSpecLike, rows: pa.Table, *, recorded_at: dt.datetime, batch: str) -> AppendOutcome:
         """Append ``rows`` (contract columns) learned at ``recorded_at`` from ``batch``; idempotent, retried."""
         if recorded_at.tzinfo is None:
             raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
@@ -143,7 +142,8 @@ class CanonicalTables:
             new = _changed_rows(rows, latest_per_key(current, contract.key), contract)
             if new.num_rows == 0:
                 return AppendOutcome(spec.name, _snapshot_id(tbl), 0, rows.num_rows, False, attempt)
-            stamped = new.append_column(pa.field(RECORDED_AT, pa.timestamp("us", tz="UTC"), nullable=False), pa.array([recorded_at] * new.num_rows, pa.timestamp("us", tz="UTC")))
+            ts = pa.timestamp("us", tz="UTC")
+            stamped = new.append_column(pa.field(RECORDED_AT, ts, nullable=False), pa.array([recorded_at] * new.num_rows, ts))
             stamped = stamped.append_column(pa.field(BATCH, pa.string(), nullable=False), pa.array([batch] * new.num_rows, pa.string()))
             try:
                 tbl.append(stamped)
@@ -155,7 +155,7 @@ class CanonicalTables:
         raise CanonicalTableError(f"append to {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
 
     # -- row-level deletes (privacy) ----------------------------------------------
-    def delete_rows(self, spec: TableSpec, delete_filter: BooleanExpression | tuple[str, object]) -> RowDeletion:
+    def delete_rows(self, spec: TableSpecLike, delete_filter: BooleanExpression | tuple[str, object]) -> RowDeletion:
         """Remove the rows matching ``delete_filter`` from the current snapshot (copy-on-write); retried, idempotent.
 
         The new current snapshot no longer holds them; older snapshots still do
@@ -183,7 +183,7 @@ class CanonicalTables:
             return RowDeletion(spec.name, before, _snapshot_id(tbl), hits.num_rows, partitions)
         raise CanonicalTableError(f"deleting rows of {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
 
-    def snapshots_matching(self, spec: TableSpec, row_filter: BooleanExpression | tuple[str, object]) -> list[int]:
+    def snapshots_matching(self, spec: TableSpecLike, row_filter: BooleanExpression | tuple[str, object]) -> list[int]:
         """Ids of the snapshots (the current one included) that still hold a row matching ``row_filter`` (an expression or ``(column, value)``)."""
         row_filter = _where(row_filter)
         if not self.exists(spec):
@@ -191,7 +191,7 @@ class CanonicalTables:
         tbl = self.catalog.load_table(self.identifier(spec))
         return [s.snapshot_id for s in tbl.snapshots() if tbl.scan(row_filter=row_filter, snapshot_id=s.snapshot_id, limit=1).to_arrow().num_rows]
 
-    def remove_tags(self, spec: TableSpec, tags: list[str]) -> list[str]:
+    def remove_tags(self, spec: TableSpecLike, tags: list[str]) -> list[str]:
         """Remove these tags (those still present); returns the ones removed."""
         for attempt in range(1, self.commit_attempts + 1):
             tbl = self.catalog.load_table(self.identifier(spec))
@@ -209,7 +209,7 @@ class CanonicalTables:
             return present
         raise CanonicalTableError(f"removing tags of {self.identifier(spec)} lost {self.commit_attempts} commit races in a row")
 
-    def expire(self, spec: TableSpec, snapshot_ids: list[int]) -> list[int]:
+    def expire(self, spec: TableSpecLike, snapshot_ids: list[int]) -> list[int]:
         """Expire these snapshots, skipping the current one and any a tag or branch protects; returns the ones expired.
 
         Their data files stay on storage until GC removes files no live snapshot references.
@@ -231,7 +231,7 @@ class CanonicalTables:
     # -- reads ----------------------------------------------------------------
     def read(
         self,
-        spec: TableSpec,
+        spec: TableSpecLike,
         *,
         partition: object | None = None,
         as_of: dt.datetime | None = None,
@@ -252,7 +252,7 @@ class CanonicalTables:
             raise CanonicalTableError(f"table {self.identifier(spec)} has no snapshot {snapshot_id} (expired?)")
         row_filter: BooleanExpression = AlwaysTrue()
         if partition is not None and contract.partition_by:
-            row_filter = EqualTo(contract.partition_by, _literal(partition))
+            row_filter = _equal(contract.partition_by, _literal(partition))
         rows = self._scan(tbl, contract, row_filter, snapshot_id)
         if as_of is not None:
             rows = rows.filter(pc.less_equal(rows.column(RECORDED_AT), pa.scalar(as_of, pa.timestamp("us", tz="UTC"))))
@@ -276,13 +276,18 @@ class CanonicalTables:
         values = pc.unique(rows.column(part)).to_pylist()
         if len(values) != 1:
             return AlwaysTrue()
-        return EqualTo(part, _literal(values[0]))
+        return _equal(part, _literal(values[0]))
 
     # -- snapshots and tags ---------------------------------------------------
-    def current_snapshot_id(self, spec: TableSpec) -> int | None:
+    def current_snapshot_id(self, spec: TableSpecLike) -> int | None:
         return _snapshot_id(self.table(spec))
 
-    def pin(self, spec: TableSpec, tag: str, *, snapshot_id: int | None = None) -> PinnedSnapshot:
+    def snapshot_parent(self, spec: TableSpecLike, snapshot_id: int) -> int | None:
+        """The parent of ``snapshot_id`` from the table metadata (None for the first snapshot or an unknown id)."""
+        snap = self.table(spec).snapshot_by_id(snapshot_id)
+        return None if snap is None else snap.parent_snapshot_id
+
+    def pin(self, spec: TableSpecLike, tag: str, *, snapshot_id: int | None = None) -> PinnedSnapshot:
         """Tag ``snapshot_id`` (default: the current snapshot) as ``tag``; re-pinning the same pair is a no-op."""
         tbl = self.table(spec)
         target = snapshot_id if snapshot_id is not None else _snapshot_id(tbl)
@@ -303,12 +308,12 @@ class CanonicalTables:
             return PinnedSnapshot(spec.name, target, tag)
         raise CanonicalTableError(f"tagging {self.identifier(spec)} lost {self.commit_attempts} commit races in a row")
 
-    def tags(self, spec: TableSpec) -> dict[str, int]:
+    def tags(self, spec: TableSpecLike) -> dict[str, int]:
         """Tag name -> snapshot id (branches such as ``main`` left out)."""
         refs = self.table(spec).refs()
         return {name: ref.snapshot_id for name, ref in sorted(refs.items()) if str(ref.snapshot_ref_type) == "tag"}
 
-    def snapshots(self, spec: TableSpec) -> list[SnapshotInfo]:
+    def snapshots(self, spec: TableSpecLike) -> list[SnapshotInfo]:
         tbl = self.table(spec)
         by_snapshot: dict[int, list[str]] = {}
         for name, sid in self.tags(spec).items():
@@ -325,8 +330,13 @@ class CanonicalTables:
         ]
 
 
+def _equal(column: str, value: object) -> BooleanExpression:
+    """``column == value`` (pyiceberg's runtime signature; its typed model signature differs)."""
+    return EqualTo(column, value)  # type: ignore[call-arg, arg-type]
+
+
 def _where(condition: BooleanExpression | tuple[str, object]) -> BooleanExpression:
-    return EqualTo(condition[0], condition[1]) if isinstance(condition, tuple) else condition
+    return _equal(condition[0], condition[1]) if isinstance(condition, tuple) else condition
 
 
 def _snapshot_id(tbl: Table) -> int | None:

@@ -1,8 +1,9 @@
 """Raw landing: source batches written once under content-derived keys, plus a small landing index.
 
-``land(batch)`` puts the bytes into the object store (``objects/sha256/...``)
+``land(batch, spec)`` puts the bytes into the object store (``objects/sha256/...``)
 and records ``(source, day, batch id, digest, rows, recorded_at, landed_at,
-status, reason)`` in a SQLite index under the platform home. Landing the same
+status, reason)`` in a SQLite index under the platform home, once per
+partition day the batch's accepted rows touch (``spec.partition_by``). Landing the same
 bytes again for the same batch id is a no-op (the existing record comes back
 with ``status`` UNCHANGED); other bytes for the same batch id are a new object
 and a new index entry (REVISED), never an overwrite. A batch that cannot be
@@ -19,14 +20,18 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import re
 import sqlite3
+from collections.abc import Mapping
 from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dsv_platform.adapters.object_store import ObjectStore
-from dsv_platform.domain.batch import RawBatch, prepare_batch
-from dsv_platform.domain.sources import SOURCES
+from dsv_platform.core.batch import PreparedBatch, RawBatch, parse_batch_file, prepare_batch
+from dsv_platform.core.errors import DsvError
+from dsv_platform.core.landing_format import EXTENSIONS
+from dsv_platform.core.source import LandingFormat, SourceSpec
 
 INDEX_FILE = "landing_index.db"
 
@@ -55,6 +60,10 @@ CREATE TABLE IF NOT EXISTS redacted_batch (
     redacted_at TEXT NOT NULL
 )
 """
+
+
+class LandingError(DsvError):
+    """A batch cannot land as the given source (another source's batch, another landing format)."""
 
 
 class LandingStatus(enum.Enum):
@@ -124,31 +133,43 @@ class LandingZone:
         conn.row_factory = sqlite3.Row
         return conn
 
-    def land(self, batch: RawBatch, *, landed_at: dt.datetime | None = None) -> LandingRecord:
-        """Store ``batch`` write-once and index it (see the module docstring for the outcomes)."""
-        spec = SOURCES.get(batch.source)
-        if spec is None:
-            raise KeyError(f"unknown source {batch.source!r}; known: {sorted(SOURCES)}")
+    def land(self, batch: RawBatch, spec: SourceSpec, *, landed_at: dt.datetime | None = None) -> LandingRecord:
+        """Store ``batch`` write-once and index it; the record of its first day (see :meth:`land_all`)."""
+        return self.land_all(batch, spec, landed_at=landed_at)[0]
+
+    def land_all(self, batch: RawBatch, spec: SourceSpec, *, landed_at: dt.datetime | None = None) -> list[LandingRecord]:
+        """Store ``batch`` write-once and index it once per partition day its accepted rows touch.
+
+        One object, one index row per day (same digest and batch id), each with
+        its own status (see the module docstring); ``batch.day``'s record comes
+        first when the batch touches it. A batch without readable rows is indexed under ``batch.day``.
+        """
+        if batch.source != spec.name:
+            raise LandingError(f"a batch of source {batch.source!r} cannot land as source {spec.name!r}")
+        if batch.format != spec.landing_format:
+            raise LandingError(f"source {spec.name!r} lands {spec.landing_format} batches; this batch is {batch.format}")
         digest = self.store.put(batch.data)
-        prepared = prepare_batch(batch.data, spec.contract, spec.aliases)
-        when = landed_at or dt.datetime.now(dt.UTC)
+        prepared = prepare_batch(batch.data, spec)
+        when = (landed_at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).isoformat()
+        rows = rows_per_day(prepared, spec, batch.day)
+        return [self._index(batch, day, digest, count, when, prepared.malformed_reason) for day, count in rows.items()]
+
+    def _index(self, batch: RawBatch, day: dt.date, digest: str, rows: int, when: str, reason: str | None) -> LandingRecord:
+        """Index ``batch`` under ``day`` (UNCHANGED when this digest is indexed there already)."""
         with closing(self._connect()) as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 same = conn.execute(
                     "SELECT * FROM landed_batch WHERE source=? AND day=? AND batch_id=? AND digest=?",
-                    (batch.source, batch.day.isoformat(), batch.batch_id, digest),
+                    (batch.source, day.isoformat(), batch.batch_id, digest),
                 ).fetchone()
                 if same is not None:
                     conn.execute("ROLLBACK")
-                    if self.redaction(digest) is not None:
-                        self.store.delete(digest)  # deleted for privacy: landing the same bytes again does not bring them back
-                        return self._with_redaction(_record(same))
-                    return replace(_record(same), status=LandingStatus.UNCHANGED) if _record(same).loadable else _record(same)
+                    return self._again(_record(same))
                 before = conn.execute(
-                    "SELECT COUNT(*) FROM landed_batch WHERE source=? AND day=? AND batch_id=?", (batch.source, batch.day.isoformat(), batch.batch_id)
+                    "SELECT COUNT(*) FROM landed_batch WHERE source=? AND day=? AND batch_id=?", (batch.source, day.isoformat(), batch.batch_id)
                 ).fetchone()[0]
-                if prepared.malformed:
+                if reason is not None:
                     status = LandingStatus.QUARANTINED
                 else:
                     status = LandingStatus.REVISED if before else LandingStatus.LANDED
@@ -157,15 +178,15 @@ class LandingZone:
                     " VALUES (?,?,?,?,?,?,?,?,?,?)",
                     (
                         batch.source,
-                        batch.day.isoformat(),
+                        day.isoformat(),
                         batch.batch_id,
                         digest,
                         len(batch.data),
-                        prepared.report.rows,
+                        rows,
                         batch.recorded_at.astimezone(dt.UTC).isoformat(),
-                        when.astimezone(dt.UTC).isoformat(),
+                        when,
                         status.value,
-                        prepared.malformed_reason,
+                        reason,
                     ),
                 )
                 row = conn.execute("SELECT * FROM landed_batch WHERE seq=?", (cur.lastrowid,)).fetchone()
@@ -175,9 +196,32 @@ class LandingZone:
                 raise
         return _record(row)
 
+    def _again(self, same: LandingRecord) -> LandingRecord:
+        """The outcome of landing bytes already indexed: UNCHANGED, or the redacted record (the object is not brought back)."""
+        if self.redaction(same.digest) is not None:
+            self.store.delete(same.digest)  # deleted for privacy: landing the same bytes again does not bring them back
+            return self._with_redaction(same)
+        return replace(same, status=LandingStatus.UNCHANGED) if same.loadable else same
+
+    def land_file(self, path: str | Path, spec: SourceSpec, *, batch_id: str | None = None, recorded_at: dt.datetime | None = None) -> list[LandingRecord]:
+        """Land a file of ``spec``'s landing format (``dsv ingest``); one record per partition day it touches.
+
+        ``batch_id`` defaults to the file's stem (characters outside ``[A-Za-z0-9._-]`` become ``_``),
+        ``recorded_at`` to now (UTC); the batch's day is the first partition day its rows touch.
+        """
+        path = Path(path)
+        ext = path.suffix.lstrip(".").lower()
+        if ext in EXTENSIONS.values() and ext != EXTENSIONS[spec.landing_format]:
+            raise LandingError(f"{path.name}: source {spec.name!r} lands {spec.landing_format} files, not {ext}")
+        data = path.read_bytes()
+        when = recorded_at or dt.datetime.now(dt.UTC)
+        days = rows_per_day(prepare_batch(data, spec), spec, when.astimezone(dt.UTC).date())
+        ident = batch_id or sanitize_batch_id(path.stem)
+        return self.land_all(RawBatch(spec.name, min(days), ident, when, data, spec.landing_format), spec)
+
     def records(self, source: str | None = None, day: dt.date | None = None) -> list[LandingRecord]:
         """Index entries (all, of one source, or of one source and day) in landing order."""
-        sql, args = "SELECT * FROM landed_batch WHERE 1=1", []
+        sql, args = "SELECT * FROM landed_batch WHERE 1=1", list[str]()
         if source is not None:
             sql, args = sql + " AND source=?", [*args, source]
         if day is not None:
@@ -214,8 +258,8 @@ class LandingZone:
         """The landed bytes, re-hashed against the record's digest."""
         return self.store.get(record.digest)
 
-    def raw_batch(self, record: LandingRecord) -> RawBatch:
-        return RawBatch(record.source, record.day, record.batch_id, record.recorded_at, self.read(record))
+    def raw_batch(self, record: LandingRecord, fmt: LandingFormat = "csv") -> RawBatch:
+        return RawBatch(record.source, record.day, record.batch_id, record.recorded_at, self.read(record), fmt)
 
 
 def _record(row: sqlite3.Row) -> LandingRecord:
@@ -234,18 +278,63 @@ def _record(row: sqlite3.Row) -> LandingRecord:
     )
 
 
-def read_drop_file(path: str | Path) -> RawBatch | None:
-    """A drop-folder file as a batch (None if its name is not ``<source>__<day>__<batch id>.csv``).
+def rows_per_day(prepared: PreparedBatch, spec: SourceSpec, day: dt.date) -> dict[dt.date, int]:
+    """``{partition day: rows}`` of a prepared batch, ``day`` first; rejected rows count under the first day.
+
+    A batch with no accepted rows (malformed, or every row rejected) is ``{day: rows read}``.
+    """
+    counts: dict[dt.date, int] = {}
+    for value in prepared.accepted.column(spec.partition_by).to_pylist():
+        key = partition_day(value, day)
+        counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return {day: prepared.report.rows}
+    ordered = [day] if day in counts else []
+    ordered += sorted(d for d in counts if d != day)
+    out = {d: counts[d] for d in ordered}
+    out[ordered[0]] += prepared.rejected.num_rows
+    return out
+
+
+def partition_day(value: object, default: dt.date) -> dt.date:
+    """The day a partition value names (a date, a timestamp's UTC day); ``default`` for anything else."""
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).date() if value.tzinfo else value.date()
+    if isinstance(value, dt.date):
+        return value
+    return default
+
+
+def sanitize_batch_id(text: str) -> str:
+    """A batch id from free text: characters outside ``[A-Za-z0-9._-]`` become ``_`` (at most 100 characters)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", text)[:100].lstrip("._-")
+    return cleaned or "batch"
+
+
+def drop_file_problem(path: str | Path, sources: Mapping[str, SourceSpec]) -> str | None:
+    """Why ``path`` is not a drop-folder batch of a configured source (None when it is one)."""
+    name = Path(path).name
+    parsed = parse_batch_file(name)
+    if parsed is None:
+        return f"{name}: not named <source>__<YYYY-MM-DD>__<batch id>.<csv|parquet|jsonl>"
+    spec = sources.get(parsed.source)
+    if spec is None:
+        return f"{name}: unknown source {parsed.source!r}; known: {sorted(sources)}"
+    if parsed.format != spec.landing_format:
+        return f"{name}: source {spec.name!r} lands {spec.landing_format} files, not {parsed.format}"
+    return None
+
+
+def read_drop_file(path: str | Path, sources: Mapping[str, SourceSpec]) -> RawBatch | None:
+    """A drop-folder file as a batch; None if it is not ``<source>__<day>__<batch id>.<format>`` of a
+    configured source in that source's landing format (:func:`drop_file_problem` says why).
 
     We learn of a dropped file when it appears, so its ``recorded_at`` is the
     file's modification time (UTC).
     """
-    from dsv_platform.domain.batch import parse_batch_file_name
-
     path = Path(path)
-    parsed = parse_batch_file_name(path.name)
-    if parsed is None:
+    parsed = parse_batch_file(path.name)
+    if parsed is None or drop_file_problem(path, sources) is not None:
         return None
-    source, day, batch_id = parsed
     recorded_at = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
-    return RawBatch(source, day, batch_id, recorded_at, path.read_bytes())
+    return RawBatch(parsed.source, parsed.day, parsed.batch_id, recorded_at, path.read_bytes(), parsed.format)

@@ -167,7 +167,7 @@ def _open_source(source: Source) -> BinaryIO:
         return io.BytesIO(source)
     if isinstance(source, str | os.PathLike):
         try:
-            return open(source, "rb")  # noqa: SIM115 - the caller closes it
+            return open(source, "rb")
         except OSError as exc:
             raise ObjectStoreError(f"cannot read {os.fspath(source)!r}: {exc}") from exc
     return source

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -24,6 +24,8 @@ COMMAND_MODULES = (
     "dsv_platform.cli.split_cmd",
     "dsv_platform.cli.conformance_cmd",
     "dsv_platform.cli.registry_cmd",
+    "dsv_platform.cli.ingest_cmd",
+    "dsv_platform.cli.build_cmd",
     "dsv_platform.cli.demo_cmd",
     "dsv_platform.cli.lineage_cmd",
     "dsv_platform.cli.gc_cmd",
@@ -43,7 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "passthrough", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra = extra
     try:
         code = args.handler(args)
     except DsvError as exc:

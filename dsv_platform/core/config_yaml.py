@@ -75,6 +75,8 @@ def read_yaml(path: Path) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}", file=path) from exc
+    except ValueError as exc:  # an unquoted value that looks like a date but is none (2026-13-01)
+        raise ConfigError(f"not valid YAML: {exc} (quote a date that is not one)", file=path) from exc
 
 
 def check_keys(doc: Any, *, file: str | Path, where: str | None, allowed: Collection[str], required: Collection[str] = ()) -> Mapping[str, Any]:

@@ -28,8 +28,6 @@ from dsv_platform.core.source import contract_of
 from dsv_platform.core.splits import GROUP_SPLIT, GroupSplitPolicy, HashSplitPolicy, SplitPolicy, policy_from_document
 
 EXAMPLE_DEFINITIONS_DIR = Path(__file__).resolve().parent.parent / "examples" / "fraud" / "config" / "datasets"
-DEFINITIONS_DIR = EXAMPLE_DEFINITIONS_DIR
-"""Deprecated: callers pass their configuration folder's ``datasets``; kept while they switch."""
 KEYS = frozenset(
     {
         "name",

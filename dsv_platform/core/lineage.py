@@ -13,9 +13,11 @@ exception (a quality report depends on the realization it reports on).
 
 Node ids: realization and manifest = manifest hash; object, split_assignment,
 quality_report, raw_batch object = SHA-256 digest; model_run = run manifest
-hash; iceberg_snapshot = ``table@snapshot_id``; iceberg_tag = ``table#tag``;
-label_version = ``name@version``; raw_batch = ``batch_id@digest``;
-alias = ``name:version@alias``; data_file = its path.
+hash (the model's name is in the ``trained`` edge's attributes; the legacy
+``model:<name>@<hash>`` is read as ``model_run:<hash>``); iceberg_snapshot =
+``table@snapshot_id``; iceberg_tag = ``table#tag``; label_version =
+``name@version``; raw_batch = ``batch_id@digest``; alias =
+``name:version@alias``; data_file = its path.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class NodeKind(str, enum.Enum):
 
 class Relation(str, enum.Enum):
     LOADED_INTO = "loaded_into"  # raw_batch -> iceberg_snapshot
+    SUCCEEDED_BY = "succeeded_by"  # parent iceberg_snapshot -> child (the child holds the parent's rows)
+    DERIVED_FROM = "derived_from"  # input iceberg_snapshot -> label table snapshot computed from it
     PINNED_BY = "pinned_by"  # iceberg_snapshot -> realization
     PROTECTS = "protects"  # iceberg_tag <- ... (tag -> snapshot: the snapshot is kept by the tag)
     LABELS = "labels"  # label_version -> realization
@@ -53,6 +57,7 @@ class Relation(str, enum.Enum):
     DESCRIBES = "describes"  # manifest -> realization
     TRAINED = "trained"  # realization -> model_run
     RUN_RECORD = "run_record"  # object (run manifest) -> model_run
+    PROMOTED_TO = "promoted_to"  # model_run -> alias
     REPORTS_ON = "reports_on"  # quality_report -> realization (the report depends on the realization)
     POINTS_TO = "points_to"  # realization -> alias
     CONTAINS = "contains"  # data_file -> iceberg_snapshot
@@ -113,9 +118,21 @@ def node_label(node: Node) -> str:
     return f"{node[0]}:{node[1]}"
 
 
+LEGACY_MODEL_KIND = "model"  # before model_run: ``model`` / ``model:<name>@<run hash>``
+
+
+def canonical_node(kind: str, ident: str) -> Node:
+    """The node as recorded today: a legacy ``model`` node (id ``[model:]<name>@<run hash>``) is ``model_run:<run hash>``."""
+    if kind == LEGACY_MODEL_KIND and "@" in ident:
+        return (NodeKind.MODEL_RUN.value, ident.rsplit("@", 1)[1])
+    return (kind, ident)
+
+
 def parse_node(text: str) -> Node | None:
-    """``kind:id`` for a known kind, else None."""
+    """``kind:id`` for a known kind (and the legacy ``model:<name>@<run hash>``), else None."""
     kind, sep, ident = text.partition(":")
+    if kind == LEGACY_MODEL_KIND and sep and "@" in ident:
+        return canonical_node(kind, ident)
     if sep and ident and kind in {k.value for k in NodeKind}:
         return (kind, ident)
     return None

@@ -5,6 +5,7 @@ Layout (``DSV_CONFIG_DIR``; the default is the packaged fraud example)::
     sources/<name>.yaml            a contract plus landing, valid_time, entity, aliases
     datasets/<name>_<version>.yaml a dataset definition
     labels/<name>.yaml             a label: its contract and the module registering its versions
+    platform.yaml                  optional: partitions start, Dagster modules, demo (core.platform_options)
 
 Every mistake is a one-line :class:`ConfigError` naming the file and the key.
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 from dsv_platform.core.config_yaml import ConfigError, read_yaml
 from dsv_platform.core.dataset_definition import AsOfJoin, DatasetDefinition, load_definition
 from dsv_platform.core.labels import LabelFile, LabelVersion, load_label_versions, parse_label_file
+from dsv_platform.core.platform_options import PlatformOptions, load_options
 from dsv_platform.core.source import TIME_TYPES, SourceSpec, parse_source
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -32,6 +34,7 @@ class PlatformConfig:
     datasets: list[DatasetDefinition]
     labels: dict[str, dict[int, LabelVersion]] = field(default_factory=dict)
     label_files: tuple[LabelFile, ...] = ()
+    options: PlatformOptions = field(default_factory=PlatformOptions)
 
     @property
     def label_modules(self) -> tuple[str, ...]:
@@ -102,6 +105,7 @@ def load_config(folder: str | Path, *, import_labels: bool = True) -> PlatformCo
     root = Path(folder)
     if not root.is_dir():
         raise ConfigError("the configuration folder does not exist", file=root)
+    options = load_options(root)
     sources = _load_sources(root / "sources")
     if not sources:
         raise ConfigError("no source is configured (sources/<name>.yaml)", file=root / "sources")
@@ -109,7 +113,7 @@ def load_config(folder: str | Path, *, import_labels: bool = True) -> PlatformCo
     datasets = _load_datasets(root / "datasets")
     for definition in datasets:
         check_definition(definition, sources, {lf.name: lf for lf in files}, labels if import_labels else None)
-    return PlatformConfig(root, sources, datasets, labels, files)
+    return PlatformConfig(root, sources, datasets, labels, files, options)
 
 
 def _file(definition: DatasetDefinition) -> str:

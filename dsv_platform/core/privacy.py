@@ -22,9 +22,6 @@ from dataclasses import dataclass, field
 from dsv_platform.core import canonical_json
 from dsv_platform.core.errors import ConfigurationError
 
-SUBJECT_COLUMNS = ("account_id",)
-"""Columns that hold a subject key, in preference order."""
-
 
 class DescendantKind(enum.Enum):
     RAW_OBJECT = "raw_object"
@@ -181,7 +178,6 @@ def plan_deletion(
 
 
 __all__ = [
-    "SUBJECT_COLUMNS",
     "Decision",
     "DeletionPlan",
     "Descendant",

@@ -12,7 +12,6 @@ from dsv_platform.core.refs import ALIAS_PATTERN, NAME_PATTERN, VERSION_PATTERN
 from dsv_platform.core.states import RealizationState
 
 
-
 def check_name(name: str) -> str:
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise ReferenceSyntaxError(f"dataset name {name!r} must match [a-z0-9_][a-z0-9_.-]*")

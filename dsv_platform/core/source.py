@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 from dsv_platform.core.config_yaml import ConfigError, check_keys, need
 from dsv_platform.core.contract import CONTRACT_KEYS, Contract, LogicalType, parse_contract
@@ -24,6 +24,24 @@ LANDING_FORMATS: tuple[LandingFormat, ...] = ("parquet", "csv", "jsonl")
 SOURCE_KEYS = frozenset({"landing", "valid_time", "entity", "aliases"})
 LANDING_KEYS = frozenset({"format"})
 TIME_TYPES = (LogicalType.TIMESTAMP, LogicalType.DATE)
+
+
+class TableSpecLike(Protocol):
+    """What a canonical table needs: its name and contract (a :class:`SourceSpec`, a :class:`DerivedTableSpec`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def contract(self) -> Contract: ...
+
+
+@dataclass(frozen=True)
+class DerivedTableSpec:
+    """A canonical table computed by the platform rather than landed (a label version's ``labels_<name>_v<n>``)."""
+
+    name: str
+    contract: Contract
 
 
 @dataclass(frozen=True)

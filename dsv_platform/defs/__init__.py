@@ -1,30 +1,61 @@
-"""The thin Dagster layer: assets, checks, jobs, schedules, sensors and resources (no logic here)."""
+"""The thin Dagster layer, built from the configuration folder: assets, checks, jobs, schedules, sensors, resources.
+
+``build_defs(settings)`` reads ``settings.config_dir`` (no Python needed for a new
+source or dataset): ``raw_<source>`` and ``canonical_<source>`` per source,
+``labels_<name>`` per registered label, ``<dataset>_<version>_snapshot`` and
+``_splits`` per dataset file, plus the ``definitions(config)`` of every module
+``platform.yaml`` lists under ``dagster_modules``.
+"""
 
 from __future__ import annotations
 
 import dagster as dg
 
-from dsv_platform.core import sample_data
+from dsv_platform.core.platform_config import PlatformConfig, load_config
 from dsv_platform.settings import Settings
 
 
-def build_defs(settings: Settings, *, rows_per_day: int = sample_data.ROWS_PER_DAY, seed: int = 7) -> dg.Definitions:
-    """The platform's Definitions over the stores ``settings`` names."""
-    from dsv_platform.defs.automation import daily_ingest_job, daily_ingest_schedule, drop_folder_sensor, landing_job
-    from dsv_platform.defs.canonical import canonical_assets
-    from dsv_platform.defs.datasets import dataset_assets
+def config_assets(config: PlatformConfig) -> list[dg.AssetsDefinition]:
+    """The assets the configuration describes (sources, labels, datasets)."""
+    from dsv_platform.defs.canonical import build_canonical_asset
+    from dsv_platform.defs.datasets import build_dataset_assets
+    from dsv_platform.defs.labels import build_label_asset
+    from dsv_platform.defs.options import partitions_start
+    from dsv_platform.defs.partitions import daily_partitions
+    from dsv_platform.defs.raw import build_raw_asset
+
+    daily = daily_partitions(partitions_start(config))
+    assets = [a for spec in config.sources.values() for a in (build_raw_asset(spec, daily), build_canonical_asset(spec, daily))]
+    assets += [build_label_asset(name, versions) for name, versions in sorted(config.labels.items())]
+    assets += [a for d in config.datasets for a in build_dataset_assets(d)]
+    return assets
+
+
+def build_defs(settings: Settings, config: PlatformConfig | None = None) -> dg.Definitions:
+    """The platform's Definitions over the stores ``settings`` names and the configuration in ``settings.config_dir``."""
+    from dsv_platform.defs.automation import build_automation
     from dsv_platform.defs.gc import gc_plan_job, gc_plan_schedule
-    from dsv_platform.defs.labels import labels_fraud
-    from dsv_platform.defs.model import fraud_model
+    from dsv_platform.defs.options import extra_definitions, partitions_start
+    from dsv_platform.defs.partitions import daily_partitions
     from dsv_platform.defs.privacy import privacy_deletion_job
-    from dsv_platform.defs.raw import raw_assets
-    from dsv_platform.defs.rehearsal import dataset_observability, integrity_scan_job, integrity_scan_schedule, realization_integrity, reconstructability, rehearsal_job, rehearsal_schedule
+    from dsv_platform.defs.rehearsal import (
+        dataset_observability,
+        integrity_scan_job,
+        integrity_scan_schedule,
+        realization_integrity,
+        reconstructability,
+        rehearsal_job,
+        rehearsal_schedule,
+    )
     from dsv_platform.defs.resources import build_resources
 
-    return dg.Definitions(
-        assets=[*raw_assets, *canonical_assets, labels_fraud, *dataset_assets, fraud_model, reconstructability, realization_integrity, dataset_observability],
-        jobs=[landing_job, daily_ingest_job, privacy_deletion_job, gc_plan_job, rehearsal_job, integrity_scan_job],
-        schedules=[daily_ingest_schedule, gc_plan_schedule, rehearsal_schedule, integrity_scan_schedule],
-        sensors=[drop_folder_sensor],
-        resources=build_resources(settings, rows_per_day=rows_per_day, seed=seed),
+    config = config if config is not None else load_config(settings.config_dir)
+    auto = build_automation(config.sources, daily_partitions(partitions_start(config)))
+    platform_defs = dg.Definitions(
+        assets=[*config_assets(config), reconstructability, realization_integrity, dataset_observability],
+        jobs=[*auto.jobs, privacy_deletion_job, gc_plan_job, rehearsal_job, integrity_scan_job],
+        schedules=[*auto.schedules, gc_plan_schedule, rehearsal_schedule, integrity_scan_schedule],
+        sensors=auto.sensors,
+        resources=build_resources(settings),
     )
+    return dg.Definitions.merge(platform_defs, *extra_definitions(config))

@@ -1,22 +1,25 @@
-"""Jobs, the daily schedule and the drop-folder sensor."""
+"""Jobs, the daily schedule and the drop-folder sensor, over whatever sources the configuration names."""
 
 import hashlib
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
-from dsv_platform.defs.partitions import daily_partitions
+from dsv_platform.core.batch import parse_batch_file
+from dsv_platform.core.source import SourceSpec
 from dsv_platform.defs.raw import RawBatchConfig
 from dsv_platform.defs.resources import PlatformResource
-from dsv_platform.domain.batch import parse_batch_file_name
-from dsv_platform.domain.sources import SOURCES
 
-landing_job = dg.define_asset_job("landing_job", selection=dg.AssetSelection.groups("raw"))
-daily_ingest_job = dg.define_asset_job(
-    "daily_ingest_job", selection=dg.AssetSelection.groups("raw", "canonical"), description="Land a day's batches and load them into the canonical tables."
-)
-daily_ingest_schedule = dg.build_schedule_from_partitioned_job(daily_ingest_job, hour_of_day=3, name="daily_ingest_schedule")
+
+@dataclass(frozen=True)
+class Automation:
+    jobs: list[Any]  # unresolved asset jobs
+    schedules: list[Any]
+    sensors: list[dg.SensorDefinition]
 
 
 def _digest(path: Path) -> str:
@@ -27,31 +30,57 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
-@dg.sensor(job=landing_job, minimum_interval_seconds=30, description="Lands a batch file as soon as it appears (or changes) in the drop folder.")
-def drop_folder_sensor(context: dg.SensorEvaluationContext, platform: PlatformResource) -> dg.SensorResult:
-    seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-    folder = Path(platform.drop_folder)
-    requests, skipped = [], []
-    for path in sorted(folder.glob("*.csv")) if folder.is_dir() else []:
-        parsed = parse_batch_file_name(path.name)
-        digest = _digest(path)
-        if seen.get(path.name) == digest:
-            continue
-        seen[path.name] = digest
-        if parsed is None or parsed[0] not in SOURCES or not daily_partitions.has_partition_key(parsed[1].isoformat()):
-            skipped.append(path.name)
-            continue
-        source, day, _ = parsed
-        asset = f"raw_{source}"
-        requests.append(
-            dg.RunRequest(
-                run_key=f"{path.name}@{digest}",
-                partition_key=day.isoformat(),
-                asset_selection=[dg.AssetKey(asset)],
-                run_config=dg.RunConfig(ops={asset: RawBatchConfig(drop_files=[path.name])}),
-                tags={"dsv/drop_file": path.name, "dsv/digest": digest},
-            )
-        )
-    if skipped:
-        context.log.warning(f"not batch files (expected <source>__<YYYY-MM-DD>__<batch id>.csv for a known source and day): {skipped}")
-    return dg.SensorResult(run_requests=requests, cursor=json.dumps(seen, sort_keys=True))
+def drop_request(path: Path, digest: str, sources: Mapping[str, SourceSpec], partitions: dg.PartitionsDefinition) -> dg.RunRequest | None:
+    """The run landing and loading one drop-folder file, or None if it is not a batch file of a known source, format and day."""
+    parsed = parse_batch_file(path.name)
+    if parsed is None or parsed.source not in sources or sources[parsed.source].landing_format != parsed.format:
+        return None
+    if not partitions.has_partition_key(parsed.day.isoformat()):
+        return None
+    raw = f"raw_{parsed.source}"
+    return dg.RunRequest(
+        run_key=f"{path.name}@{digest}",
+        partition_key=parsed.day.isoformat(),
+        asset_selection=[dg.AssetKey(raw), dg.AssetKey(f"canonical_{parsed.source}")],
+        run_config=dg.RunConfig(ops={raw: RawBatchConfig(files=[path.name])}),
+        tags={"dsv/drop_file": path.name, "dsv/digest": digest},
+    )
+
+
+def build_drop_folder_sensor(job: Any, sources: Mapping[str, SourceSpec], partitions: dg.PartitionsDefinition) -> dg.SensorDefinition:
+    @dg.sensor(
+        name="drop_folder_sensor",
+        job=job,
+        minimum_interval_seconds=30,
+        description="Lands and loads a batch file as soon as it appears (or changes) in the drop folder.",
+    )
+    def drop_folder_sensor(context: dg.SensorEvaluationContext, platform: PlatformResource) -> dg.SensorResult:
+        seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
+        folder = Path(platform.drop_folder)
+        requests, skipped = [], []
+        for path in sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []:
+            digest = _digest(path)
+            if seen.get(path.name) == digest:
+                continue
+            seen[path.name] = digest
+            request = drop_request(path, digest, sources, partitions)
+            if request is None:
+                skipped.append(path.name)
+            else:
+                requests.append(request)
+        if skipped:
+            context.log.warning(f"not batch files (expected <source>__<YYYY-MM-DD>__<batch id>.<the source's format> for a known source and day): {skipped}")
+        return dg.SensorResult(run_requests=requests, cursor=json.dumps(seen, sort_keys=True))
+
+    return drop_folder_sensor
+
+
+def build_automation(sources: Mapping[str, SourceSpec], partitions: dg.PartitionsDefinition) -> Automation:
+    landing_job = dg.define_asset_job("landing_job", selection=dg.AssetSelection.groups("raw"))
+    daily_ingest_job = dg.define_asset_job(
+        "daily_ingest_job",
+        selection=dg.AssetSelection.groups("raw", "canonical"),
+        description="Land a day's batches (the drop-folder files of the day) and load them into the canonical tables.",
+    )
+    schedule = dg.build_schedule_from_partitioned_job(daily_ingest_job, hour_of_day=3, name="daily_ingest_schedule")
+    return Automation([landing_job, daily_ingest_job], [schedule], [build_drop_folder_sensor(daily_ingest_job, sources, partitions)])

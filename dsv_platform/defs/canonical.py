@@ -1,22 +1,67 @@
-"""canonical_<table>: Iceberg tables with valid and recorded time, loaded from the landed batches."""
+"""canonical_<source>: Iceberg tables with valid and recorded time, loaded from the landed batches."""
+
+from collections.abc import Sequence
 
 import dagster as dg
 
-from dsv_platform.services.canonical_load import load_partition
-from dsv_platform.defs.metadata import failure_cases, md_table
-from dsv_platform.defs.partitions import daily_partitions, partition_day
+from dsv_platform.core.hashing import content_hash
+from dsv_platform.core.source import SourceSpec
+from dsv_platform.defs.metadata import AssetResult, failure_cases, md_table
+from dsv_platform.defs.partitions import partition_days
 from dsv_platform.defs.resources import PlatformResource
-from dsv_platform.domain.sources import SOURCES, TableSpec
+from dsv_platform.services.canonical_load import PartitionLoad, load_partition
 
 ROWS_SATISFY_CONTRACT = "rows_satisfy_contract"
 
 
-def build_canonical_asset(spec: TableSpec) -> dg.AssetsDefinition:
+def data_version(loads: Sequence[PartitionLoad]) -> str:
+    """The partition's content hash; for a ranged run, the hash of the days' content hashes."""
+    if len(loads) == 1:
+        return loads[0].digest.content_hash
+    return content_hash((load.day.isoformat(), load.digest.content_hash) for load in loads)
+
+
+def canonical_result(loads: Sequence[PartitionLoad]) -> AssetResult:
+    failures = [f for load in loads for f in load.failures]
+    rejected = sum(load.rejected_rows for load in loads)
+    last = loads[-1]
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(data_version(loads)),
+        metadata={
+            "rows": dg.MetadataValue.int(sum(load.rows for load in loads)),
+            "content_hash": dg.MetadataValue.text(data_version(loads)),
+            "schema_hash": dg.MetadataValue.text(last.digest.schema_hash),
+            "snapshot_id": dg.MetadataValue.text(str(last.snapshot_id)),
+            "rows_rejected": dg.MetadataValue.int(rejected),
+            "days": md_table(["day", "rows", "content hash", "rejected"], [(x.day, x.rows, x.digest.content_hash[:16], x.rejected_rows) for x in loads]),
+            "batches": md_table(
+                ["day", "batch", "recorded_at", "appended", "unchanged", "rejected", "already applied"],
+                [
+                    (x.day, b.record.batch_id, b.record.recorded_at, b.outcome.appended, b.outcome.unchanged, b.rejected, b.outcome.already_applied)
+                    for x in loads
+                    for b in x.batches
+                ],
+            ),
+            "quarantined_batches": md_table(["batch", "digest", "reason"], [(r.batch_id, r.digest, r.reason) for load in loads for r in load.quarantined]),
+        },
+        check_results=[
+            dg.AssetCheckResult(
+                check_name=ROWS_SATISFY_CONTRACT,
+                passed=not failures,
+                severity=dg.AssetCheckSeverity.WARN,
+                metadata={"failure_cases": failure_cases(failures), "rows_quarantined": dg.MetadataValue.int(rejected)},
+            )
+        ],
+    )
+
+
+def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
     name = f"canonical_{spec.name}"
 
     @dg.asset(
         name=name,
-        partitions_def=daily_partitions,
+        partitions_def=partitions,
+        backfill_policy=dg.BackfillPolicy.single_run(),
         group_name="canonical",
         kinds={"iceberg"},
         deps=[dg.AssetKey(f"raw_{spec.name}")],
@@ -24,41 +69,15 @@ def build_canonical_asset(spec: TableSpec) -> dg.AssetsDefinition:
             dg.AssetCheckSpec(
                 ROWS_SATISFY_CONTRACT,
                 asset=name,
-                description=f"landed rows satisfy the Pandera contract {spec.contract_file}.yaml; failing rows are quarantined, the rest load",
+                description=f"landed rows satisfy the contract {spec.contract.name}; failing rows are quarantined, the rest load",
             )
         ],
         description=f"{spec.contract.description or spec.name} Parsed, deduplicated and contract-checked; "
         f"valid time `{spec.valid_time}`, recorded time `_recorded_at`. Corrections and late events are new rows: "
         "read as known at T or as corrected now. Data version = content hash of the partition as corrected now.",
     )
-    def _canonical(context: dg.AssetExecutionContext, platform: PlatformResource) -> dg.MaterializeResult:
+    def _canonical(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
         p = platform.get()
-        load = load_partition(p.landing, p.tables, spec, partition_day(context))
-        return dg.MaterializeResult(
-            data_version=dg.DataVersion(load.digest.content_hash),
-            metadata={
-                "rows": dg.MetadataValue.int(load.rows),
-                "content_hash": dg.MetadataValue.text(load.digest.content_hash),
-                "schema_hash": dg.MetadataValue.text(load.digest.schema_hash),
-                "snapshot_id": dg.MetadataValue.text(str(load.snapshot_id)),
-                "rows_rejected": dg.MetadataValue.int(load.rejected_rows),
-                "batches": md_table(
-                    ["batch", "recorded_at", "appended", "unchanged", "rejected", "already applied"],
-                    [(b.record.batch_id, b.record.recorded_at, b.outcome.appended, b.outcome.unchanged, b.rejected, b.outcome.already_applied) for b in load.batches],
-                ),
-                "quarantined_batches": md_table(["batch", "digest", "reason"], [(r.batch_id, r.digest, r.reason) for r in load.quarantined]),
-            },
-            check_results=[
-                dg.AssetCheckResult(
-                    check_name=ROWS_SATISFY_CONTRACT,
-                    passed=not load.failures,
-                    severity=dg.AssetCheckSeverity.WARN,
-                    metadata={"failure_cases": failure_cases(load.failures), "rows_quarantined": dg.MetadataValue.int(load.rejected_rows)},
-                )
-            ],
-        )
+        return canonical_result([load_partition(p, spec, day) for day in partition_days(context)])
 
     return _canonical
-
-
-canonical_assets = [build_canonical_asset(spec) for spec in SOURCES.values()]

@@ -2,10 +2,10 @@
 
 import dagster as dg
 
-from dsv_platform.services.realization import build_realization, check_splits
-from dsv_platform.core.dataset_definition import DatasetDefinition, load_definitions
-from dsv_platform.defs.metadata import md_table
+from dsv_platform.core.dataset_definition import DatasetDefinition
+from dsv_platform.defs.metadata import AssetResult, md_table
 from dsv_platform.defs.resources import PlatformResource
+from dsv_platform.services.realization import RealizationBuild, SplitsCheck, build_realization, check_splits
 
 SPLITS_ARE_ENTITY_DISJOINT = "splits_are_entity_disjoint"
 REF = "ref"
@@ -19,71 +19,92 @@ def upstream_ref(context: dg.AssetExecutionContext, key: dg.AssetKey) -> str:
     return str(event.asset_materialization.metadata[REF].value)
 
 
-def build_dataset_assets(definition: DatasetDefinition) -> list[dg.AssetsDefinition]:
-    prefix = definition.asset_prefix
-    snapshot_key = dg.AssetKey(f"{prefix}_snapshot")
+def snapshot_deps(definition: DatasetDefinition) -> list[dg.AssetDep]:
+    """Every partition of the canonical sources, and the pinned version of the label (if any)."""
     deps = [dg.AssetDep(f"canonical_{s}", partition_mapping=dg.AllPartitionMapping()) for s in definition.sources]
-    deps.append(dg.AssetDep("labels_fraud", partition_mapping=dg.AllPartitionMapping()))
+    if definition.label is not None:
+        mapping = dg.SpecificPartitionsPartitionMapping([f"v{definition.label.version}"])
+        deps.append(dg.AssetDep(f"labels_{definition.label.name}", partition_mapping=mapping))
+    return deps
 
+
+def snapshot_result(build: RealizationBuild) -> AssetResult:
+    m = build.manifest
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(build.manifest_hash),
+        metadata={
+            REF: dg.MetadataValue.text(build.ref),
+            "manifest_hash": dg.MetadataValue.text(build.manifest_hash),
+            "content_hash": dg.MetadataValue.text(build.content_hash),
+            "state": dg.MetadataValue.text("published (reused: same pinned inputs)" if build.reused else "published"),
+            "label_version": dg.MetadataValue.text(f"{m.labels.name}:{m.labels.version}" if m.labels else "none"),
+            "watermark": dg.MetadataValue.text(m.watermark or ""),
+            "rows": dg.MetadataValue.int(m.rows),
+            "pinned_snapshots": md_table(["table", "snapshot id", "tag"], [(p.table, p.snapshot_id, p.tag) for p in build.pins]),
+            "split_sizes": md_table(["split", "rows"], sorted(build.split_counts.items())),
+            "split_counts": dg.MetadataValue.json(dict(sorted(build.split_counts.items()))),
+            "partitions": md_table(["partition", "rows", "hash"], [(p.key, p.rows, p.hash[:16]) for p in m.partitions]),
+            "gates": md_table(["gate", "passed", "blocking"], [(g.name, g.passed, g.blocking) for g in build.gates]),
+            "gate_results": dg.MetadataValue.json([{"name": g.name, "passed": g.passed, "blocking": g.blocking} for g in build.gates]),
+        },
+    )
+
+
+def splits_result(result: SplitsCheck) -> AssetResult:
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(result.assignment_hash),
+        metadata={
+            REF: dg.MetadataValue.text(result.ref),
+            "assignment_hash": dg.MetadataValue.text(result.assignment_hash),
+            "split_sizes": md_table(["split", "rows"], sorted(result.counts.items())),
+            "policy": dg.MetadataValue.json(dict(result.policy)),
+        },
+        check_results=[
+            dg.AssetCheckResult(
+                check_name=SPLITS_ARE_ENTITY_DISJOINT,
+                passed=result.report.passed,
+                metadata={f.name: dg.MetadataValue.json(f.to_document()) for f in result.report.findings},
+            )
+        ],
+    )
+
+
+def build_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
     @dg.asset(
-        name=snapshot_key.path[0],
+        name=f"{definition.asset_prefix}_snapshot",
         group_name="datasets",
         kinds={"parquet"},
-        deps=deps,
+        deps=snapshot_deps(definition),
         description=f"{definition.ref}: {definition.description} Each materialization pins the source snapshots with an Iceberg tag, "
-        "reads them as known at the watermark, joins the pinned label version and publishes an immutable realization. "
+        "reads them as known at the watermark, joins the pinned label version (if any) and publishes an immutable realization. "
         "Data version = manifest hash; open it with `open_dataset(<ref>)`.",
     )
-    def _snapshot(context: dg.AssetExecutionContext, platform: PlatformResource) -> dg.MaterializeResult:
-        p = platform.get()
-        build = build_realization(p.tables, p.registry, p.store, definition, actor=p.actor)
-        m = build.manifest
-        return dg.MaterializeResult(
-            data_version=dg.DataVersion(build.manifest_hash),
-            metadata={
-                REF: dg.MetadataValue.text(build.ref),
-                "manifest_hash": dg.MetadataValue.text(build.manifest_hash),
-                "content_hash": dg.MetadataValue.text(build.content_hash),
-                "state": dg.MetadataValue.text("published (reused: same pinned inputs)" if build.reused else "published"),
-                "label_version": dg.MetadataValue.text(f"{m.labels.name}:{m.labels.version}" if m.labels else "none"),
-                "watermark": dg.MetadataValue.text(m.watermark or ""),
-                "rows": dg.MetadataValue.int(m.rows),
-                "pinned_snapshots": md_table(["table", "snapshot id", "tag"], [(p.table, p.snapshot_id, p.tag) for p in build.pins]),
-                "split_sizes": md_table(["split", "rows"], sorted(build.split_counts.items())),
-                "partitions": md_table(["partition", "rows", "hash"], [(p.key, p.rows, p.hash[:16]) for p in m.partitions]),
-                "gates": md_table(["gate", "passed", "blocking"], [(g.name, g.passed, g.blocking) for g in build.gates]),
-            },
-        )
+    def _snapshot(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
+        return snapshot_result(build_realization(platform.get(), definition))
+
+    return _snapshot
+
+
+def build_splits_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
+    snapshot_key = dg.AssetKey(f"{definition.asset_prefix}_snapshot")
+    name = f"{definition.asset_prefix}_splits"
 
     @dg.asset(
-        name=f"{prefix}_splits",
+        name=name,
         group_name="datasets",
         kinds={"parquet"},
         deps=[snapshot_key],
-        check_specs=[dg.AssetCheckSpec(SPLITS_ARE_ENTITY_DISJOINT, asset=f"{prefix}_splits", blocking=True, description=f"no {definition.entity_column} appears in two splits")],
+        check_specs=[
+            dg.AssetCheckSpec(SPLITS_ARE_ENTITY_DISJOINT, asset=name, blocking=True, description=f"no {definition.entity_column} appears in two splits")
+        ],
         description=f"The materialized split assignment of the latest {definition.ref} realization (policy from the definition), "
         "cross-checked against its manifest. Data version = assignment hash.",
     )
-    def _splits(context: dg.AssetExecutionContext, platform: PlatformResource) -> dg.MaterializeResult:
-        result = check_splits(platform.get(), upstream_ref(context, snapshot_key), definition)
-        return dg.MaterializeResult(
-            data_version=dg.DataVersion(result.assignment_hash),
-            metadata={
-                REF: dg.MetadataValue.text(result.ref),
-                "assignment_hash": dg.MetadataValue.text(result.assignment_hash),
-                "split_sizes": md_table(["split", "rows"], sorted(result.counts.items())),
-                "policy": dg.MetadataValue.json(dict(result.policy)),
-            },
-            check_results=[
-                dg.AssetCheckResult(
-                    check_name=SPLITS_ARE_ENTITY_DISJOINT,
-                    passed=result.report.passed,
-                    metadata={f.name: dg.MetadataValue.json(f.to_document()) for f in result.report.findings},
-                )
-            ],
-        )
+    def _splits(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
+        return splits_result(check_splits(platform.get(), upstream_ref(context, snapshot_key), definition))
 
-    return [_snapshot, _splits]
+    return _splits
 
 
-dataset_assets = [a for d in load_definitions() for a in build_dataset_assets(d)]
+def build_dataset_assets(definition: DatasetDefinition) -> list[dg.AssetsDefinition]:
+    return [build_snapshot_asset(definition), build_splits_asset(definition)]

@@ -5,9 +5,9 @@ from datetime import timedelta
 
 import dagster as dg
 
-from dsv_platform.services import gc as gc_adapter
 from dsv_platform.core.gc import GcPolicy, plan_gc
 from dsv_platform.defs.resources import PlatformResource
+from dsv_platform.services import gc as gc_adapter
 
 
 class GcConfig(dg.Config):

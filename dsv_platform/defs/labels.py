@@ -1,40 +1,44 @@
-"""labels_fraud: one label version per label definition, keyed by transaction id, append-only."""
+"""labels_<name>: one partition (and Iceberg table) per registered label version, append-only."""
+
+from typing import Any
 
 import dagster as dg
 
-from dsv_platform.services.canonical_load import build_labels, label_spec
+from dsv_platform.core.labels import LabelVersion
+from dsv_platform.defs.metadata import AssetResult
 from dsv_platform.defs.partitions import label_version_partitions
 from dsv_platform.defs.resources import PlatformResource
-from dsv_platform.domain.labels import LABEL_DEFINITIONS, label_definition
-
-_DEFINITIONS = "; ".join(f"v{d.version}: {d.description}" for d in LABEL_DEFINITIONS.values())
+from dsv_platform.services.canonical_load import LabelBuild, build_labels
 
 
-@dg.asset(
-    partitions_def=label_version_partitions,
-    group_name="labels",
-    kinds={"iceberg"},
-    deps=[
-        dg.AssetDep("canonical_transactions", partition_mapping=dg.AllPartitionMapping()),
-        dg.AssetDep("canonical_chargebacks", partition_mapping=dg.AllPartitionMapping()),
-    ],
-    description=f"Fraud labels by transaction id, one partition (and Iceberg table) per label definition ({_DEFINITIONS}). "
-    "A new definition is applied to all history as a new version; a label that changes is a new row, never a rewrite.",
-)
-def labels_fraud(context: dg.AssetExecutionContext, platform: PlatformResource) -> dg.MaterializeResult:
-    definition = label_definition(int(context.partition_key.removeprefix("v")))
-    tables = platform.get().tables
-    build = build_labels(tables, definition)
-    return dg.MaterializeResult(
-        data_version=dg.DataVersion(build.digest.content_hash),
-        metadata={
-            "label": dg.MetadataValue.text(definition.ref),
-            "table": dg.MetadataValue.text(tables.identifier(label_spec(definition))),
-            "rows": dg.MetadataValue.int(build.rows),
-            "positives": dg.MetadataValue.int(build.positives),
-            "labels_changed": dg.MetadataValue.int(build.outcome.appended if build.outcome else 0),
-            "watermark": dg.MetadataValue.text(build.watermark.isoformat() if build.watermark else "no input yet"),
-            "content_hash": dg.MetadataValue.text(build.digest.content_hash),
-            "snapshot_id": dg.MetadataValue.text(str(tables.current_snapshot_id(label_spec(definition)))),
-        },
+def label_result(label: LabelVersion, build: LabelBuild) -> AssetResult:
+    outcome, mark = build.outcome, build.watermark
+    metadata: dict[str, dg.MetadataValue[Any]] = {
+        "label": dg.MetadataValue.text(label.ref),
+        "table": dg.MetadataValue.text(label.table_name),
+        "rows": dg.MetadataValue.int(build.rows),
+        "labels_changed": dg.MetadataValue.int(outcome.appended if outcome else 0),
+        "watermark": dg.MetadataValue.text(mark.isoformat() if mark else "no input yet"),
+        "content_hash": dg.MetadataValue.text(build.digest.content_hash),
+    }
+    return dg.MaterializeResult(data_version=dg.DataVersion(build.digest.content_hash), metadata=metadata)
+
+
+def build_label_asset(name: str, versions: dict[int, LabelVersion]) -> dg.AssetsDefinition:
+    inputs = sorted({s for v in versions.values() for s in v.inputs})
+    described = "; ".join(f"v{v.version}: {v.description}" for _, v in sorted(versions.items()))
+
+    @dg.asset(
+        name=f"labels_{name}",
+        partitions_def=label_version_partitions(versions),
+        group_name="labels",
+        kinds={"iceberg"},
+        deps=[dg.AssetDep(f"canonical_{s}", partition_mapping=dg.AllPartitionMapping()) for s in inputs],
+        description=f"Label {name}, one partition (and Iceberg table) per registered version ({described}). "
+        "A new version is applied to all history; a label that changes is a new row, never a rewrite.",
     )
+    def _labels(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
+        label = versions[int(context.partition_key.removeprefix("v"))]
+        return label_result(label, build_labels(platform.get(), label))
+
+    return _labels

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
 from dsv_platform.core.validation import FailureCase
 
 MAX_ROWS = 50
+
+if TYPE_CHECKING:
+    AssetResult = dg.MaterializeResult[None]
+else:
+    AssetResult = dg.MaterializeResult  # Dagster reads asset return annotations: a subscripted one breaks assets with checks
 
 
 def md_table(header: Sequence[str], rows: Iterable[Sequence[object]], *, limit: int = MAX_ROWS) -> dg.MetadataValue:

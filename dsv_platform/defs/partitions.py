@@ -1,16 +1,24 @@
-"""Partitions shared by the asset graph."""
+"""Partitions of the asset graph: daily from the configuration's start date, label versions by name."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 
 import dagster as dg
 
-from dsv_platform.domain.generator import START
-from dsv_platform.domain.labels import LABEL_DEFINITIONS
 
-daily_partitions = dg.DailyPartitionsDefinition(start_date=START.isoformat())
-label_version_partitions = dg.StaticPartitionsDefinition([f"v{v}" for v in sorted(LABEL_DEFINITIONS)])
+def daily_partitions(start: dt.date) -> dg.DailyPartitionsDefinition:
+    return dg.DailyPartitionsDefinition(start_date=start.isoformat())
+
+
+def label_version_partitions(versions: Iterable[int]) -> dg.StaticPartitionsDefinition:
+    return dg.StaticPartitionsDefinition([f"v{v}" for v in sorted(versions)])
+
+
+def partition_days(context: dg.AssetExecutionContext) -> list[dt.date]:
+    """The days of this run: one partition, or every partition of a ranged (single-run backfill) run."""
+    return [dt.date.fromisoformat(k) for k in context.partition_keys]
 
 
 def partition_day(context: dg.AssetExecutionContext) -> dt.date:

@@ -2,8 +2,8 @@
 
 import dagster as dg
 
-from dsv_platform.services.privacy import build_coordinator
 from dsv_platform.defs.resources import PlatformResource
+from dsv_platform.services.privacy import build_coordinator
 
 
 class PrivacyDeletionConfig(dg.Config):

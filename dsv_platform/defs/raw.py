@@ -1,68 +1,109 @@
 """raw_<source>: daily partitioned landing of source batches, write-once under content-derived keys."""
 
+import datetime as dt
+from collections.abc import Sequence
 from pathlib import Path
 
 import dagster as dg
+from pydantic import Field
 
-from dsv_platform.adapters.landing import LandingStatus, read_drop_file
+from dsv_platform.adapters.landing import LandingRecord, LandingStatus, LandingZone
+from dsv_platform.core.batch import parse_batch_file
 from dsv_platform.core.hashing import content_hash
-from dsv_platform.defs.metadata import md_table
-from dsv_platform.defs.partitions import daily_partitions, partition_day
-from dsv_platform.defs.resources import PlatformResource, SampleSourceResource
-from dsv_platform.domain.events import daily_batch
-from dsv_platform.domain.sources import SOURCES, TableSpec
+from dsv_platform.core.landing_format import EXTENSIONS
+from dsv_platform.core.source import SourceSpec
+from dsv_platform.defs.metadata import AssetResult, md_table
+from dsv_platform.defs.partitions import partition_days
+from dsv_platform.defs.resources import PlatformResource
 
 BATCH_IS_READABLE = "batch_is_readable"
+DIGEST_COLUMNS = ["batch", "day", "digest", "rows", "recorded_at", "status"]
 
 
 class RawBatchConfig(dg.Config):
-    """Which batches to land: files in the drop folder (by name), or, when empty, the source's daily batch."""
+    """Which files to land (absolute paths or drop-folder names); when empty, the drop-folder files of the run's days."""
 
-    drop_files: list[str] = []
+    files: list[str] = Field(default_factory=list)
+    batch_id: str | None = None  # default: from a drop-folder name (<source>__<day>__<batch id>.<fmt>), else the file's stem
+    recorded_at: str | None = None  # ISO time the source recorded the batch; default: the file's modification time
 
 
-def build_raw_asset(spec: TableSpec) -> dg.AssetsDefinition:
+def batch_files(spec: SourceSpec, config: RawBatchConfig, drop_folder: Path, days: Sequence[dt.date]) -> list[Path]:
+    """The files this run lands: the configured ones, else ``<source>__<day>__*.<fmt>`` of each day in the drop folder."""
+    if config.files:
+        return [Path(f) if Path(f).is_absolute() else drop_folder / f for f in config.files]
+    if not drop_folder.is_dir():
+        return []
+    ext = EXTENSIONS[spec.landing_format]
+    return [p for d in days for p in sorted(drop_folder.glob(f"{spec.name}__{d.isoformat()}__*.{ext}"))]
+
+
+def recorded_time(text: str | None) -> dt.datetime | None:
+    if text is None:
+        return None
+    when = dt.datetime.fromisoformat(text)
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+
+
+def file_batch(path: Path, config: RawBatchConfig) -> tuple[str | None, dt.datetime]:
+    """The batch id (configured, else from a drop-folder name) and recorded time (configured, else the file's modification time)."""
+    parsed = parse_batch_file(path.name)
+    batch_id = config.batch_id or (parsed.batch_id if parsed is not None else None)
+    return batch_id, recorded_time(config.recorded_at) or dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
+
+
+def land_files(zone: LandingZone, spec: SourceSpec, files: Sequence[Path], config: RawBatchConfig) -> list[LandingRecord]:
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        raise dg.Failure(f"no such batch file(s): {missing}")
+    landed: list[LandingRecord] = []
+    for path in files:
+        batch_id, recorded_at = file_batch(path, config)
+        landed += zone.land_file(path, spec, batch_id=batch_id, recorded_at=recorded_at)
+    return landed
+
+
+def raw_result(landed: Sequence[LandingRecord], every: Sequence[LandingRecord]) -> AssetResult:
+    quarantined = [r for r in landed if r.status is LandingStatus.QUARANTINED]
+    landed_now = ", ".join(f"`{r.batch_id}` ({r.day}): {r.status.value}" for r in landed) or "none"
+    version = content_hash((f"{r.day}/{r.batch_ref}", r.digest) for r in every if r.loadable)
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(version),
+        metadata={
+            "batches_landed_now": dg.MetadataValue.md(landed_now),
+            "object_digests": md_table(DIGEST_COLUMNS, [(r.batch_id, r.day, r.digest, r.rows, r.recorded_at, r.status.value) for r in every]),
+            "rows": dg.MetadataValue.int(sum(r.rows for r in every if r.loadable)),
+            "partition_version": dg.MetadataValue.text(version),
+        },
+        check_results=[
+            dg.AssetCheckResult(
+                check_name=BATCH_IS_READABLE,
+                passed=not quarantined,
+                severity=dg.AssetCheckSeverity.WARN,
+                metadata={"quarantined": md_table(["batch", "digest", "reason"], [(r.batch_id, r.digest, r.reason) for r in quarantined])},
+            )
+        ],
+    )
+
+
+def build_raw_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
     name = f"raw_{spec.name}"
 
     @dg.asset(
         name=name,
-        partitions_def=daily_partitions,
+        partitions_def=partitions,
+        backfill_policy=dg.BackfillPolicy.single_run(),
         group_name="raw",
-        kinds={"csv"},
-        check_specs=[dg.AssetCheckSpec(BATCH_IS_READABLE, asset=name, description="every landed batch parses as the source's format")],
-        description=f"{spec.name} source batches as they arrived, one day per partition, stored write-once under their SHA-256. "
-        "Landing the same bytes again is a no-op; new bytes for a batch id are a new object; unreadable batches are quarantined.",
+        kinds={spec.landing_format},
+        check_specs=[dg.AssetCheckSpec(BATCH_IS_READABLE, asset=name, description=f"every landed batch parses as {spec.landing_format}")],
+        description=f"{spec.name} source batches ({spec.landing_format}) as they arrived, one day per partition, stored write-once under "
+        "their SHA-256. Landing the same bytes again is a no-op; new bytes for a batch id are a new object; unreadable batches are quarantined.",
     )
-    def _raw(context: dg.AssetExecutionContext, config: RawBatchConfig, platform: PlatformResource, sample_source: SampleSourceResource) -> dg.MaterializeResult:
-        day = partition_day(context)
+    def _raw(context: dg.AssetExecutionContext, config: RawBatchConfig, platform: PlatformResource) -> AssetResult:
+        days = partition_days(context)
         zone = platform.get().landing
-        if config.drop_files:
-            batches = [b for f in config.drop_files if (b := read_drop_file(Path(platform.drop_folder) / f)) is not None]
-        else:
-            batches = [daily_batch(sample_source.domain(), spec.name, day)]
-        landed = [zone.land(b) for b in batches]
-        every = zone.records(spec.name, day)
-        quarantined = [r for r in landed if r.status is LandingStatus.QUARANTINED]
-        version = content_hash((r.batch_ref, r.digest) for r in every if r.loadable)
-        return dg.MaterializeResult(
-            data_version=dg.DataVersion(version),
-            metadata={
-                "batches_landed_now": dg.MetadataValue.md(", ".join(f"`{r.batch_id}`: {r.status.value}" for r in landed) or "none"),
-                "object_digests": md_table(["batch", "digest", "rows", "recorded_at", "status"], [(r.batch_id, r.digest, r.rows, r.recorded_at, r.status.value) for r in every]),
-                "rows": dg.MetadataValue.int(sum(r.rows for r in every if r.loadable)),
-                "partition_version": dg.MetadataValue.text(version),
-            },
-            check_results=[
-                dg.AssetCheckResult(
-                    check_name=BATCH_IS_READABLE,
-                    passed=not quarantined,
-                    severity=dg.AssetCheckSeverity.WARN,
-                    metadata={"quarantined": md_table(["batch", "digest", "reason"], [(r.batch_id, r.digest, r.reason) for r in quarantined])},
-                )
-            ],
-        )
+        landed = land_files(zone, spec, batch_files(spec, config, Path(platform.drop_folder), days), config)
+        every = [r for d in days for r in zone.records(spec.name, d)]
+        return raw_result(landed, every)
 
     return _raw
-
-
-raw_assets = [build_raw_asset(spec) for spec in SOURCES.values()]

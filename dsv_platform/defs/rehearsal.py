@@ -2,10 +2,10 @@
 
 import dagster as dg
 
-from dsv_platform.services.rehearsal import integrity_scan, rehearse
-from dsv_platform.services.status import platform_status
 from dsv_platform.defs.metadata import md_table
 from dsv_platform.defs.resources import PlatformResource
+from dsv_platform.services.rehearsal import integrity_scan, rehearse
+from dsv_platform.services.status import platform_status
 
 RECONSTRUCTABLE = "retained_models_are_reconstructable"
 INTEGRITY = "sampled_realizations_match_their_manifests"

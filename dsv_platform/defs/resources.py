@@ -6,18 +6,17 @@ one registry engine and the same key store the CLI uses.
 """
 
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 from pydantic import PrivateAttr
 
 from dsv_platform.bootstrap import Platform, build_platform
-from dsv_platform.core import sample_data
-from dsv_platform.domain.generator import FraudDomain
 from dsv_platform.settings import Settings
 
 
-class PlatformResource(dg.ConfigurableResource):
-    """Registry, object store (with its key store), landing zone and canonical tables, from Settings values."""
+class PlatformResource(dg.ConfigurableResource[Any]):
+    """Registry, object store (with its key store), landing zone, canonical tables and configuration, from Settings values."""
 
     home: str
     registry_url: str
@@ -26,6 +25,8 @@ class PlatformResource(dg.ConfigurableResource):
     iceberg_warehouse: str
     key_store: str
     drop_folder: str
+    config_dir: str
+    dagster_home: str
     s3_endpoint_url: str | None = None
     s3_region: str = "us-east-1"
     actor: str = "dagster"
@@ -42,6 +43,8 @@ class PlatformResource(dg.ConfigurableResource):
             iceberg_warehouse=settings.iceberg_warehouse,
             key_store=str(settings.key_store),
             drop_folder=str(settings.drop_folder),
+            config_dir=str(settings.config_dir),
+            dagster_home=str(settings.dagster_home),
             s3_endpoint_url=settings.s3_endpoint_url,
             s3_region=settings.s3_region,
             actor=settings.actor,
@@ -58,6 +61,8 @@ class PlatformResource(dg.ConfigurableResource):
             iceberg_warehouse=self.iceberg_warehouse,
             key_store=Path(self.key_store),
             drop_folder=Path(self.drop_folder),
+            config_dir=Path(self.config_dir),
+            dagster_home=Path(self.dagster_home),
             actor=self.actor,
         )
 
@@ -73,19 +78,6 @@ class PlatformResource(dg.ConfigurableResource):
             self._platform = None
 
 
-class SampleSourceResource(dg.ConfigurableResource):
-    """The generated fraud source systems (deterministic from the seed)."""
-
-    seed: int = 7
-    rows_per_day: int = sample_data.ROWS_PER_DAY
-
-    def domain(self) -> FraudDomain:
-        return FraudDomain(seed=self.seed, rows_per_day=self.rows_per_day)
-
-
-def build_resources(settings: Settings, *, rows_per_day: int = sample_data.ROWS_PER_DAY, seed: int = 7) -> dict[str, dg.ConfigurableResource]:
+def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource[Any]]:
     """Every resource, keyed as the assets expect, from one Settings value."""
-    return {
-        "platform": PlatformResource.for_settings(settings),
-        "sample_source": SampleSourceResource(seed=seed, rows_per_day=rows_per_day),
-    }
+    return {"platform": PlatformResource.for_settings(settings)}

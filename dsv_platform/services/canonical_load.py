@@ -1,29 +1,36 @@
 """Loading landed batches into canonical tables, and building label versions from canonical tables.
 
-``load_partition`` applies every loadable landed batch of one source and day
-(in arrival order) to its canonical table: parse, deduplicate, validate,
-quarantine failing rows, append the rest as new versions. It then reads the
-partition as corrected now and hashes it (core.hashing), which is the
-partition's data version. ``build_labels`` computes one label definition over
-everything known and appends only labels that changed, recorded at the
-inputs' watermark (the latest ``_recorded_at`` among them).
+``load_partition`` applies every loadable landed batch indexed under one
+source and day (in arrival order) to its canonical table: parse, deduplicate,
+validate, quarantine failing rows, append the rest (only the rows of that
+partition day) as new versions. It then reads the partition as corrected now
+and hashes it (core.hashing), which is the partition's data version.
+``build_labels`` computes one label version over its input sources as known
+at their watermark (the latest ``_recorded_at`` among them) and appends only
+labels that changed, recorded at that watermark.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from dsv_platform.adapters.iceberg import CanonicalTables
 from dsv_platform.adapters.iceberg_values import RECORDED_AT, AppendOutcome
 from dsv_platform.adapters.landing import LandingRecord, LandingZone
+from dsv_platform.core.batch import prepare_batch
 from dsv_platform.core.hashing import DatasetDigest, hash_table
+from dsv_platform.core.labels import LabelVersion
+from dsv_platform.core.source import DerivedTableSpec, SourceSpec, TableSpecLike
 from dsv_platform.core.validation import FailureCase
-from dsv_platform.domain.batch import prepare_batch
-from dsv_platform.domain.labels import LabelDefinition, compute_labels
-from dsv_platform.domain.sources import CHARGEBACKS, FRAUD_LABELS, TRANSACTIONS, TableSpec
+from dsv_platform.services.lineage import record_label_build, record_partition_load
+
+if TYPE_CHECKING:
+    from dsv_platform.bootstrap import Platform
 
 
 @dataclass(frozen=True)
@@ -60,14 +67,30 @@ class PartitionLoad:
         return sum(b.rejected for b in self.batches)
 
 
-def load_partition(landing: LandingZone, tables: CanonicalTables, spec: TableSpec, day: dt.date) -> PartitionLoad:
-    """Apply the landed batches of ``spec`` for ``day`` to its canonical table (idempotent)."""
+def load_partition(platform: Platform, spec: SourceSpec, day: dt.date) -> PartitionLoad:
+    """Apply the landed batches of ``spec`` indexed under ``day`` to its canonical table (idempotent), recording raw_batch lineage."""
+    load = load_landed(platform.landing, platform.tables, spec, day)
+    record_partition_load(platform, spec, [(b.record.batch_ref, b.outcome) for b in load.batches])
+    return load
+
+
+def rows_of_day(rows: pa.Table, spec: SourceSpec, day: dt.date) -> pa.Table:
+    """The rows whose partition column (``spec.partition_by``) falls on ``day``."""
+    column = rows.column(spec.partition_by)
+    if pa.types.is_timestamp(column.type):
+        column = pc.cast(pc.cast(column, pa.timestamp(column.type.unit)), pa.date32())  # a timestamp's UTC day
+    return rows.filter(pc.fill_null(pc.equal(column, pa.scalar(day, pa.date32())), False))
+
+
+def load_landed(landing: LandingZone, tables: CanonicalTables, spec: SourceSpec, day: dt.date) -> PartitionLoad:
+    """:func:`load_partition` over a given landing zone and tables (raw rebuilds use scratch tables)."""
     contract = spec.contract
     loads = []
     for record in landing.loadable(spec.name, day):
-        prepared = prepare_batch(landing.read(record), contract, spec.aliases)
-        outcome = tables.append(spec, prepared.accepted, recorded_at=record.recorded_at, batch=record.batch_ref)
-        loads.append(BatchLoad(record, outcome, prepared.accepted.num_rows, prepared.rejected.num_rows, prepared.duplicates_dropped, prepared.report.failures))
+        prepared = prepare_batch(landing.read(record), spec)
+        accepted = rows_of_day(prepared.accepted, spec, day)
+        outcome = tables.append(spec, accepted, recorded_at=record.recorded_at, batch=record.batch_ref)
+        loads.append(BatchLoad(record, outcome, accepted.num_rows, prepared.rejected.num_rows, prepared.duplicates_dropped, prepared.report.failures))
     quarantined = tuple(r for r in landing.records(spec.name, day) if not r.loadable)
     rows = tables.read(spec, partition=day)
     digest = hash_table(rows, contract, partition_by=contract.partition_by)
@@ -76,25 +99,29 @@ def load_partition(landing: LandingZone, tables: CanonicalTables, spec: TableSpe
 
 @dataclass(frozen=True)
 class LabelBuild:
-    """One label version after a build: the append outcome, watermark, digest and class counts."""
+    """One label version after a build: the append outcome, watermark, digest and row count."""
 
-    definition: LabelDefinition
+    label: LabelVersion
     outcome: AppendOutcome | None
     watermark: dt.datetime | None
     digest: DatasetDigest
-    positives: int
 
     @property
     def rows(self) -> int:
         return self.digest.rows
 
+    @property
+    def definition(self) -> LabelVersion:
+        """The label version (the name before labels were configuration)."""
+        return self.label
 
-def label_spec(definition: LabelDefinition) -> TableSpec:
-    """The table spec of one label version (``labels_fraud_v6``), sharing the fraud_labels contract."""
-    return replace(FRAUD_LABELS, name=definition.table_name)
+
+def label_table_spec(label: LabelVersion) -> DerivedTableSpec:
+    """The canonical table of one label version (``labels_<name>_v<version>``) under the label file's contract."""
+    return DerivedTableSpec(label.table_name, label.contract)
 
 
-def watermark(tables: CanonicalTables, *specs: TableSpec) -> dt.datetime | None:
+def watermark(tables: CanonicalTables, *specs: TableSpecLike) -> dt.datetime | None:
     """The latest ``_recorded_at`` across ``specs``: everything known up to it is in the tables."""
     marks = []
     for spec in specs:
@@ -104,18 +131,23 @@ def watermark(tables: CanonicalTables, *specs: TableSpec) -> dt.datetime | None:
     return max(marks) if marks else None
 
 
-def build_labels(tables: CanonicalTables, definition: LabelDefinition, *, as_of: dt.datetime | None = None) -> LabelBuild:
-    """Compute ``definition`` over all transactions and chargebacks known (at ``as_of``, default now)."""
-    spec = label_spec(definition)
-    mark = watermark(tables, TRANSACTIONS, CHARGEBACKS)
+def build_labels(platform: Platform, label: LabelVersion, *, as_of: dt.datetime | None = None) -> LabelBuild:
+    """Compute ``label`` over its input sources as known at their watermark (at most ``as_of``), recording its lineage."""
+    inputs = [platform.config.sources[name] for name in label.inputs]
+    build = build_label_table(platform.tables, label, inputs, as_of=as_of)
+    record_label_build(platform, label_table_spec(label), build.outcome, inputs, label=label.ref)
+    return build
+
+
+def build_label_table(tables: CanonicalTables, label: LabelVersion, inputs: list[SourceSpec], *, as_of: dt.datetime | None = None) -> LabelBuild:
+    """:func:`build_labels` over given tables and input specs (raw rebuilds use scratch tables)."""
+    spec = label_table_spec(label)
+    mark = watermark(tables, *inputs)
     if as_of is not None and mark is not None:
         mark = min(mark, as_of)
     outcome = None
     if mark is not None:
-        labels = compute_labels(tables.read(TRANSACTIONS, as_of=mark), tables.read(CHARGEBACKS, as_of=mark), definition)
-        outcome = tables.append(spec, labels, recorded_at=mark, batch=f"{definition.ref}@{mark.isoformat()}")
+        known = {s.name: tables.read(s, as_of=mark) for s in inputs}
+        outcome = tables.append(spec, label.compute(known), recorded_at=mark, batch=f"{label.ref}@{mark.isoformat()}")
     current = tables.read(spec)
-    positives = int(pc.sum(current.column("is_fraud")).as_py() or 0) if current.num_rows else 0
-    return LabelBuild(definition, outcome, mark, hash_table(current, spec.contract), positives)
-
-
+    return LabelBuild(label, outcome, mark, hash_table(current, spec.contract))

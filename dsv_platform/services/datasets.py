@@ -23,12 +23,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dsv_platform.adapters.object_store import ObjectStore
-from dsv_platform.core.records import Realization
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.contract import Contract, parse_contract
 from dsv_platform.core.errors import CorruptError, DsvError, ObjectErasedError, ObjectNotFoundError, ObjectVerificationError, RedactedError, ResolutionError
 from dsv_platform.core.hashing import digest_of, hash_partition
 from dsv_platform.core.manifest import Manifest, PartitionEntry
+from dsv_platform.core.records import Realization
 from dsv_platform.core.refs import DatasetRef
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ class Dataset:
             raise DsvError(f"{self.ref}: no split named {split!r}; the realization has {sorted(set(assignment.column('split').to_pylist()))}")
         return table.join(chosen, keys=key, join_type="inner").sort_by([(k, "ascending") for k in self.contract.key])
 
-    def to_pandas(self, split: str | None = None) -> "pd.DataFrame":
+    def to_pandas(self, split: str | None = None) -> pd.DataFrame:
         return self.to_arrow(split).to_pandas()
 
     def verify_content(self) -> str:

@@ -1,14 +1,13 @@
 """Deriving lineage edges from what the pipeline recorded (never typed by hand).
 
 * :func:`record_realization_lineage`: a published manifest -> edges into its
-  realization from each partition object, the split assignment, every pinned
-  source snapshot (``table@snapshot_id``) and its tag, the label version and
-  the attachments (core/lineage.py ``manifest_edges``); plus the alias, if the
-  caller names it.
-* :func:`record_canonical_lineage`: Iceberg metadata -> ``raw_batch ->
-  iceberg_snapshot`` (``loaded_into``: the snapshot whose added data files
-  carry the batch in ``_batch``) and ``parent snapshot -> child snapshot``
-  (``succeeded_by``: a child holds its parent's rows).
+  realization (core/lineage.py ``manifest_edges``), plus the alias if named.
+* :func:`record_load_lineage`: one canonical append -> ``raw_batch
+  --loaded_into--> iceberg_snapshot`` and ``parent --succeeded_by--> child``.
+* :func:`record_label_lineage`: one label append -> ``input snapshot
+  --derived_from--> label snapshot`` (and its parent edge).
+* :func:`record_model_lineage`: ``realization --trained--> model_run:<run hash>``.
+* :func:`record_canonical_lineage`: the backfill, from every table's metadata.
 
 Recording is idempotent: edges already in the registry are not added again.
 """
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsv_platform.adapters.iceberg import CanonicalTables
 from dsv_platform.adapters.iceberg_maintenance import snapshot_batches
+from dsv_platform.adapters.iceberg_values import AppendOutcome
 from dsv_platform.adapters.landing import LandingZone
 from dsv_platform.adapters.registry.lineage import LineageQueries
 from dsv_platform.adapters.registry.registry import Registry
@@ -28,12 +28,13 @@ from dsv_platform.core.errors import DsvError, NotFoundError, ResolutionError
 from dsv_platform.core.lineage import Edge, NodeKind, Relation, manifest_edges, node_label, parse_node
 from dsv_platform.core.manifest import Manifest
 from dsv_platform.core.refs import parse_ref
+from dsv_platform.core.source import TableSpecLike
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
 
 K = NodeKind
-SUCCEEDED_BY = "succeeded_by"
+SUCCEEDED_BY = Relation.SUCCEEDED_BY.value
 
 
 def _record_new(registry: Registry, edges: Iterable[Edge], *, actor: str) -> int:
@@ -65,8 +66,63 @@ def record_realization_lineage(registry: Registry, manifest: Manifest, ref: str 
     """Record the edges a published manifest implies; returns how many were new."""
     edges = realization_edges(manifest, alias=alias)
     if ref:
-        edges = [Edge(e.src_kind, e.src_id, e.dst_kind, e.dst_id, e.relation, {**e.attributes, "ref": ref}) if e.dst_kind == K.REALIZATION.value else e for e in edges]
+        edges = [
+            Edge(e.src_kind, e.src_id, e.dst_kind, e.dst_id, e.relation, {**e.attributes, "ref": ref}) if e.dst_kind == K.REALIZATION.value else e
+            for e in edges
+        ]
     return _record_new(registry, edges, actor=actor)
+
+
+def _snapshot_edges(table: str, snapshot_id: int, parent_id: int | None) -> list[Edge]:
+    if parent_id is None:
+        return []
+    return [Edge(K.ICEBERG_SNAPSHOT.value, f"{table}@{parent_id}", K.ICEBERG_SNAPSHOT.value, f"{table}@{snapshot_id}", SUCCEEDED_BY)]
+
+
+def record_load_lineage(registry: Registry, table: str, batch_ref: str, snapshot_id: int, parent_id: int | None, *, actor: str = "dsv-lineage") -> int:
+    """``raw_batch:<batch_ref> --loaded_into--> iceberg_snapshot:<table>@<snapshot_id>`` and its parent edge; returns how many were new."""
+    loaded = Edge(K.RAW_BATCH.value, batch_ref, K.ICEBERG_SNAPSHOT.value, f"{table}@{snapshot_id}", Relation.LOADED_INTO.value, {"table": table})
+    return _record_new(registry, [loaded, *_snapshot_edges(table, snapshot_id, parent_id)], actor=actor)
+
+
+def record_label_lineage(
+    registry: Registry, table: str, snapshot_id: int, parent_id: int | None, inputs: Iterable[tuple[str, int]], *, label: str, actor: str = "dsv-lineage"
+) -> int:
+    """``iceberg_snapshot:<input>@<id> --derived_from--> iceberg_snapshot:<table>@<snapshot_id>`` per input read, and the parent edge."""
+    child = f"{table}@{snapshot_id}"
+    derived = Relation.DERIVED_FROM.value
+    edges = [Edge(K.ICEBERG_SNAPSHOT.value, f"{t}@{sid}", K.ICEBERG_SNAPSHOT.value, child, derived, {"label_version": label}) for t, sid in inputs]
+    return _record_new(registry, [*edges, *_snapshot_edges(table, snapshot_id, parent_id)], actor=actor)
+
+
+def record_partition_load(platform: Platform, spec: TableSpecLike, appended: Iterable[tuple[str, AppendOutcome]]) -> int:
+    """After loading a partition: the lineage of each ``(batch_ref, append outcome)`` that made a snapshot (a reload adds nothing)."""
+    new = 0
+    for batch_ref, outcome in appended:
+        if outcome.appended and outcome.snapshot_id is not None:
+            parent = platform.tables.snapshot_parent(spec, outcome.snapshot_id)
+            new += record_load_lineage(platform.registry, spec.name, batch_ref, outcome.snapshot_id, parent, actor=platform.actor)
+    return new
+
+
+def record_label_build(platform: Platform, spec: TableSpecLike, outcome: AppendOutcome | None, inputs: Iterable[TableSpecLike], *, label: str) -> int:
+    """After appending a label version: ``derived_from`` edges from its inputs' current snapshots (they hold every row read), if it made a snapshot."""
+    if outcome is None or outcome.appended == 0 or outcome.snapshot_id is None:
+        return 0
+    tables = platform.tables
+    read = [(s.name, sid) for s in inputs for sid in [tables.current_snapshot_id(s)] if sid is not None]
+    parent = tables.snapshot_parent(spec, outcome.snapshot_id)
+    return record_label_lineage(platform.registry, spec.name, outcome.snapshot_id, parent, read, label=label, actor=platform.actor)
+
+
+def model_run_edge(manifest_hash: str, run_hash: str, *, model: str, ref: str, run_object: str) -> Edge:
+    """``realization --trained--> model_run:<run hash>``; the model's name, the ref and the run manifest object in its attributes."""
+    return Edge(K.REALIZATION.value, manifest_hash, K.MODEL_RUN.value, run_hash, Relation.TRAINED.value, {"model": model, "ref": ref, "run_object": run_object})
+
+
+def record_model_lineage(registry: Registry, manifest_hash: str, run_hash: str, *, model: str, ref: str, run_object: str, actor: str) -> int:
+    """Record the ``trained`` edge once per run manifest (training again on the same inputs adds nothing); returns how many were new."""
+    return _record_new(registry, [model_run_edge(manifest_hash, run_hash, model=model, ref=ref, run_object=run_object)], actor=actor)
 
 
 def canonical_edges(tables: CanonicalTables, *, batch_refs: Iterable[str] | None = None) -> list[Edge]:
@@ -75,8 +131,7 @@ def canonical_edges(tables: CanonicalTables, *, batch_refs: Iterable[str] | None
     edges: list[Edge] = []
     for snap in snapshot_batches(tables):
         node = f"{snap.table}@{snap.snapshot_id}"
-        if snap.parent_id is not None:
-            edges.append(Edge(K.ICEBERG_SNAPSHOT.value, f"{snap.table}@{snap.parent_id}", K.ICEBERG_SNAPSHOT.value, node, SUCCEEDED_BY))
+        edges.extend(_snapshot_edges(snap.table, snap.snapshot_id, snap.parent_id))
         for batch in snap.batches:
             if allowed is None or batch in allowed:
                 edges.append(Edge(K.RAW_BATCH.value, batch, K.ICEBERG_SNAPSHOT.value, node, Relation.LOADED_INTO.value, {"table": snap.table}))
@@ -89,7 +144,18 @@ def record_canonical_lineage(registry: Registry, tables: CanonicalTables, *, lan
     return _record_new(registry, canonical_edges(tables, batch_refs=refs), actor=actor)
 
 
-__all__ = ["canonical_edges", "realization_edges", "record_canonical_lineage", "record_realization_lineage"]
+__all__ = [
+    "canonical_edges",
+    "model_run_edge",
+    "realization_edges",
+    "record_canonical_lineage",
+    "record_label_build",
+    "record_label_lineage",
+    "record_load_lineage",
+    "record_model_lineage",
+    "record_partition_load",
+    "record_realization_lineage",
+]
 
 
 # ---------------------------------------------------------------- queries (the Python API behind `dsv lineage`)
@@ -136,7 +202,8 @@ def _walk(queries: LineageQueries, starts: list[tuple[str, str]], direction: str
             if node in seen:
                 continue
             seen.add(node)
-            nodes.append({"node": node_label(node), "kind": node[0], "id": node[1], "depth": depth, "via": None if via is None else node_label(via), "relation": relation})
+            via_label = None if via is None else node_label(via)
+            nodes.append({"node": node_label(node), "kind": node[0], "id": node[1], "depth": depth, "via": via_label, "relation": relation})
     return nodes
 
 
@@ -157,6 +224,8 @@ def lineage(platform: Platform, query: str, *, impact: bool = False) -> dict[str
                 n["ref"] = r.ref
                 states[n["id"]] = r
     found = {(n["kind"], n["id"]) for n in nodes}
-    roots = [root.as_dict() for root in registry.list_retention_roots(datetime.now(UTC)) if _root_node(root.ref) in found or any(root.ref == i for _, i in found)]
+    ids = {i for _, i in found}
+    roots = [root.as_dict() for root in registry.list_retention_roots(datetime.now(UTC)) if _root_node(root.ref) in found or root.ref in ids]
     aliases = [{"alias": alias, "target": mh} for mh in states for alias in queries.aliases_targeting(mh)]
-    return {"query": query, "direction": "impact" if impact else "provenance", "start": [node_label(s) for s in starts], "nodes": nodes, "retention_roots": roots, "aliases": aliases}
+    direction = "impact" if impact else "provenance"
+    return {"query": query, "direction": direction, "start": [node_label(s) for s in starts], "nodes": nodes, "retention_roots": roots, "aliases": aliases}

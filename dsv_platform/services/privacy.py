@@ -3,14 +3,14 @@
 Plan, then guarded apply (STYLE.md "Destructive operations"):
 
 1. ``refresh_index`` scans every published manifest not yet scanned for a
-   subject column (``core.privacy.SUBJECT_COLUMNS``) and records, per salted
+   subject column (the entity columns of the dataset's configured sources) and records, per salted
    subject hash, the partition and split objects and the realization; with a
    landing zone, it also scans every landed raw object not yet scanned and
    records the raw batches (RAW_BATCH, by object digest) holding each subject.
 2. ``plan`` turns the subject's index entries into one decision per descendant;
    with canonical tables, it adds one CANONICAL_ROWS descendant per canonical
    table whose current snapshot holds the subject (an Iceberg scan with
-   ``EqualTo(account_id, key)``).
+   ``EqualTo(<the source's entity column>, key)``).
 3. ``apply`` first reconciles a key store that is behind the registry, refuses
    a plan computed at another redaction generation (unless it reruns a
    recorded request), records the request with a new redaction generation in
@@ -37,9 +37,9 @@ Dagster job runs with concurrency 1).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -50,6 +50,7 @@ from dsv_platform.adapters.registry.privacy import PrivacyRequest
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import DsvError
 from dsv_platform.core.manifest import Manifest
+from dsv_platform.core.platform_config import PlatformConfig
 from dsv_platform.core.privacy import (
     OBJECT_KINDS,
     Decision,
@@ -60,9 +61,9 @@ from dsv_platform.core.privacy import (
     plan_deletion,
     subject_key_hash,
 )
+from dsv_platform.core.source import SourceSpec
 from dsv_platform.core.states import RealizationState
-from dsv_platform.domain.sources import TableSpec
-from dsv_platform.services.privacy_index import SubjectIndexing, _subject_specs, subject_column, subject_hashes
+from dsv_platform.services.privacy_index import SubjectIndexing, entity_columns, subject_column, subject_hashes
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -119,9 +120,18 @@ class PrivacyCoordinator(SubjectIndexing):
     """Subject index, plan, apply, reconcile and status over one registry and one encrypting store."""
 
     def __init__(
-        self, registry: Registry, store: EncryptingObjectStore, *, actor: str, zone: LandingZone | None = None, tables: CanonicalTables | None = None
+        self,
+        registry: Registry,
+        store: EncryptingObjectStore,
+        *,
+        actor: str,
+        zone: LandingZone | None = None,
+        tables: CanonicalTables | None = None,
+        config: PlatformConfig | None = None,
     ) -> None:
+        """``config`` names the subject columns (the sources' entities); without it nothing is indexed as a subject."""
         self.registry = registry
+        self.config = config
         self.store = store
         self.keys = store.keys
         self.actor = actor
@@ -205,7 +215,7 @@ class PrivacyCoordinator(SubjectIndexing):
         self.zone.mark_redacted(digest, generation, reason)
         return {"existed": existed, "landing_mark": self.zone.redaction(digest)}
 
-    def _subject_key_for(self, spec: TableSpec, column: str, subject: str) -> str | None:
+    def _subject_key_for(self, spec: SourceSpec, column: str, subject: str) -> str | None:
         """The key of ``subject``: remembered from ``plan`` in this process, else found by hashing the table's subject column."""
         if subject in self._subject_keys:
             return self._subject_keys[subject]
@@ -218,8 +228,8 @@ class PrivacyCoordinator(SubjectIndexing):
         """Row-level delete on the current snapshot, then release and expire older snapshots that still hold the subject."""
         if self.tables is None:
             raise DsvError("a canonical rows deletion needs the canonical tables: build the PrivacyCoordinator with tables=")
-        spec = next(s for s in _subject_specs() if self.tables.identifier(s) == d.id)
-        column = subject_column(spec.contract.arrow_schema)
+        spec = next(s for s in self.subject_specs() if self.tables.identifier(s) == d.id)
+        column = spec.entity
         assert column is not None
         key = self._subject_key_for(spec, column, subject)
         if key is None:
@@ -251,7 +261,7 @@ class PrivacyCoordinator(SubjectIndexing):
         for manifest_hash, _dataset, _version, state in self.registry.privacy.published_manifests():
             manifest = Manifest.from_json(self.registry.get_manifest(manifest_hash))
             for pin in manifest.sources:
-                if pin.table == table:
+                if pin.table == table and pin.tag is not None:
                     out[pin.tag] = state
         return out
 
@@ -316,24 +326,32 @@ class PrivacyCoordinator(SubjectIndexing):
             "key_store_generation": self.keys.generation(),
         }
 
-    def exclusion_filter(self) -> Callable[[pa.Table], pa.Table]:
-        """A Publisher ``row_filter`` that drops rows of every deleted subject (new realizations exclude them)."""
+    def exclusion_filter(self, columns: Sequence[str] | None = None) -> Callable[[pa.Table], pa.Table]:
+        """A Publisher ``row_filter`` that drops rows of every deleted subject (new realizations exclude them).
+
+        ``columns`` are the subject columns to check (default: every configured source's entity).
+        """
         deleted = self.registry.privacy.deleted_subjects()
         salt = self.keys.salt()
+        subjects = tuple(columns) if columns is not None else entity_columns(self.config)
 
         def keep(table: pa.Table) -> pa.Table:
-            column = subject_column(table.schema)
-            if column is None or not deleted:
+            present = [c for c in subjects if c in table.schema.names]
+            if not present or not deleted:
                 return table
-            mask = [h is None or h not in deleted for h in subject_hashes(table.column(column), salt)]
+            mask = [True] * table.num_rows
+            for column in present:
+                mask = [m and (h is None or h not in deleted) for m, h in zip(mask, subject_hashes(table.column(column), salt), strict=True)]
             return table.filter(pa.array(mask, type=pa.bool_()))
 
         return keep
 
 
-__all__ = ["DeletionReport", "PrivacyCoordinator", "build_coordinator", "ReconcileReport", "PrivacyPlanStaleError", "subject_column", "subject_hashes"]
+__all__ = ["DeletionReport", "PrivacyCoordinator", "PrivacyPlanStaleError", "ReconcileReport", "build_coordinator", "subject_column", "subject_hashes"]
 
 
 def build_coordinator(platform: Platform, *, actor: str | None = None) -> PrivacyCoordinator:
     """The coordinator over everything a subject can be in: realizations, raw landing and canonical tables."""
-    return PrivacyCoordinator(platform.registry, platform.store, actor=actor or platform.actor, zone=platform.landing, tables=platform.tables)
+    return PrivacyCoordinator(
+        platform.registry, platform.store, actor=actor or platform.actor, zone=platform.landing, tables=platform.tables, config=platform.config
+    )

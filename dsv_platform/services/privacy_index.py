@@ -5,12 +5,10 @@ Mixed into :class:`~dsv_platform.services.privacy.PrivacyCoordinator`; see priva
 
 from __future__ import annotations
 
-import csv
-import io
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from dsv_platform.adapters.encrypted_store import EncryptingObjectStore
@@ -20,15 +18,39 @@ from dsv_platform.adapters.landing import LandingZone
 from dsv_platform.adapters.registry.privacy import IndexEntry
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import ObjectErasedError, ObjectNotFoundError
+from dsv_platform.core.landing_format import read_batch_table
 from dsv_platform.core.manifest import Manifest
-from dsv_platform.core.privacy import SUBJECT_COLUMNS, Descendant, DescendantKind, subject_key_hash
-from dsv_platform.domain.sources import SOURCES, TableSpec
+from dsv_platform.core.platform_config import PlatformConfig
+from dsv_platform.core.privacy import Descendant, DescendantKind, subject_key_hash
+from dsv_platform.core.source import SourceSpec
 
 K = DescendantKind
 
 
-def subject_column(schema: pa.Schema) -> str | None:
-    return next((c for c in SUBJECT_COLUMNS if c in schema.names), None)
+def subject_column(schema: pa.Schema, candidates: Sequence[str]) -> str | None:
+    """The first of ``candidates`` (subject columns, e.g. the sources' entities) that ``schema`` has."""
+    return next((c for c in candidates if c in schema.names), None)
+
+
+def entity_columns(config: PlatformConfig | None) -> tuple[str, ...]:
+    """Every configured source's entity (subject) column, each once, in source order."""
+    if config is None:
+        return ()
+    return tuple(dict.fromkeys(s.entity for s in config.sources.values() if s.entity is not None))
+
+
+def dataset_subjects(config: PlatformConfig | None, dataset: str, version: str) -> tuple[str, ...]:
+    """The subject columns of a dataset's realizations: its sources' entities present in its output contract.
+
+    A dataset the configuration does not (or no longer) define falls back to every source's entity.
+    """
+    if config is None:
+        return ()
+    for d in config.datasets:
+        if (d.name, d.version) == (dataset, version):
+            entities = [config.sources[s].entity for s in d.sources if s in config.sources]
+            return tuple(dict.fromkeys(e for e in entities if e is not None and e in d.contract.column_names))
+    return entity_columns(config)
 
 
 def subject_hashes(column: pa.ChunkedArray | pa.Array, salt: bytes) -> list[str | None]:
@@ -46,6 +68,7 @@ class SubjectIndexing:
     keys: KeyStore
     zone: LandingZone | None
     tables: CanonicalTables | None
+    config: PlatformConfig | None
 
     def subject_hash(self, subject_key: str) -> str:
         return subject_key_hash(self.keys.salt(), subject_key)
@@ -57,7 +80,7 @@ class SubjectIndexing:
             return None  # erased or deleted before it was indexed: nothing left to find
 
     def _entries(self, table: pa.Table, kind: DescendantKind, digest: str, manifest_hash: str, dataset: str, version: str) -> list[IndexEntry]:
-        column = subject_column(table.schema)
+        column = subject_column(table.schema, dataset_subjects(self.config, dataset, version))
         if column is None:
             return []
         counts: dict[str, int] = {}
@@ -87,7 +110,7 @@ class SubjectIndexing:
                 table = self._read(digest)
                 if table is None:
                     continue
-                column = column or subject_column(table.schema)
+                column = column or subject_column(table.schema, dataset_subjects(self.config, dataset, version))
                 entries.extend(self._entries(table, kind, digest, manifest_hash, dataset, version))
             subjects = sorted({e.subject_key_hash for e in entries})
             rows = {h: sum(e.descendant.rows for e in entries if e.subject_key_hash == h and e.descendant.kind is K.PARTITION_OBJECT) for h in subjects}
@@ -107,8 +130,9 @@ class SubjectIndexing:
         for digest, record in first.items():
             if digest in scanned:
                 continue
-            table = None if record.redacted else _read_raw(zone, record)
-            column = None if table is None else subject_column(table.schema)
+            spec = self.config.sources.get(record.source) if self.config is not None else None
+            table = None if record.redacted or spec is None else _read_raw(zone, record, spec)
+            column = None if table is None or spec is None or spec.entity is None else spec.entity
             entries: list[IndexEntry] = []
             if table is not None and column is not None:
                 counts: dict[str, int] = {}
@@ -119,13 +143,17 @@ class SubjectIndexing:
             done += self.registry.privacy.record_raw_scan(digest, record.source, column, entries)
         return done
 
+    def subject_specs(self) -> list[SourceSpec]:
+        """The configured sources that declare an entity (subject) column."""
+        return [] if self.config is None else [s for s in self.config.sources.values() if s.entity is not None]
+
     def _canonical_descendants(self, subject_key: str) -> list[Descendant]:
         """One CANONICAL_ROWS descendant per canonical table whose current snapshot holds the subject."""
         if self.tables is None:
             return []
         found = []
-        for spec in _subject_specs():
-            column = subject_column(spec.contract.arrow_schema)
+        for spec in self.subject_specs():
+            column = spec.entity
             if column is None:
                 continue
             rows = self.tables.count_matching(spec, column, subject_key)
@@ -134,21 +162,11 @@ class SubjectIndexing:
         return found
 
 
-def _subject_specs() -> list[TableSpec]:
-    """Canonical source tables whose contract has a subject column."""
-    return [spec for spec in SOURCES.values() if subject_column(spec.contract.arrow_schema) is not None]
-
-
-def _read_raw(zone: LandingZone, record: Any) -> pa.Table | None:
-    """A landed CSV batch with every column as text (the subject column renamed through the source's aliases), or None if unreadable."""
+def _read_raw(zone: LandingZone, record: Any, spec: SourceSpec) -> pa.Table | None:
+    """A landed batch's contract columns by the source's landing format (through its aliases), or None if unreadable."""
     try:
         data = zone.read(record)
     except (ObjectErasedError, ObjectNotFoundError):
         return None
-    try:
-        header = next(csv.reader(io.StringIO(data.split(b"\n", 1)[0].decode("utf-8-sig"))))
-        table = pacsv.read_csv(io.BytesIO(data), convert_options=pacsv.ConvertOptions(column_types=dict.fromkeys(header, pa.string())))
-    except (pa.ArrowInvalid, ValueError, StopIteration):
-        return None
-    aliases = SOURCES[record.source].aliases if record.source in SOURCES else {}
-    return table.rename_columns([aliases.get(n, n) for n in table.column_names])
+    table = read_batch_table(data, spec)
+    return None if isinstance(table, str) else table

@@ -6,21 +6,22 @@
 - the realization's hashes do not match (manifest, objects, content, split assignment): HASH_MISMATCH.
 Otherwise it moves the training set's ``production`` alias to that realization
 (compare-and-swap through :meth:`Publisher.move_alias`) and records a lineage
-edge ``model -> alias`` (``promoted_to``) naming the run.
+edge ``model_run:<run hash> --promoted_to--> alias``.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from dsv_platform.services.publisher import Publisher
-from dsv_platform.core.records import Realization
-from dsv_platform.services.reproduce import locate, verify_dataset
 from dsv_platform.core.errors import CorruptError, DsvError, ResolutionError
+from dsv_platform.core.lineage import NodeKind, Relation, node_label
+from dsv_platform.core.records import Realization
 from dsv_platform.core.reproduction import Check, Outcome
 from dsv_platform.services.datasets import open_dataset
+from dsv_platform.services.publisher import Publisher
+from dsv_platform.services.reproduce import locate, verify_dataset
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -56,7 +57,7 @@ class Promotion:
 
 
 def check_promotable(platform: Platform, run_hash: str, *, actor: str) -> tuple[Realization, str]:
-    """The realization a promotable run was trained on and the model's lineage id; else PromotionRefusedError."""
+    """The realization a promotable run was trained on and the model's lineage node (``model_run:<hash>``); else PromotionRefusedError."""
     registry = platform.registry
     digest = run_hash.strip().removeprefix("sha256:").lower()
     found = locate(registry, platform.store, digest)
@@ -78,8 +79,7 @@ def check_promotable(platform: Platform, run_hash: str, *, actor: str) -> tuple[
         raise PromotionRefusedError(Refusal.HASH_MISMATCH, f"{realization.ref}: {exc}") from exc
     except ResolutionError as exc:
         raise PromotionRefusedError(Refusal.REALIZATION_UNRESOLVED, f"realization {realization.ref} does not resolve: {exc}") from exc
-    model_ids = [e.dst_id for e in registry.lineage_edges(node=("realization", realization.manifest_hash or "")) if e.dst_kind == "model" and e.dst_id.endswith(f"@{digest}")]
-    return realization, model_ids[0] if model_ids else f"model:unknown@{digest}"
+    return realization, node_label((NodeKind.MODEL_RUN.value, digest))
 
 
 def promote(platform: Platform, run_hash: str, *, actor: str | None = None, alias: str = PRODUCTION) -> Promotion:
@@ -89,5 +89,7 @@ def promote(platform: Platform, run_hash: str, *, actor: str | None = None, alia
     registry = platform.registry
     Publisher(registry, platform.store, actor=who).move_alias(realization, alias)
     digest = run_hash.strip().removeprefix("sha256:").lower()
-    registry.record_lineage([("model", model_id, "alias", f"{realization.dataset}:{realization.version}@{alias}", "promoted_to", {"run_hash": digest, "ref": realization.ref})], actor=who)
+    target = f"{realization.dataset}:{realization.version}@{alias}"
+    edge = (NodeKind.MODEL_RUN.value, digest, NodeKind.ALIAS.value, target, Relation.PROMOTED_TO.value, {"run_hash": digest, "ref": realization.ref})
+    registry.record_lineage([edge], actor=who)
     return Promotion(digest, model_id, realization, alias)

@@ -29,16 +29,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dsv_platform.services.lineage import record_realization_lineage
 from dsv_platform.adapters.object_store import ObjectStore
-from dsv_platform.core.records import PublishOutcome, Realization
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.contract import Contract
-from dsv_platform.core.errors import PublicationError, AliasConflictError
+from dsv_platform.core.errors import AliasConflictError, PublicationError
 from dsv_platform.core.gates import GateResult, QualityReport, report_of
 from dsv_platform.core.hashing import hash_partition, sort_by_key
 from dsv_platform.core.manifest import BuiltPart, Manifest, build_manifest
+from dsv_platform.core.records import PublishOutcome, Realization
 from dsv_platform.core.states import RealizationState
+from dsv_platform.services.lineage import record_realization_lineage
 
 PARQUET_OPTIONS: Mapping[str, Any] = {"compression": "zstd", "compression_level": 3, "row_group_size": 1 << 17, "write_statistics": True}
 

@@ -18,16 +18,18 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from dsv_platform.services.realization import REPO
 from dsv_platform.adapters.registry.registry import Registry
-from dsv_platform.services.reproduce import ReproductionReport, reproduce, verify_dataset
-from dsv_platform.core.errors import CorruptError, ResolutionError
+from dsv_platform.core.errors import CorruptError, DsvError, ResolutionError
+from dsv_platform.core.lineage import NodeKind, Relation, parse_node
+from dsv_platform.core.records import RetentionRoot
 from dsv_platform.core.refs import parse_ref
 from dsv_platform.core.reproduction import Outcome, outcome_of_failure, reconstructable_fraction, rotating_sample
 from dsv_platform.core.states import READABLE, RealizationState
 from dsv_platform.services.datasets import open_dataset
+from dsv_platform.services.realization import REPO
+from dsv_platform.services.reproduce import ReproductionReport, reproduce, verify_dataset
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -42,17 +44,29 @@ class RetainedModel:
 
 
 def retained_models(registry: Registry, at: dt.datetime | None = None) -> list[RetainedModel]:
-    """Models trained on a realization an active ``model_version`` root keeps, by run hash."""
-    roots = {}
+    """Models an active ``model_version`` root keeps (``model_run:<hash>``, or the legacy root on the realization), by run hash."""
+    runs: dict[str, RetentionRoot] = {}
+    trained_on: dict[str, RetentionRoot] = {}
     for root in registry.list_retention_roots(at or dt.datetime.now(dt.UTC), kind="model_version"):
-        mh = parse_ref(root.ref).manifest_hash
+        node = parse_node(root.ref)
+        if node is not None:
+            if node[0] == NodeKind.MODEL_RUN.value:
+                runs.setdefault(node[1], root)
+            elif node[0] == NodeKind.REALIZATION.value:
+                trained_on.setdefault(node[1], root)
+            continue
+        try:
+            mh = parse_ref(root.ref).manifest_hash
+        except DsvError:  # a free-form ref names no realization
+            continue
         if mh is not None:
-            roots[mh] = root
+            trained_on[mh] = root
     found: dict[str, RetainedModel] = {}
     for e in registry.lineage_edges():
-        if e.relation == "trained" and e.dst_kind == "model" and e.src_id in roots and "@" in e.dst_id:
-            run_hash = e.dst_id.rsplit("@", 1)[1]
-            found.setdefault(run_hash, RetainedModel(e.dst_id, run_hash, roots[e.src_id].ref, roots[e.src_id].id))
+        if e.relation == Relation.TRAINED.value and e.dst_kind == NodeKind.MODEL_RUN.value:
+            root = runs.get(e.dst_id) or trained_on.get(e.src_id)
+            if root is not None:
+                found.setdefault(e.dst_id, RetainedModel(f"model_run:{e.dst_id}", e.dst_id, str(e.attributes.get("ref") or root.ref), root.id))
     return [found[k] for k in sorted(found)]
 
 

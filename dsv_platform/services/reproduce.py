@@ -29,32 +29,38 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 
 from dsv_platform.adapters.object_store import ObjectStore
-from dsv_platform.services.raw_rebuild import RawMissingError, RebuiltInput, TransformChangedError, rebuild_from_raw, split_of
-from dsv_platform.services.realization import REPO, environment_lockfile, environment_pin
-from dsv_platform.core.records import Realization
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core import canonical_json
-from dsv_platform.core.errors import CorruptError, FailureKind, ObjectNotFoundError, ObjectVerificationError, ResolutionError
+from dsv_platform.core.errors import ConfigurationError, CorruptError, FailureKind, ObjectNotFoundError, ObjectVerificationError, ResolutionError
 from dsv_platform.core.manifest import Manifest
-from dsv_platform.core.model import TrainingParameters, evaluate, train
+from dsv_platform.core.model_run import RUN_FORMAT, Trainer, TrainingData, model_of, resolve_trainer, trainer_of
+from dsv_platform.core.records import Realization
 from dsv_platform.core.refs import parse_ref
-from dsv_platform.core.reproduction import Check, EnvironmentDiff, Outcome, OutputComparison, Tolerance, compare_outputs, decide, diff_environments, outcome_of_failure
+from dsv_platform.core.reproduction import (
+    Check,
+    EnvironmentDiff,
+    Outcome,
+    OutputComparison,
+    Tolerance,
+    compare_outputs,
+    decide,
+    diff_environments,
+    outcome_of_failure,
+)
 from dsv_platform.core.split_checks import assignment_hash
 from dsv_platform.core.states import RealizationState
 from dsv_platform.services.datasets import Dataset, load_manifest, open_dataset
+from dsv_platform.services.raw_rebuild import RawMissingError, RebuiltInput, TransformChangedError, rebuild_from_raw, split_of
+from dsv_platform.services.realization import REPO, environment_lockfile, environment_pin
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
 
-RUN_FORMAT = "dsv-model-run/1"
-MODEL_ASSET = "fraud_model"
-SMOKE_EPOCHS = 5
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 _COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
 
@@ -70,7 +76,9 @@ class Target:
 
     @property
     def asset_key(self) -> str:
-        return MODEL_ASSET if self.kind == "model" else f"{self.realization.dataset}_{self.realization.version}_snapshot"
+        if self.kind == "model" and self.run is not None:
+            return model_of(self.run)
+        return f"{self.realization.dataset}_{self.realization.version}_snapshot"
 
 
 @dataclass(frozen=True)
@@ -222,7 +230,7 @@ def verify_dataset(ds: Dataset) -> dict[str, Any]:
     content = ds.verify_content()
     splits, assignment = ds.manifest.splits, ds.split_assignment
     if splits is not None and assignment is not None:
-        got = assignment_hash(assignment, "transaction_id")
+        got = assignment_hash(assignment, assignment.column_names[0])  # the example id comes first
         if got != splits.assignment_hash:
             raise CorruptError(f"split assignment {splits.assignment_object} hashes to {got}, the manifest says {splits.assignment_hash}", ref=ds.ref, detail={"object": splits.assignment_object})
     return {"content_hash": content, "partitions": len(ds.partitions), "assignment_hash": None if splits is None else splits.assignment_hash}
@@ -264,20 +272,24 @@ def _split(source: Dataset | RebuiltInput, split: str, key: tuple[str, ...]) -> 
     return source.to_arrow(split=split) if isinstance(source, Dataset) else split_of(source, split, key)
 
 
-def rerun_training(source: Dataset | RebuiltInput, manifest: Manifest, run: Mapping[str, Any], *, smoke: bool) -> tuple[Check, OutputComparison | None]:
-    """Retrain with the recorded parameters and seed (``smoke``: a few epochs, only checking it trains)."""
-    key = tuple(manifest.contract["key"]) if manifest.contract else ("transaction_id",)
-    params = TrainingParameters(**{k: int(v) for k, v in dict(run["parameters"]).items()})
+def rerun_training(
+    source: Dataset | RebuiltInput, manifest: Manifest, run: Mapping[str, Any], *, smoke: bool, trainer: Trainer | None = None
+) -> tuple[Check, OutputComparison | None]:
+    """Rerun the recorded trainer with the recorded parameters and seed (``smoke``: a few steps, only checking it trains)."""
+    name = "training_smoke_test" if smoke else "training_rerun"
+    try:
+        train = trainer or resolve_trainer(trainer_of(run))
+    except ConfigurationError as exc:
+        return Check(name, False, Outcome.NOT_FOUND, {"trainer": trainer_of(run), "reason": str(exc)}), None
+    key = tuple(manifest.contract["key"]) if manifest.contract else ()
+    data = TrainingData(_split(source, "train", key), _split(source, "validation", key), int(run["seed"]), {k: int(v) for k, v in dict(run["parameters"]).items()}, smoke)
+    model = train(data)
     if smoke:
-        model = train(_split(source, "train", key), seed=int(run["seed"]), parameters=TrainingParameters(SMOKE_EPOCHS, params.learning_rate_milli, params.l2_micro))
-        finite = bool(np.all(np.isfinite(model.weights)))
-        return Check("training_smoke_test", finite, None if finite else Outcome.HASH_MISMATCH, {"epochs": SMOKE_EPOCHS, "finite_weights": finite}), None
-    model = train(_split(source, "train", key), seed=int(run["seed"]), parameters=params)
-    metrics = evaluate(model, _split(source, "validation", key))
+        return Check(name, model.finite, None if model.finite else Outcome.HASH_MISMATCH, {"finite_weights": model.finite}), None
     tolerance = Tolerance.from_document(run.get("tolerance"))
-    cmp = compare_outputs(str(run["weights_hash"]), dict(run["metrics"]), model.weights_hash(), metrics, tolerance)
-    detail = {"weights_hash": model.weights_hash(), "tolerance": tolerance.to_document(), **cmp.to_document()}
-    return Check("training_rerun", cmp.matched, None if cmp.matched else Outcome.HASH_MISMATCH, detail), cmp
+    cmp = compare_outputs(str(run["weights_hash"]), dict(run["metrics"]), model.weights_hash, dict(model.metrics), tolerance)
+    detail = {"weights_hash": model.weights_hash, "tolerance": tolerance.to_document(), **cmp.to_document()}
+    return Check(name, cmp.matched, None if cmp.matched else Outcome.HASH_MISMATCH, detail), cmp
 
 
 # ---------------------------------------------------------------- the procedure
@@ -292,10 +304,12 @@ def reproduce(
     smoke: bool = False,
     procedure: str = "reproduce",
     repo: Path = REPO,
+    trainer: Trainer | None = None,
 ) -> ReproductionReport:
     """Run the audit procedure on ``target`` (a ref, a manifest hash or a run-manifest hash) and record the result.
 
-    ``rebuild=False`` and ``smoke=True`` make the dry variant the rehearsal runs.
+    ``rebuild=False`` and ``smoke=True`` make the dry variant the rehearsal runs. A model run is
+    retrained by the trainer its run manifest names (``trainer`` overrides it).
     """
     who = actor or platform.actor
     registry = platform.registry
@@ -324,7 +338,7 @@ def reproduce(
             checks += found
             rebuilt += notes
             if source is not None and located.run is not None:
-                step, output = rerun_training(source, manifest, located.run, smoke=smoke)
+                step, output = rerun_training(source, manifest, located.run, smoke=smoke, trainer=trainer)
                 checks.append(step)
     return _finish(registry, target, located, checks, rebuilt, env, output, procedure, who)
 

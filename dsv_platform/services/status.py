@@ -14,14 +14,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dsv_platform.adapters.object_store import ObjectStore
-from dsv_platform.core.records import Realization
 from dsv_platform.adapters.registry.registry import Registry
-from dsv_platform.core.dataset_definition import DatasetDefinition, load_definitions
+from dsv_platform.core.dataset_definition import DatasetDefinition
 from dsv_platform.core.errors import ObjectStoreError
 from dsv_platform.core.manifest import Manifest
+from dsv_platform.core.records import Realization
 from dsv_platform.core.states import RealizationState, is_readable
 
 if TYPE_CHECKING:
@@ -96,8 +96,8 @@ def definition_status(registry: Registry, store: ObjectStore, definition: Datase
 
 
 def platform_status(platform: Platform, *, now: dt.datetime | None = None) -> list[DefinitionStatus]:
-    """The status of every bundled dataset definition."""
+    """The status of every configured dataset definition."""
     registry = platform.registry
     store = platform.store
     when = now or dt.datetime.now(dt.UTC)
-    return [definition_status(registry, store, d, now=when) for d in load_definitions()]
+    return [definition_status(registry, store, d, now=when) for d in platform.config.datasets]

@@ -7,9 +7,10 @@ import pytest
 
 from dsv_platform.adapters.iceberg import CanonicalTableError, CanonicalTables
 from dsv_platform.bootstrap import build_tables
-from dsv_platform.domain import FraudDomain, prepare_batch
-from dsv_platform.domain import events
-from dsv_platform.domain.sources import ACCOUNT_FEATURES, TRANSACTIONS
+from dsv_platform.core.batch import prepare_batch
+from dsv_platform.examples.fraud import events
+from dsv_platform.examples.fraud.generator import FraudDomain
+from dsv_platform.examples.fraud.specs import ACCOUNT_FEATURES, TRANSACTIONS
 from dsv_platform_tests.defs.support import settings_at
 
 DOMAIN = FraudDomain(rows_per_day=200)
@@ -25,7 +26,7 @@ def tables(request, tmp_path):
 
 
 def _append(tables, batch, spec=TRANSACTIONS, name=None):
-    rows = prepare_batch(batch.data, spec.contract, spec.aliases).accepted
+    rows = prepare_batch(batch.data, spec).accepted
     return tables.append(spec, rows, recorded_at=batch.recorded_at, batch=name or batch.batch_id)
 
 
@@ -92,7 +93,7 @@ def test_concurrent_appends_retry_and_all_land(tables):
     def work(day):
         try:
             _append(CanonicalTables(tables.catalog.__class__(tables.catalog.name, **tables.catalog.properties)), events.daily_batch(DOMAIN, "transactions", day))
-        except BaseException as exc:  # noqa: BLE001 - surfaced below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(d,)) for d in days]

@@ -11,11 +11,9 @@ import pytest
 from sqlalchemy import inspect, text
 from sqlalchemy.exc import DBAPIError
 
-from dsv_platform.adapters.registry import PublishResult, Registry, StaleAliasError
-from dsv_platform.adapters.registry import migrations, schema
+from dsv_platform.adapters.registry import PublishResult, Registry, StaleAliasError, migrations, schema
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry.engine import create_registry_engine
-from dsv_platform.core.records import DefinitionConflictError
 from dsv_platform.core.errors import (
     AccessDeniedError,
     AliasConflictError,
@@ -28,6 +26,7 @@ from dsv_platform.core.errors import (
     RedactedError,
 )
 from dsv_platform.core.manifest import BuiltPart, Manifest, ManifestError, build_manifest
+from dsv_platform.core.records import DefinitionConflictError
 from dsv_platform.core.states import TRANSITIONS, ConcurrentTransitionError, RealizationState
 
 S = RealizationState
@@ -134,9 +133,8 @@ def test_registry_stale_state_guard_raises(registry: Registry) -> None:
     rid = reach(registry, S.STAGING)
     stale = registry.get(rid)
     registry.transition(rid, S.FAILED, "crashed", "tester")
-    with registry.engine.connect() as conn, conn.begin():
-        with pytest.raises(ConcurrentTransitionError, match="changed concurrently"):
-            q.set_state(conn, stale, S.ABANDONED, reason="late", actor="tester", at=datetime.now(UTC))
+    with registry.engine.connect() as conn, conn.begin(), pytest.raises(ConcurrentTransitionError, match="changed concurrently"):
+        q.set_state(conn, stale, S.ABANDONED, reason="late", actor="tester", at=datetime.now(UTC))
     assert registry.get(rid).state is S.FAILED
     assert [e.to_state for e in registry.events(rid)] == [S.STAGING, S.FAILED]
 
@@ -148,9 +146,8 @@ def test_registry_events_are_append_only(registry: Registry) -> None:
     for prev, nxt in zip(events, events[1:]):
         assert nxt.from_state == prev.to_state and nxt.at >= prev.at and nxt.at.tzinfo is not None
     for statement in ("UPDATE realization_events SET reason = 'rewritten'", "DELETE FROM realization_events"):
-        with pytest.raises(DBAPIError, match="append-only"):
-            with registry.engine.begin() as conn:
-                conn.execute(text(statement))
+        with pytest.raises(DBAPIError, match="append-only"), registry.engine.begin() as conn:
+            conn.execute(text(statement))
     assert registry.events(rid) == events
 
 
@@ -370,9 +367,8 @@ def test_registry_alias_only_to_published_targets(registry: Registry) -> None:
     registry.transition(e_rid, S.ELIGIBLE, "approved", "ops")
     assert registry.set_alias(NAME, VERSION, "latest-approved", e_manifest.manifest_hash, expect=None, actor="ops").generation == 1
     assert registry.get_alias(NAME, VERSION, "candidate") is None
-    with pytest.raises(DBAPIError, match="append-only"):
-        with registry.engine.begin() as conn:
-            conn.execute(text("DELETE FROM alias_history"))
+    with pytest.raises(DBAPIError, match="append-only"), registry.engine.begin() as conn:
+        conn.execute(text("DELETE FROM alias_history"))
 
 
 # ---------------------------------------------------------------- lineage and consumption

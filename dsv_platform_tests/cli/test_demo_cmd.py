@@ -1,4 +1,5 @@
-"""`dsv demo` end to end in a subprocess: old realizations re-hash unchanged, rebuilds change where they should."""
+"""`dsv demo` end to end in a subprocess: old realizations re-hash unchanged, rebuilds change where they should;
+run twice on one home it reuses the home; a home built from another configuration is moved aside, never deleted."""
 
 from __future__ import annotations
 
@@ -14,14 +15,19 @@ from dsv_platform import open_dataset
 from dsv_platform.settings import load_settings
 
 
+def _run_demo(home: Path) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSV_") and k != "DAGSTER_HOME"}
+    env["DSV_HOME"] = str(home)
+    dsv = Path(sys.executable).with_name("dsv")
+    result = subprocess.run([str(dsv), "demo", "--days", "4", "--rows-per-day", "40"], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     home = tmp_path_factory.mktemp("demo") / "home"
-    env = {**os.environ, "DSV_HOME": str(home)}
-    dsv = Path(sys.executable).with_name("dsv")
-    result = subprocess.run([str(dsv), "demo", "--days", "5", "--rows-per-day", "120"], env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return home, result.stdout
+    return home, _run_demo(home)
 
 
 def _events(stdout: str) -> dict[str, tuple[str, str, str, str, str]]:
@@ -36,7 +42,7 @@ def test_demo_old_hashes_unchanged_and_new_ones_changed_where_they_should(demo):
     _, stdout = demo
     found = _events(stdout)
     assert set(found) == {"late events", "backfill", "label definition v5 -> v6 applied to history (fraud_training_set", "renamed column", "malformed batch"}
-    for old, old_content, reread, new, new_content in found.values():
+    for _old, old_content, reread, _new, _new_content in found.values():
         assert reread == old_content
     for title in ("late events", "backfill"):
         old, old_content, _, new, new_content = found[title]
@@ -56,3 +62,46 @@ def test_demo_realizations_resolve_again_from_a_fresh_process(demo):
     ds = open_dataset(first, settings=load_settings({"DSV_HOME": str(home)}))
     assert ds.verify_content() == ds.content_hash
     assert (home / "dagster").is_dir()
+
+
+def test_demo_landing_goes_through_recorded_runs_with_their_checks(demo):
+    import dagster as dg
+
+    home, _ = demo
+    with dg.DagsterInstance.from_config(str(home / "dagster")) as instance:
+        runs = instance.get_runs()
+        evaluations = [e for r in runs for e in instance.all_logs(r.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)]
+        checks = {e.dagster_event.event_specific_data.check_name for e in evaluations}
+        assert {"batch_is_readable", "rows_satisfy_contract", "splits_are_entity_disjoint"} <= checks
+        ranged = [r for r in runs if r.tags.get("dagster/asset_partition_range_start") == "2026-06-01"]
+        events = instance.all_logs(ranged[0].run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+        materialized = {e.dagster_event.asset_key.to_user_string() for e in events}
+        assert {f"{kind}_{s}" for kind in ("raw", "canonical") for s in ("transactions", "chargebacks", "account_features")} <= materialized
+
+
+def test_demo_twice_on_one_home_reuses_it(demo):
+    home, first = demo
+    assert first.startswith("fresh DSV_HOME=")
+    second = _run_demo(home)
+    assert second.startswith(f"reusing DSV_HOME={home.resolve()} (") and "all checks ok" in second
+    base = re.search(r"fraud_training_set:v6 -> (\S+)", second)[1]
+    final = re.findall(r"-> (fraud_training_set:v6@\S+)", first)[-1]
+    assert base == final, "the same pinned inputs give the same realization"
+
+
+def test_a_home_built_from_another_configuration_is_moved_aside(tmp_path, monkeypatch, capsys):
+    from dsv_platform.cli.context import open_platform
+    from dsv_platform.examples.fraud.demo_home import prepare_home
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("DSV_HOME", str(home))
+    for name in ("DSV_CONFIG_DIR", "DAGSTER_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    with open_platform() as platform:
+        d = platform.config.dataset("fraud_training_set", "v6")
+        platform.registry.register_definition(d.name, d.version, contract=d.contract.to_document(), recipe={**d.recipe(), "seed": 999}, owner=d.owner)
+    assert prepare_home() is False
+    out = capsys.readouterr().out
+    assert out.startswith(f"DSV_HOME={home.resolve()} is incompatible") and "fraud_training_set:v6" in out
+    [moved] = [p for p in tmp_path.iterdir() if p.name.startswith("home.old-")]
+    assert (moved / "registry.db").exists() and f"moved it aside to {moved}" in out

@@ -8,8 +8,9 @@ from dsv_platform.core.assembly import AssemblyError, as_of_join, assemble_examp
 from dsv_platform.core.dataset_definition import AsOfJoin
 from dsv_platform.core.hashing import hash_table
 from dsv_platform.core.platform_config import load_config
-from dsv_platform.domain import LABEL_DEFINITIONS, FraudDomain, compute_labels
 from dsv_platform.examples.fraud import CONFIG_DIR
+from dsv_platform.examples.fraud.generator import FraudDomain
+from dsv_platform.examples.fraud.labels import LABEL_DEFINITIONS, compute_labels
 from dsv_platform_tests.core.config_support import write_config
 
 UTC = dt.UTC

@@ -1,4 +1,5 @@
 import datetime as dt
+from pathlib import Path
 
 import pytest
 
@@ -8,7 +9,7 @@ from dsv_platform.core.platform_config import load_config
 from dsv_platform.examples.fraud import CONFIG_DIR
 from dsv_platform_tests.core.config_support import DATASET, write_config
 
-LEGACY = CONFIG_DIR.parent.parent.parent / "datasets"
+LEGACY = Path(__file__).resolve().parents[1] / "fixtures" / "legacy_datasets"  # the definitions as registered before base/as_of_joins
 
 
 def test_fraud_definitions_keep_the_properties_callers_use():

@@ -4,13 +4,12 @@ from dataclasses import replace
 import pyarrow as pa
 import pytest
 
-from dsv_platform.core.batch import batch_file_name, batch_of, parse_batch_file, parse_batch_file_name, prepare_batch
+from dsv_platform.core.batch import batch_file_name, batch_of, parse_batch_file, parse_batch_file_name, prepare_batch, prepare_table
 from dsv_platform.core.hashing import hash_table
-from dsv_platform.core.landing_format import encode_batch, read_batch_table
+from dsv_platform.core.landing_format import encode_batch, read_batch_table, read_csv_text
 from dsv_platform.core.platform_config import load_config
-from dsv_platform.domain import FraudDomain
-from dsv_platform.domain import batch as legacy
 from dsv_platform.examples.fraud import CONFIG_DIR
+from dsv_platform.examples.fraud.generator import FraudDomain
 
 SOURCES = load_config(CONFIG_DIR, import_labels=False).sources
 DOMAIN = FraudDomain(rows_per_day=150)
@@ -34,7 +33,8 @@ def test_the_three_formats_prepare_identical_tables(name):
         hash_table(prepared["parquet"].accepted, SOURCES[name].contract).content_hash
         == hash_table(DOMAIN.table(name, DAY), SOURCES[name].contract).content_hash
     )
-    assert prepared["csv"].accepted.equals(legacy.prepare_batch(encode_batch(table, "csv"), SOURCES[name].contract, SOURCES[name].aliases).accepted)
+    contract, aliases = SOURCES[name].contract, SOURCES[name].aliases
+    assert prepared["csv"].accepted.equals(prepare_table(read_csv_text(encode_batch(table, "csv"), contract, aliases), contract).accepted)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dsv_platform.core.lineage import Edge, LineageGraph, NodeKind, Relation, dependency, manifest_edges, parse_node
+from dsv_platform.core.lineage import Edge, LineageGraph, NodeKind, Relation, canonical_node, dependency, manifest_edges, node_label, parse_node
 
 
 def test_lineage_reports_on_is_reversed_and_released_is_not_a_dependency() -> None:
@@ -51,3 +51,27 @@ def test_lineage_manifest_edges_name_objects_splits_sources_labels() -> None:
 def test_lineage_parse_node_knows_only_the_vocabulary() -> None:
     assert parse_node("model_run:abc") == (NodeKind.MODEL_RUN.value, "abc")
     assert parse_node("fraud_training_set:v6") is None
+
+
+def test_lineage_model_run_node_and_the_legacy_model_form() -> None:
+    run = "a" * 64
+    assert parse_node(f"model_run:{run}") == ("model_run", run)
+    assert parse_node(f"model:fraud_model@{run}") == ("model_run", run), "the pre-model_run form still names the run"
+    assert canonical_node("model", f"model:fraud_model@{run}") == ("model_run", run)
+    assert canonical_node("iceberg_snapshot", "tx@1") == ("iceberg_snapshot", "tx@1")
+    assert node_label(("model_run", run)) == f"model_run:{run}"
+    assert parse_node("model:") is None and parse_node("nothing:x") is None
+
+
+def test_lineage_label_snapshots_chain_to_raw_batches() -> None:
+    g = LineageGraph(
+        [
+            Edge("raw_batch", "tx1@d", "iceberg_snapshot", "transactions@1", Relation.LOADED_INTO.value),
+            Edge("raw_batch", "cb1@d", "iceberg_snapshot", "chargebacks@7", Relation.LOADED_INTO.value),
+            Edge("iceberg_snapshot", "transactions@1", "iceberg_snapshot", "labels@3", Relation.DERIVED_FROM.value),
+            Edge("iceberg_snapshot", "chargebacks@7", "iceberg_snapshot", "labels@3", Relation.DERIVED_FROM.value),
+            Edge("iceberg_snapshot", "labels@3", "realization", "m1", Relation.PINNED_BY.value),
+        ]
+    )
+    assert {("raw_batch", "tx1@d"), ("raw_batch", "cb1@d")} <= {n for n, *_ in g.provenance(("realization", "m1"))}
+    assert ("realization", "m1") in {n for n, *_ in g.impact(("raw_batch", "cb1@d"))}

@@ -1,13 +1,17 @@
 """Dataset assets from definition files: snapshot publishes a realization, splits checks it, the model trains on it."""
 
+import datetime as dt
+
 import dagster as dg
 import pytest
 
-from dsv_platform.adapters.registry.registry import Registry
-from dsv_platform.core.dataset_definition import load_definitions
-from dsv_platform.defs import build_defs
 from dsv_platform import open_dataset
-from dsv_platform_tests.defs.support import settings_at
+from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.core.platform_config import load_config
+from dsv_platform.defs import build_defs
+from dsv_platform.examples.fraud import events
+from dsv_platform.examples.fraud.generator import FraudDomain
+from dsv_platform_tests.defs.support import FRAUD_SOURCES, drop, range_tags, settings_at
 from dsv_platform_tests.scenarios.support import definition
 
 ROWS_PER_DAY = 120
@@ -15,10 +19,14 @@ DAYS = ["2026-06-01", "2026-06-02"]
 
 
 def test_factory_makes_one_asset_set_per_definition_file():
-    defs = build_defs(settings_at(__import__("pathlib").Path("/tmp/dsv-never-written")), rows_per_day=ROWS_PER_DAY)
-    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
-    for d in load_definitions():
+    settings = settings_at(__import__("pathlib").Path("/tmp/dsv-never-written"))
+    defs = build_defs(settings)
+    graph = defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    for d in load_config(settings.config_dir).datasets:
         assert {f"{d.asset_prefix}_snapshot", f"{d.asset_prefix}_splits"} <= keys
+        parents = {p.to_user_string() for p in graph.get(dg.AssetKey(f"{d.asset_prefix}_snapshot")).parent_keys}
+        assert parents == {f"canonical_{s}" for s in d.sources} | {"labels_fraud"}
     assert "fraud_model" in keys
 
 
@@ -26,11 +34,14 @@ def test_factory_makes_one_asset_set_per_definition_file():
 def materialized(tmp_path_factory):
     home = tmp_path_factory.mktemp("defs-datasets")
     settings = settings_at(home / "dsv")
-    defs = build_defs(settings, rows_per_day=ROWS_PER_DAY)
+    defs = build_defs(settings)
     assets = [*defs.assets]
+    domain = FraudDomain(rows_per_day=ROWS_PER_DAY)
+    drop(settings.drop_folder, [events.daily_batch(domain, s, dt.date.fromisoformat(d)) for s in FRAUD_SOURCES for d in DAYS])
     with dg.DagsterInstance.ephemeral() as instance:
-        for day in DAYS:
-            assert dg.materialize(assets, selection="group:raw or group:canonical", partition_key=day, instance=instance, resources=defs.resources).success
+        tags = range_tags(DAYS[0], DAYS[-1])
+        ingest = dg.materialize(assets, selection="group:raw or group:canonical", tags=tags, instance=instance, resources=defs.resources)
+        assert ingest.success
         for version in ("v5", "v6"):
             assert dg.materialize(assets, selection="labels_fraud", partition_key=version, instance=instance, resources=defs.resources).success
         result = dg.materialize(assets, selection="group:datasets or group:models", instance=instance, resources=defs.resources)
@@ -61,5 +72,5 @@ def test_splits_check_passes_and_model_records_its_run(materialized):
     assert model["ref"].value == mat["fraud_training_set_v6_snapshot"].metadata["ref"].value
     assert len(model["run_manifest_hash"].value) == 64
     roots = Registry.from_url(settings.registry_url).list_retention_roots(kind="model_version")
-    assert [r.ref for r in roots if r.id == model["retention_root_id"].value] == [model["ref"].value]
+    assert [r.ref for r in roots if r.id == model["retention_root_id"].value] == [f"model_run:{model['run_manifest_hash'].value}"]
     assert definition("v6").entity_column == "account_id"

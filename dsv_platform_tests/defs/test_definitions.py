@@ -1,14 +1,18 @@
+"""The Definitions built from the configuration folder: names, ranged runs, checks, the sensor, the schedule, platform.yaml modules."""
+
+import dataclasses
 import datetime as dt
 import json
 
 import dagster as dg
 import pytest
 
+from dsv_platform.core.config_yaml import ConfigError
 from dsv_platform.defs import build_defs
-from dsv_platform.defs.automation import daily_ingest_schedule, drop_folder_sensor
-from dsv_platform.domain import FraudDomain, batch_file_name
-from dsv_platform.domain import events
-from dsv_platform_tests.defs.support import ROWS_PER_DAY, settings_at
+from dsv_platform.examples.fraud import events
+from dsv_platform.examples.fraud.generator import FraudDomain
+from dsv_platform_tests.core.config_support import write_config
+from dsv_platform_tests.defs.support import FRAUD_SOURCES, ROWS_PER_DAY, drop, range_tags, settings_at
 
 DOMAIN = FraudDomain(rows_per_day=ROWS_PER_DAY)
 DAYS = [d.isoformat() for d in DOMAIN.days(3)]
@@ -19,22 +23,26 @@ def env(tmp_path, monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
     (tmp_path / "dagster").mkdir()
     settings = settings_at(tmp_path / "dsv")
-    defs = build_defs(settings, rows_per_day=ROWS_PER_DAY)
+    defs = build_defs(settings)
     with dg.DagsterInstance.ephemeral() as instance:
         yield settings, defs, instance
 
 
-def _materialize(defs, instance, selection, partition, run_config=None):
+def _materialize(defs, instance, selection, partition=None, run_config=None, tags=None):
     assets = [*defs.assets]
-    result = dg.materialize(assets, selection=selection, partition_key=partition, instance=instance, resources=defs.resources, run_config=run_config)
+    result = dg.materialize(assets, selection=selection, partition_key=partition, instance=instance, resources=defs.resources, run_config=run_config, tags=tags)
     assert result.success
     return result
 
 
 def test_definitions_load():
-    defs = build_defs(settings_at(__import__("pathlib").Path("/tmp/dsv-never-written")), rows_per_day=ROWS_PER_DAY)
+    defs = build_defs(settings_at(__import__("pathlib").Path("/tmp/dsv-never-written")))
     dg.Definitions.validate_loadable(defs)
-    assert {"daily_ingest_job", "landing_job"} <= {j.name for j in defs.jobs}
+    assert {"daily_ingest_job", "landing_job", "gc_plan_job", "privacy_deletion_job", "rehearsal_job", "integrity_scan_job"} <= {j.name for j in defs.jobs}
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert {f"{kind}_{s}" for kind in ("raw", "canonical") for s in FRAUD_SOURCES} <= keys
+    assert {"labels_fraud", "fraud_training_set_v6_snapshot", "fraud_training_set_v5_splits", "fraud_model"} <= keys
+    assert "sample_source" not in defs.resources
 
 
 def test_definitions_module_exposes_defs(tmp_path, monkeypatch):
@@ -48,21 +56,39 @@ def test_definitions_module_exposes_defs(tmp_path, monkeypatch):
     assert module.defs.resolve_asset_graph().get(dg.AssetKey("canonical_transactions")) is not None
 
 
-def test_backfill_raw_and_canonical_then_labels(env):
+def test_a_configuration_without_python_builds_its_assets(tmp_path):
+    settings = dataclasses.replace(settings_at(tmp_path / "dsv"), config_dir=write_config(tmp_path / "config"))
+    defs = build_defs(settings)
+    graph = defs.resolve_asset_graph()
+    keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
+    assert {"raw_meters", "canonical_meters", "raw_calibration", "canonical_calibration", "meter_readings_v1_snapshot", "meter_readings_v1_splits"} <= keys
+    assert not any(k.startswith(("labels_", "fraud")) for k in keys)
+    snapshot = graph.get(dg.AssetKey("meter_readings_v1_snapshot"))
+    assert {p.to_user_string() for p in snapshot.parent_keys} == {"canonical_meters", "canonical_calibration"}
+    assert "parquet" in graph.get(dg.AssetKey("raw_meters")).kinds and "jsonl" in graph.get(dg.AssetKey("raw_calibration")).kinds
+
+
+def test_a_dagster_module_that_does_not_import_is_a_one_line_config_error(tmp_path):
+    config = write_config(tmp_path / "config", {"platform.yaml": "dagster_modules: [no_such_module.defs]\n"})
+    with pytest.raises(ConfigError, match=r"platform\.yaml.*dagster_modules.*no_such_module\.defs") as err:
+        build_defs(dataclasses.replace(settings_at(tmp_path / "dsv"), config_dir=config))
+    assert "\n" not in str(err.value)
+
+
+def test_a_partition_range_is_one_run_then_labels(env):
     settings, defs, instance = env
-    raw_and_canonical = "group:raw or group:canonical"
-    for day in DAYS:
-        result = _materialize(defs, instance, raw_and_canonical, day)
-    mats = {m.asset_key.to_user_string(): m for m in result.asset_materializations_for_node("canonical_transactions")}
-    tx = mats["canonical_transactions"]
-    assert tx.metadata["rows"].value == ROWS_PER_DAY and len(tx.metadata["content_hash"].value) == 64
+    drop(settings.drop_folder, [events.daily_batch(DOMAIN, s, dt.date.fromisoformat(d)) for s in FRAUD_SOURCES for d in DAYS])
+    result = _materialize(defs, instance, "group:raw or group:canonical", tags=range_tags(DAYS[0], DAYS[-1]))
+    assert len(instance.get_runs()) == 1
+    mats = result.asset_materializations_for_node("canonical_transactions")
+    assert sorted(m.partition for m in mats) == DAYS
+    assert mats[0].metadata["rows"].value == 3 * ROWS_PER_DAY and len(mats[0].metadata["content_hash"].value) == 64
     checks = result.get_asset_check_evaluations()
-    assert checks and all(c.passed for c in checks)
+    assert {c.check_name for c in checks} == {"batch_is_readable", "rows_satisfy_contract"} and all(c.passed for c in checks)
+    first = _materialize(defs, instance, "canonical_transactions", DAYS[0])
     again = _materialize(defs, instance, "canonical_transactions", DAYS[0])
-    [m] = again.asset_materializations_for_node("canonical_transactions")
-    first = instance.fetch_materializations(dg.AssetKey("canonical_transactions"), limit=10).records
-    versions = {r.asset_materialization.partition: r.asset_materialization.tags["dagster/data_version"] for r in first}
-    assert m.tags["dagster/data_version"] == versions[DAYS[0]]
+    [a], [b] = first.asset_materializations_for_node("canonical_transactions"), again.asset_materializations_for_node("canonical_transactions")
+    assert a.tags["dagster/data_version"] == b.tags["dagster/data_version"] and a.metadata["rows"].value == ROWS_PER_DAY
     labels = _materialize(defs, instance, "labels_fraud", "v6")
     [lm] = labels.asset_materializations_for_node("labels_fraud")
     assert lm.metadata["rows"].value == 3 * ROWS_PER_DAY and lm.metadata["label"].value == "fraud:v6"
@@ -70,11 +96,8 @@ def test_backfill_raw_and_canonical_then_labels(env):
 
 def test_malformed_rows_are_quarantined_and_recorded_by_the_check(env):
     settings, defs, instance = env
-    settings.drop_folder.mkdir(parents=True)
-    bad = events.malformed_batch(DOMAIN, DOMAIN.start)
-    (settings.drop_folder / batch_file_name("transactions", DOMAIN.start, "resend")).write_bytes(bad.data)
-    config = {"ops": {"raw_transactions": {"config": {"drop_files": [batch_file_name("transactions", DOMAIN.start, "resend")]}}}}
-    _materialize(defs, instance, "raw_transactions", DAYS[0], run_config=config)
+    [name] = drop(settings.drop_folder, [events.malformed_batch(DOMAIN, DOMAIN.start)])
+    _materialize(defs, instance, "raw_transactions", DAYS[0], run_config={"ops": {"raw_transactions": {"config": {"files": [name]}}}})
     result = _materialize(defs, instance, "canonical_transactions", DAYS[0])
     [check] = result.get_asset_check_evaluations()
     assert not check.passed and check.metadata["rows_quarantined"].value == 5
@@ -84,38 +107,44 @@ def test_malformed_rows_are_quarantined_and_recorded_by_the_check(env):
 
 def test_garbled_batch_fails_the_raw_check(env):
     settings, defs, instance = env
-    settings.drop_folder.mkdir(parents=True)
-    (settings.drop_folder / batch_file_name("transactions", DOMAIN.start, "daily")).write_bytes(events.garbled_batch(DOMAIN.start).data)
-    config = {"ops": {"raw_transactions": {"config": {"drop_files": [batch_file_name("transactions", DOMAIN.start, "daily")]}}}}
-    result = _materialize(defs, instance, "raw_transactions", DAYS[0], run_config=config)
+    [name] = drop(settings.drop_folder, [events.garbled_batch(DOMAIN.start)])
+    result = _materialize(defs, instance, "raw_transactions", DAYS[0], run_config={"ops": {"raw_transactions": {"config": {"files": [name]}}}})
     [check] = result.get_asset_check_evaluations()
     assert not check.passed and "CSV" in check.metadata["quarantined"].value
 
 
+def test_without_files_a_run_lands_the_drop_folder_files_of_its_days(env):
+    settings, defs, instance = env
+    drop(settings.drop_folder, [events.daily_batch(DOMAIN, "transactions", dt.date.fromisoformat(d)) for d in DAYS])
+    result = _materialize(defs, instance, "raw_transactions", DAYS[1])
+    [m] = result.asset_materializations_for_node("raw_transactions")
+    assert m.metadata["rows"].value == ROWS_PER_DAY and "`daily`" in m.metadata["batches_landed_now"].value
+
+
 def test_sensor_requests_landing_for_new_and_changed_files(env):
     settings, defs, instance = env
-    settings.drop_folder.mkdir(parents=True)
-    name = batch_file_name("transactions", DOMAIN.start, "manual")
-    (settings.drop_folder / name).write_bytes(events.daily_batch(DOMAIN, "transactions", DOMAIN.start).data)
+    [name] = drop(settings.drop_folder, [events.daily_batch(DOMAIN, "transactions", DOMAIN.start)])
     (settings.drop_folder / "notes__bad.csv").write_text("x")
+    (settings.drop_folder / name.replace(".csv", ".jsonl")).write_text("{}\n")  # transactions land as CSV
+    sensor = defs.get_sensor_def("drop_folder_sensor")
     resources = {"platform": defs.resources["platform"]}
     with dg.build_sensor_context(instance=instance, resources=resources) as ctx:  # the platform resource is context-managed (closed after use)
-        result = drop_folder_sensor(ctx)
+        result = sensor(ctx)
     [req] = result.run_requests
-    assert req.partition_key == DAYS[0] and req.asset_selection == [dg.AssetKey("raw_transactions")]
-    assert req.run_config["ops"]["raw_transactions"]["config"]["drop_files"] == [name]
+    assert req.partition_key == DAYS[0] and req.asset_selection == [dg.AssetKey("raw_transactions"), dg.AssetKey("canonical_transactions")]
+    assert req.run_config["ops"]["raw_transactions"]["config"]["files"] == [name]
     cursor = result.cursor
     assert name in json.loads(cursor)
     with dg.build_sensor_context(instance=instance, resources=resources, cursor=cursor) as ctx:
-        assert drop_folder_sensor(ctx).run_requests == []
+        assert sensor(ctx).run_requests == []
     (settings.drop_folder / name).write_bytes(events.renamed_column_batch(DOMAIN, DOMAIN.start).data)
     with dg.build_sensor_context(instance=instance, resources=resources, cursor=cursor) as ctx:
-        [changed] = drop_folder_sensor(ctx).run_requests
+        [changed] = sensor(ctx).run_requests
     assert changed.run_key != req.run_key
 
 
 def test_schedule_requests_the_previous_day(tmp_path):
-    schedule = build_defs(settings_at(tmp_path), rows_per_day=ROWS_PER_DAY).get_schedule_def(daily_ingest_schedule.name)
+    schedule = build_defs(settings_at(tmp_path)).get_schedule_def("daily_ingest_schedule")
     ctx = dg.build_schedule_context(scheduled_execution_time=dt.datetime(2026, 6, 10, 3, tzinfo=dt.UTC))
     [req] = list(schedule.evaluate_tick(ctx).run_requests)
     assert req.partition_key == "2026-06-09"

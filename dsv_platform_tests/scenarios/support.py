@@ -7,29 +7,34 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsv_platform.adapters.iceberg import CanonicalTables
-from dsv_platform.services.canonical_load import build_labels, load_partition
-from dsv_platform.adapters.landing import INDEX_FILE, LandingZone
-from dsv_platform.adapters.object_store import ObjectStore
-from dsv_platform.bootstrap import Platform, build_object_store, build_platform, build_tables
-from dsv_platform.services.realization import RealizationBuild, build_realization
-from dsv_platform.adapters.registry.registry import Registry
-from dsv_platform.core.dataset_definition import DEFINITIONS_DIR, DatasetDefinition, load_definition
-from dsv_platform.domain import FraudDomain, RawBatch, daily_batch
-from dsv_platform.domain.labels import LABEL_DEFINITIONS
-from dsv_platform.domain.sources import SOURCES
 from dsv_platform import open_dataset
+from dsv_platform.adapters.encrypted_store import EncryptingObjectStore
+from dsv_platform.adapters.iceberg import CanonicalTables
+from dsv_platform.adapters.landing import LandingZone
+from dsv_platform.adapters.object_store import ObjectStore
+from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.bootstrap import Platform, build_platform
+from dsv_platform.core.batch import RawBatch
+from dsv_platform.core.dataset_definition import DatasetDefinition, load_definition
+from dsv_platform.examples.fraud import CONFIG_DIR
+from dsv_platform.examples.fraud.events import daily_batch
+from dsv_platform.examples.fraud.generator import FraudDomain
+from dsv_platform.examples.fraud.specs import SOURCES
+from dsv_platform.services.canonical_load import build_labels, load_partition
+from dsv_platform.services.realization import RealizationBuild, build_realization
 from dsv_platform.settings import Settings, load_settings
 
 ROWS_PER_DAY = 60
 DAYS = 8
+SEALED: dict[str, EncryptingObjectStore] = {}
+"""Object store location -> the world's encrypting store (realizations are written encrypted: tests reach their sealed copies)."""
 
 
 def definition(version: str) -> DatasetDefinition:
     """The bundled fraud_training_set definition with a gate sized for the small world."""
     import dataclasses
 
-    d = load_definition(DEFINITIONS_DIR / f"fraud_training_set_{version}.yaml")
+    d = load_definition(CONFIG_DIR / "datasets" / f"fraud_training_set_{version}.yaml")
     return dataclasses.replace(d, gates=dataclasses.replace(d.gates, rows_at_least=50))
 
 
@@ -41,23 +46,17 @@ class World:
     tables: CanonicalTables
     registry: Registry
     store: ObjectStore
-    _platform: Platform | None = None
-
-    @property
-    def platform(self) -> Platform:
-        """The Platform of the same settings (services run on it; the encrypting store over the same objects)."""
-        if self._platform is None:
-            self._platform = build_platform(self.settings)
-        return self._platform
+    platform: Platform
 
     @classmethod
-    def create(cls, home: Path | None = None, *, settings: Settings | None = None, rows_per_day: int = ROWS_PER_DAY, days: int = DAYS) -> "World":
+    def create(cls, home: Path | None = None, *, settings: Settings | None = None, rows_per_day: int = ROWS_PER_DAY, days: int = DAYS) -> World:
         """The world on the embedded default under ``home``, or on explicit ``settings`` (e.g. PostgreSQL and S3)."""
         if (home is None) == (settings is None):
             raise TypeError("World.create takes exactly one of home or settings")
         settings = settings or load_settings({}).with_home(home)  # type: ignore[arg-type]
-        store = build_object_store(settings)
-        world = cls(settings, FraudDomain(rows_per_day=rows_per_day), LandingZone(store, settings.home / INDEX_FILE), build_tables(settings), Registry.from_url(settings.registry_url), store)
+        p = build_platform(settings)
+        world = cls(settings, FraudDomain(rows_per_day=rows_per_day), p.landing, p.tables, p.registry, p.objects, p)
+        SEALED[p.objects.location] = p.store
         world.ingest([daily_batch(world.domain, s, d) for d in world.domain.days(days) for s in SOURCES])
         return world
 
@@ -65,15 +64,23 @@ class World:
         """Land batches, load the affected canonical partitions, rebuild every label version."""
         touched: set[tuple[str, dt.date]] = set()
         for batch in batches:
-            self.zone.land(batch)
-            touched.add((batch.source, batch.day))
+            for record in self.zone.land_all(batch, SOURCES[batch.source]):
+                touched.add((batch.source, record.day))
         for source, day in sorted(touched):
-            load_partition(self.zone, self.tables, SOURCES[source], day)
-        for label in LABEL_DEFINITIONS.values():
-            build_labels(self.tables, label)
+            load_partition(self.platform, SOURCES[source], day)
+        for label in self.platform.config.labels["fraud"].values():
+            build_labels(self.platform, label)
 
     def build(self, version: str = "v6") -> RealizationBuild:
-        return build_realization(self.tables, self.registry, self.store, definition(version), actor="scenario")
+        return build_realization(self.platform, definition(version))
+
+    def delete_object(self, digest: str) -> None:
+        """Delete an object's stored bytes (an encrypted object's sealed copy) without erasing its key."""
+        sealed = self.platform.store.keys.sealed(digest)
+        if sealed is not None:
+            self.platform.store.sealed_store.delete(sealed)
+        else:
+            self.store.delete(digest)
 
     def reverify(self, build: RealizationBuild) -> str:
         """The content hash of ``build`` re-read from storage by its reference."""

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from dsv_platform.services import gc
+from dsv_platform import open_dataset
 from dsv_platform.core.errors import ExpiredError
 from dsv_platform.core.gc import GcPolicy
-from dsv_platform.domain.events import late_transactions
-from dsv_platform.domain.sources import SOURCES
-from dsv_platform import open_dataset
+from dsv_platform.examples.fraud.events import late_transactions
+from dsv_platform.examples.fraud.specs import SOURCES
+from dsv_platform.services import gc
 from dsv_platform_tests.scenarios.support import World
 
 
@@ -39,10 +39,11 @@ def test_gc_outruns_retention_keeps_retained_models_reconstructable(tmp_path: Pa
     expired_snapshots = gc.expire_source_snapshots(world.tables)
     assert expired_snapshots > 0
 
-    plan = gc.plan(world.registry, world.store, tables=world.tables, landing=world.zone, policy=GcPolicy(safety_window=timedelta(0)))
-    dry = gc.apply_plan(plan, registry=world.registry, store=world.store, tables=world.tables)
+    store = world.platform.store  # realizations are written encrypted, as in production
+    plan = gc.plan(world.registry, store, tables=world.tables, landing=world.zone, policy=GcPolicy(safety_window=timedelta(0)))
+    dry = gc.apply_plan(plan, registry=world.registry, store=store, tables=world.tables)
     assert open_dataset(orphan.ref, settings=world.settings).manifest_hash == orphan.manifest_hash  # a dry run changes nothing
-    gc.apply_plan(plan, registry=world.registry, store=world.store, tables=world.tables, dry_run=False, actor="test")
+    gc.apply_plan(plan, registry=world.registry, store=store, tables=world.tables, dry_run=False, actor="test")
     assert dry is not None
 
     assert world.reverify(retained) == retained.manifest.content_hash

@@ -18,10 +18,10 @@ import sys
 import dagster as dg
 import pytest
 
+from dsv_platform import open_dataset
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.defs import build_defs
-from dsv_platform.domain import events
-from dsv_platform import open_dataset
+from dsv_platform.examples.fraud import events
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.scenarios.support import World
 
@@ -81,7 +81,7 @@ def test_core_scenario_on_postgresql_and_s3(production_env, s3_env):
         assert result["ok"] and result["content_hash"] == build.content_hash
 
     # One Dagster asset with the production resources built from the same Settings, on an ephemeral instance.
-    defs = build_defs(settings, rows_per_day=world.domain.rows_per_day)
+    defs = build_defs(settings)
     with dg.DagsterInstance.ephemeral() as instance:
         snap = dg.materialize([*defs.assets], selection="fraud_training_set_v6_snapshot", instance=instance, resources=defs.resources)
     assert snap.success

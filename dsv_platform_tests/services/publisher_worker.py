@@ -24,12 +24,12 @@ import pyarrow as pa
 
 from dsv_platform.adapters.local_store import LocalObjectStore
 from dsv_platform.adapters.object_store import ObjectStore
-from dsv_platform.services.publisher import BuildRequest, BuildResult, BuildStep, Publisher
 from dsv_platform.adapters.registry.registry import Registry
-from dsv_platform.core.contract import Contract, load_contract
+from dsv_platform.core.contract import Contract
 from dsv_platform.core.gates import GateResult, rows_at_least
 from dsv_platform.core.manifest import Manifest
-from dsv_platform.core.sample_data import transactions_for_day
+from dsv_platform.examples.fraud.sample_data import transactions_for_day
+from dsv_platform.services.publisher import BuildRequest, BuildResult, BuildStep, Publisher
 
 NAME = "txn_protocol"
 VERSION = "v1"
@@ -38,10 +38,10 @@ DAYS = (dt.date(2026, 6, 1), dt.date(2026, 6, 2), dt.date(2026, 6, 3))
 
 
 def bundled_contract(name: str) -> Contract:
-    """A contract shipped in dsv_platform/contracts (the demo's)."""
-    import dsv_platform
+    """The contract of a source of the packaged fraud example (the demo's)."""
+    from dsv_platform.examples.fraud.specs import SOURCES
 
-    return load_contract(Path(dsv_platform.__file__).with_name("contracts") / f"{name}.yaml")
+    return SOURCES[name].contract
 
 
 CONTRACT = bundled_contract("transactions")

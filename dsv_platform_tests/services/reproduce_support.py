@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dsv_platform.adapters.local_store import LocalObjectStore
-from dsv_platform.services.model_run import ModelRun, train_model
-from dsv_platform.services.realization import REPO, RealizationBuild, build_realization, environment_lockfile
 from dsv_platform.core.manifest import CodePin, EnvironmentPin
 from dsv_platform.core.states import RealizationState
-from dsv_platform.domain import daily_batch
-from dsv_platform.domain.sources import SOURCES
-from dsv_platform_tests.scenarios.support import World, definition
+from dsv_platform.examples.fraud.events import daily_batch
+from dsv_platform.examples.fraud.model import MODEL_NAME, TRAINER
+from dsv_platform.examples.fraud.specs import SOURCES
+from dsv_platform.services.model_run import ModelRun, train_model
+from dsv_platform.services.realization import REPO, RealizationBuild, build_realization, environment_lockfile
+from dsv_platform_tests.scenarios.support import SEALED, World, definition
 
 DAYS = 3
 HEAD = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
@@ -32,7 +33,7 @@ class Lab:
     builds: list[RealizationBuild] = field(default_factory=list)
 
     @classmethod
-    def create(cls, home: Path) -> "Lab":
+    def create(cls, home: Path) -> Lab:
         return cls(World.create(home, days=DAYS))
 
     @property
@@ -48,13 +49,12 @@ class Lab:
         self.days_used += 1
         day = self.world.domain.days(self.days_used)[-1]
         self.world.ingest([daily_batch(self.world.domain, s, day) for s in SOURCES])
-        w = self.world
-        build = build_realization(w.tables, w.registry, w.store, definition("v6"), actor="tests", code=code, environment=environment)
+        build = build_realization(self.world.platform, definition("v6"), code=code, environment=environment)
         self.builds.append(build)
         return build
 
     def model(self, build: RealizationBuild) -> ModelRun:
-        return train_model(self.platform, build.ref, seed=42)
+        return train_model(self.platform, build.ref, model_name=MODEL_NAME, trainer=TRAINER, seed=42)
 
     def expire(self, build: RealizationBuild, *, delete_objects: bool = True) -> None:
         r = self.world.registry.find_by_manifest_hash(build.manifest_hash)
@@ -62,7 +62,7 @@ class Lab:
         self.world.registry.transition(r.id, RealizationState.EXPIRED, reason="collected by tests", actor="tests")
         if delete_objects:
             for p in build.manifest.partitions:
-                self.world.store.delete(p.object)
+                self.world.delete_object(p.object)
 
     def state(self, build: RealizationBuild) -> RealizationState:
         r = self.world.registry.find_by_manifest_hash(build.manifest_hash)
@@ -81,7 +81,9 @@ def drifted_environment(store: LocalObjectStore) -> EnvironmentPin:
 @contextmanager
 def corrupted(store: LocalObjectStore, digest: str) -> Iterator[None]:
     """Flip the object's bytes on disk for the block, then put them back (objects are shared across realizations)."""
-    path = store.path(digest)
+    encrypting = SEALED.get(store.location)
+    sealed = encrypting.keys.sealed(digest) if encrypting is not None else None
+    path = encrypting.sealed_store.path(sealed) if encrypting is not None and sealed is not None else store.path(digest)  # type: ignore[attr-defined]
     original = path.read_bytes()
     mode = path.stat().st_mode
     os.chmod(path, 0o644)

@@ -18,15 +18,17 @@ import pyarrow.compute as pc
 import pytest
 from cryptography.exceptions import InvalidTag
 
+from dsv_platform import open_dataset
 from dsv_platform.adapters.encrypted_store import EncryptingObjectStore, unseal
-from dsv_platform.bootstrap import build_encrypted_store
-from dsv_platform.services.privacy import PrivacyCoordinator, PrivacyPlanStaleError
-from dsv_platform.services.publisher import Publisher
 from dsv_platform.adapters.registry import Registry
+from dsv_platform.bootstrap import build_encrypted_store
 from dsv_platform.core.errors import ObjectErasedError, RedactedError, RedactionNotReconciledError
+from dsv_platform.core.platform_config import load_config
 from dsv_platform.core.privacy import DescendantKind, Outcome
 from dsv_platform.core.states import RealizationState
-from dsv_platform import open_dataset
+from dsv_platform.examples.fraud import CONFIG_DIR
+from dsv_platform.services.privacy import PrivacyCoordinator, PrivacyPlanStaleError
+from dsv_platform.services.publisher import Publisher
 from dsv_platform.settings import Settings, load_settings
 from dsv_platform_tests.services import publisher_worker as pw
 from dsv_platform_tests.services.test_publisher import backend_url
@@ -35,6 +37,8 @@ __all__ = ["backend_url"]
 
 PARTS = pw.partitions(rows=60)
 SUBJECT = str(PARTS[0][1].column("account_id")[0])
+
+FRAUD_CONFIG = load_config(CONFIG_DIR)  # its sources' entity (account_id) is the subject column
 
 
 def settings_for(tmp_path: Path, url: str) -> Settings:
@@ -59,7 +63,7 @@ def test_privacy_deletion_end_to_end(backend_url: str, tmp_path: Path) -> None:
         manifest_hash = ref.split("@sha256:")[1]
         reg.record_lineage([("realization", manifest_hash, "model_run", "run-42", "trained", {"ref": ref})], actor="trainer")
         assert holds_subject(reg, ref, settings)
-        coordinator = PrivacyCoordinator(reg, store, actor="privacy-officer")
+        coordinator = PrivacyCoordinator(reg, store, actor="privacy-officer", config=FRAUD_CONFIG)
 
         plan = coordinator.plan(SUBJECT, "GDPR art. 17 request #1")
         assert plan.affected_realizations == [manifest_hash]
@@ -107,7 +111,7 @@ def test_privacy_deletion_refuses_a_stale_plan_and_honours_legal_bases(backend_u
     with Registry.from_url(backend_url) as reg:
         pw.register(reg)
         ref = publish(reg, store, "r-held")
-        coordinator = PrivacyCoordinator(reg, store, actor="privacy-officer")
+        coordinator = PrivacyCoordinator(reg, store, actor="privacy-officer", config=FRAUD_CONFIG)
         other = str(PARTS[1][1].column("account_id")[5])
         stale = coordinator.plan(SUBJECT, "request #2")
         coordinator.delete(other, "request #3", retain={DescendantKind.REALIZATION: "litigation hold L-7"})
@@ -127,7 +131,7 @@ def test_restored_key_store_backup_does_not_resurrect_erased_data(backend_url: s
         backup = tmp_path / "backup"
         shutil.copytree(settings.key_store, backup / "keys")
         shutil.copytree(settings.object_store, backup / "objects")
-        coordinator = PrivacyCoordinator(reg, store, actor="privacy-officer")
+        coordinator = PrivacyCoordinator(reg, store, actor="privacy-officer", config=FRAUD_CONFIG)
         report = coordinator.delete(SUBJECT, "request #4")
         fresh = publish(reg, store, "r-after-delete", row_filter=coordinator.exclusion_filter())
         victim = next(o["id"] for o in report.outcomes if o["outcome"] == "crypto_erased")
@@ -144,7 +148,7 @@ def test_restored_key_store_backup_does_not_resurrect_erased_data(backend_url: s
         with pytest.raises(RedactionNotReconciledError, match="reconcile"):
             open_dataset(fresh, settings=settings)  # every read is refused until reconciled
 
-        result = PrivacyCoordinator(reg, restored, actor="privacy-officer").reconcile()
+        result = PrivacyCoordinator(reg, restored, actor="privacy-officer", config=FRAUD_CONFIG).reconcile()
         assert victim in {o["id"] for o in result.reapplied}
         with pytest.raises(ObjectErasedError):
             restored.get(victim)
@@ -160,13 +164,13 @@ def test_restored_registry_backup_is_reconciled_before_reading(tmp_path: Path) -
         ref = publish(reg, store, "r-reg-backup")
     shutil.copy(tmp_path / "registry.db", tmp_path / "registry.backup")
     with Registry.from_url(url) as reg:
-        PrivacyCoordinator(reg, store, actor="privacy-officer").delete(SUBJECT, "request #5")
+        PrivacyCoordinator(reg, store, actor="privacy-officer", config=FRAUD_CONFIG).delete(SUBJECT, "request #5")
     shutil.copy(tmp_path / "registry.backup", tmp_path / "registry.db")  # the old registry says PUBLISHED
     with Registry.from_url(url) as reg:
         assert reg.redaction_generation() == 0
         with pytest.raises(RedactionNotReconciledError, match="older registry backup"):
             open_dataset(ref, settings=settings)
-        result = PrivacyCoordinator(reg, store, actor="privacy-officer").reconcile()
+        result = PrivacyCoordinator(reg, store, actor="privacy-officer", config=FRAUD_CONFIG).reconcile()
         assert result.redacted == [ref.split("@sha256:")[1]]
         with pytest.raises(RedactedError) as info:
             open_dataset(ref, settings=settings)

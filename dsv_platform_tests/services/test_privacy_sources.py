@@ -15,12 +15,12 @@ from pathlib import Path
 import pyarrow.compute as pc
 from pyiceberg.expressions import EqualTo
 
+from dsv_platform import open_dataset
 from dsv_platform.bootstrap import build_encrypted_store
-from dsv_platform.services.privacy import PrivacyCoordinator
 from dsv_platform.core.privacy import DescendantKind, Outcome
 from dsv_platform.core.states import RealizationState
-from dsv_platform.domain.sources import SOURCES
-from dsv_platform import open_dataset
+from dsv_platform.examples.fraud.specs import SOURCES
+from dsv_platform.services.privacy import PrivacyCoordinator
 from dsv_platform_tests.scenarios.support import World
 
 K = DescendantKind
@@ -28,7 +28,8 @@ SUBJECT_TABLES = [spec for spec in SOURCES.values() if "account_id" in spec.cont
 
 
 def coordinator_for(world: World) -> PrivacyCoordinator:
-    return PrivacyCoordinator(world.registry, build_encrypted_store(world.settings), actor="privacy-officer", zone=world.zone, tables=world.tables)
+    store = build_encrypted_store(world.settings)
+    return PrivacyCoordinator(world.registry, store, actor="privacy-officer", zone=world.zone, tables=world.tables, config=world.platform.config)
 
 
 def current_rows(world: World, subject: str) -> int:

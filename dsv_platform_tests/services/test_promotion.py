@@ -19,8 +19,8 @@ def test_promote_moves_production_alias_for_a_sound_model(lab: Lab) -> None:
     done = promote(lab.platform, run.run_hash, actor="release")
     alias = lab.world.registry.get_alias("fraud_training_set", "v6", "production")
     assert alias is not None and alias.target == build.manifest_hash
-    assert done.model_id == f"model:fraud_model@{run.run_hash}"
-    edges = lab.world.registry.lineage_edges(node=("model", done.model_id))
+    assert done.model_id == f"model_run:{run.run_hash}"
+    edges = lab.world.registry.lineage_edges(node=("model_run", run.run_hash))
     assert any(e.relation == "promoted_to" for e in edges)
 
 

@@ -6,9 +6,9 @@ import datetime as dt
 
 import pytest
 
-from dsv_platform.services.rehearsal import integrity_scan, rehearse, retained_models
 from dsv_platform.core.reproduction import Outcome
 from dsv_platform.core.states import RealizationState
+from dsv_platform.services.rehearsal import integrity_scan, rehearse, retained_models
 from dsv_platform_tests.services.reproduce_support import Lab, corrupted
 
 

@@ -185,7 +185,7 @@ class Browser:
     def close(self) -> None:
         try:
             self._closing.close()
-        except Exception:  # noqa: BLE001 -- closing a dead socket
+        except Exception:
             pass
         if self.proc.poll() is None:
             try:
@@ -201,7 +201,7 @@ class Browser:
         shutil.rmtree(self.profile, ignore_errors=True)
         Path(self.log.name).unlink(missing_ok=True)
 
-    def __enter__(self) -> "Browser":
+    def __enter__(self) -> Browser:
         return self
 
     def __exit__(self, *exc: object) -> None:

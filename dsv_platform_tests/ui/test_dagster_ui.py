@@ -54,27 +54,28 @@ HEX64 = re.compile(r"[0-9a-f]{64}")
 # -- the instance ------------------------------------------------------------------------------------
 def _seed(home: Path) -> None:
     """The first steps of `dsv demo`, small: a Dagster instance under home/dagster with every asset of the claim materialized."""
-    import dagster as dg
-
-    from dsv_platform.cli.demo_cmd import Demo
+    from dsv_platform.bootstrap import build_platform
+    from dsv_platform.cli.runs import Runner
+    from dsv_platform.examples.fraud import events
+    from dsv_platform.examples.fraud.demo import SOURCES, Demo
     from dsv_platform.settings import load_settings
 
     (home / "dagster").mkdir(parents=True)
     (home / "dagster" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    with warnings.catch_warnings():
+    settings = load_settings({}).with_home(home)
+    with warnings.catch_warnings(), build_platform(settings) as platform:
         warnings.simplefilter("ignore")
-        demo = Demo(load_settings({}).with_home(home), days=3, rows_per_day=50)
+        runner = Runner.open(settings, platform.config)
         try:
-            for day in demo.days:
-                demo.land_day(day)
+            demo = Demo(platform, runner, days=3, rows_per_day=50, reused=False)
+            demo.land([events.daily_batch(demo.domain, s, d) for s in SOURCES for d in demo.days], "month")
             demo.labels()
             demo.publish()
             # The rehearsal's blocking check fails on a dirty working tree (NOT_REPRODUCIBLE_DIRTY); the materialization
             # and the check result are recorded either way, and the UI must show whichever it is.
-            quiet = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-            dg.materialize([*demo.defs.assets], selection=REHEARSAL, instance=demo.instance, resources=demo.defs.resources, run_config=quiet, raise_on_error=False)
+            runner.run([REHEARSAL], check=False)
         finally:
-            demo.instance.dispose()
+            runner.close()
 
 
 def _free_port() -> int:

@@ -1,5 +1,6 @@
 """The SQL registry (SQLite embedded default, PostgreSQL in production)."""
 
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.records import (
     AliasMove,
     AliasRecord,
@@ -11,7 +12,6 @@ from dsv_platform.core.records import (
     RealizationEvent,
     StaleAliasError,
 )
-from dsv_platform.adapters.registry.registry import Registry
 
 __all__ = [
     "AliasMove",

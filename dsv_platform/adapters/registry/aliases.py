@@ -17,8 +17,8 @@ from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.publication import insert_ignore
-from dsv_platform.core.records import AliasMove, AliasRecord, StaleAliasError
 from dsv_platform.core.errors import NotFoundError, PublicationError
+from dsv_platform.core.records import AliasMove, AliasRecord, StaleAliasError
 from dsv_platform.core.states import RealizationState, alias_targetable
 
 A = s.aliases

@@ -14,14 +14,16 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.engine import Connection, Engine
 
 from dsv_platform.adapters.registry import schema as s
-from dsv_platform.core.lineage import NOT_DEPENDENCIES, REVERSED, Edge, LineageGraph, Node
+from dsv_platform.core.lineage import LEGACY_MODEL_KIND, NOT_DEPENDENCIES, REVERSED, Edge, LineageGraph, Node, NodeKind, canonical_node
 
 _BATCH = 400
 
 
 def _edge(row: object) -> Edge:
+    """One stored edge; a legacy ``model`` node is read as the ``model_run`` it names."""
     m = row._mapping  # type: ignore[attr-defined]
-    return Edge(m["src_kind"], m["src_id"], m["dst_kind"], m["dst_id"], m["relation"], json.loads(m["attributes_json"] or "{}"))
+    src, dst = canonical_node(m["src_kind"], m["src_id"]), canonical_node(m["dst_kind"], m["dst_id"])
+    return Edge(*src, *dst, m["relation"], json.loads(m["attributes_json"] or "{}"))
 
 
 # Edges a stored manifest already implies (GC reads the manifests themselves, the authority).
@@ -50,6 +52,9 @@ def _touching(conn: Connection, nodes: Iterable[Node], *, as_src: bool) -> list[
         for i in range(0, len(idents), _BATCH):
             for row in conn.execute(select(t).where(kind_c == kind, id_c.in_(idents[i : i + _BATCH]))):
                 out.append(_edge(row))
+    for run_hash in by_kind.get(NodeKind.MODEL_RUN.value, ()):  # edges recorded before model_run: model:<name>@<run hash>
+        for row in conn.execute(select(t).where(kind_c == LEGACY_MODEL_KIND, id_c.like(f"%@{run_hash}"))):
+            out.append(_edge(row))
     return out
 
 

@@ -8,15 +8,16 @@ however often the request is rerun. Subjects appear only as salted hashes.
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Connection
 
+from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.core import canonical_json
 from dsv_platform.core.privacy import Decision, Descendant
@@ -143,9 +144,11 @@ class PrivacyRecords:
             row = conn.execute(select(t).where(t.c.request_id == request_id)).first()
             if row is not None:
                 return _request(row), False
-            generation = int(conn.execute(select(func.max(s.redaction_generations.c.generation))).scalar() or 0) + 1
+            generation = q.current_generation(conn) + 1
             conn.execute(insert(s.redaction_generations).values(generation=generation, subject_key_hash=subject_key_hash, reason=reason, actor=actor, at=now))
-            conn.execute(insert(t).values(request_id=request_id, subject_key_hash=subject_key_hash, generation=generation, reason=reason, actor=actor, requested_at=now))
+            conn.execute(
+                insert(t).values(request_id=request_id, subject_key_hash=subject_key_hash, generation=generation, reason=reason, actor=actor, requested_at=now)
+            )
             return _request(conn.execute(select(t).where(t.c.request_id == request_id)).one()), True
 
         return self.registry._retrying(work)
@@ -230,9 +233,10 @@ class PrivacyRecords:
                 select(e).where(e.c.src_kind == "realization", e.c.src_id.in_(hashes), e.c.dst_kind.in_(MODEL_KINDS)).order_by(e.c.dst_kind, e.c.dst_id)
             )
             found = [{"kind": row.dst_kind, "id": row.dst_id, "realization": row.src_id, "relation": row.relation} for row in edges]
+            trained = {f"{f['kind']}:{f['id']}": f["realization"] for f in found}  # roots on a model run (model_run:<hash>)
             for row in conn.execute(select(r).where(r.c.released_at.is_(None)).order_by(r.c.id)):
                 for h in hashes:
-                    if h in row.ref:
+                    if h in row.ref or trained.get(row.ref) == h:
                         found.append({"kind": f"retention_root:{row.kind}", "id": row.ref, "realization": h, "relation": "retains", "owner": row.owner})
         return found
 

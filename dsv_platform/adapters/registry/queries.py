@@ -6,12 +6,12 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, insert, select, update
+from sqlalchemy import Row, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import schema as s
-from dsv_platform.core.records import Definition, Realization, RealizationEvent
 from dsv_platform.core.errors import NotFoundError
+from dsv_platform.core.records import Definition, Realization, RealizationEvent
 from dsv_platform.core.states import ConcurrentTransitionError, RealizationState, check_transition
 
 
@@ -80,6 +80,11 @@ def find_definition(conn: Connection, name: str, version: str) -> Definition | N
     t = s.dataset_definitions
     row = conn.execute(select(t).where(t.c.name == name, t.c.version == version)).first()
     return None if row is None else definition_from_row(row)
+
+
+def current_generation(conn: Connection) -> int:
+    """The current redaction generation (0 before any deletion)."""
+    return int(conn.execute(select(func.max(s.redaction_generations.c.generation))).scalar() or 0)
 
 
 def find_claim(conn: Connection, **where: Any) -> Row[Any] | None:

@@ -2,23 +2,18 @@
 
 All times are UTC. Every state change and its event are written in one
 transaction; events and alias history are append-only (database triggers
-refuse UPDATE and DELETE). Write transactions on SQLite start with
-``BEGIN IMMEDIATE`` (see engine.py). On PostgreSQL, a write that loses a
-unique constraint to a concurrent writer (IntegrityError) or hits a
-deadlock/serialization failure is rolled back and re-run from a fresh read,
-which then reconciles with the winner; see publication.py for publish.
+refuse UPDATE and DELETE). Transactions and retry on a lost race live in
+transactions.py; lineage, consumption, retention, reproduction and privacy
+records and redaction generations in bookkeeping.py; see publication.py for publish.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from datetime import UTC, datetime
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from sqlalchemy import func, insert, select, update
-from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy import insert, select, update
+from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import aliases as al
 from dsv_platform.adapters.registry import migrations
@@ -26,8 +21,12 @@ from dsv_platform.adapters.registry import publication as pub
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import resolution as res
 from dsv_platform.adapters.registry import schema as s
+from dsv_platform.adapters.registry.bookkeeping import RegistryBookkeeping
 from dsv_platform.adapters.registry.engine import create_registry_engine
-from dsv_platform.adapters.registry.privacy import PrivacyRecords
+from dsv_platform.adapters.registry.transactions import Clock, utcnow
+from dsv_platform.core import canonical_json
+from dsv_platform.core.errors import IllegalTransitionError, NotFoundError
+from dsv_platform.core.manifest import Manifest
 from dsv_platform.core.records import (
     AliasMove,
     AliasRecord,
@@ -40,33 +39,18 @@ from dsv_platform.core.records import (
     check_name,
     check_version,
 )
-from dsv_platform.core import canonical_json
-from dsv_platform.core.errors import DsvError, IllegalTransitionError, NotFoundError
-from dsv_platform.core.manifest import Manifest
 from dsv_platform.core.refs import DatasetRef, parse_ref
 from dsv_platform.core.states import ConcurrentTransitionError, RealizationState
 
+class Registry(RegistryBookkeeping):
+    """Publication state, aliases, definitions and the records later issues add. Build one with :meth:`from_url`.
 
-T = TypeVar("T")
-Clock = Callable[[], datetime]
-LineageEdge = tuple[str, str, str, str, str, Mapping[str, Any]]
-ATTEMPTS = 20
-_RETRYABLE_PGCODES = {"40001", "40P01"}  # serialization failure, deadlock detected
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-class Registry:
-    """Publication state, aliases, definitions and the records later issues add. Build one with :meth:`from_url`."""
-
-    def __init__(self, engine: Engine, *, clock: Clock = _utcnow) -> None:
-        self.engine = engine
-        self._clock = clock
+    The transactions come from :class:`RegistryTransactions`, the lineage, retention, reproduction
+    and privacy records from :class:`RegistryBookkeeping` (bookkeeping.py).
+    """
 
     @classmethod
-    def from_url(cls, url: str, *, clock: Clock = _utcnow, upgrade: bool = True) -> "Registry":
+    def from_url(cls, url: str, *, clock: Clock = utcnow, upgrade: bool = True) -> Registry:
         """Open the registry at a SQLAlchemy URL, applying missing migrations unless ``upgrade`` is False."""
         engine = create_registry_engine(url)
         if upgrade:
@@ -76,48 +60,11 @@ class Registry:
     def close(self) -> None:
         self.engine.dispose()
 
-    def __enter__(self) -> "Registry":
+    def __enter__(self) -> Registry:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # ------------------------------------------------------------ transactions
-
-    def _now(self) -> datetime:
-        now = self._clock()
-        if now.tzinfo is None:
-            raise DsvError(f"registry clock returned a naive datetime {now!r}")
-        return now.astimezone(UTC)
-
-    @contextmanager
-    def _read(self) -> Iterator[Connection]:
-        with self.engine.connect() as conn, conn.begin():
-            yield conn
-
-    @contextmanager
-    def _write(self) -> Iterator[Connection]:
-        with self.engine.connect() as conn:
-            conn.execution_options(dsv_write=True)
-            with conn.begin():
-                yield conn
-
-    def _retrying(self, work: Callable[[Connection], T], *, also: tuple[type[Exception], ...] = ()) -> T:
-        """Run ``work`` in a write transaction; after losing to a concurrent writer, roll back and run it again."""
-        last: Exception | None = None
-        for _ in range(ATTEMPTS):
-            try:
-                with self._write() as conn:
-                    return work(conn)
-            except IntegrityError as exc:
-                last = exc
-            except DBAPIError as exc:
-                if getattr(exc.orig, "pgcode", None) not in _RETRYABLE_PGCODES:
-                    raise
-                last = exc
-            except also as exc:
-                last = exc
-        raise DsvError(f"registry write kept conflicting with concurrent writers after {ATTEMPTS} attempts: {last}") from last
 
     # ------------------------------------------------------------ definitions
 
@@ -205,9 +152,11 @@ class Registry:
             current = q.load_realization(conn, realization_id)
             values: dict[str, Any] = {}
             if new_state is RealizationState.PUBLISHED and q.find_claim(conn, realization_id=realization_id) is None:
-                raise IllegalTransitionError(f"realization {realization_id} was never published: use publish(), not transition(), for {current.state.value} -> PUBLISHED")
+                raise IllegalTransitionError(
+                    f"realization {realization_id} was never published: use publish(), not transition(), for {current.state.value} -> PUBLISHED"
+                )
             if new_state is RealizationState.REDACTED:
-                values["redaction_generation"] = redaction_generation if redaction_generation is not None else _generation(conn)
+                values["redaction_generation"] = redaction_generation if redaction_generation is not None else q.current_generation(conn)
             return q.set_state(conn, current, new_state, reason=reason, actor=actor, at=self._now(), **values)
 
     def seal(self, realization_id: int, manifest: Manifest | Mapping[str, Any] | str | bytes, *, actor: str | None = None) -> Realization:
@@ -299,137 +248,3 @@ class Registry:
     def alias_history(self, name: str, version: str, alias: str) -> list[AliasMove]:
         with self._read() as conn:
             return al.alias_history(conn, name, version, alias)
-
-    # ------------------------------------------------------------ lineage and consumption
-
-    def record_lineage(self, edges: Iterable[LineageEdge], *, actor: str) -> int:
-        """Append lineage edges ``(src_kind, src_id, dst_kind, dst_id, relation, attributes)``; returns how many.
-
-        The actor is kept in the edge's attributes as ``recorded_by``.
-        """
-        rows = [
-            {
-                "src_kind": src_kind,
-                "src_id": src_id,
-                "dst_kind": dst_kind,
-                "dst_id": dst_id,
-                "relation": relation,
-                "attributes_json": canonical_json.dumps({**attributes, "recorded_by": actor}).decode(),
-            }
-            for src_kind, src_id, dst_kind, dst_id, relation, attributes in edges
-        ]
-        if rows:
-            with self._write() as conn:
-                conn.execute(insert(s.lineage_edges).values(recorded_at=self._now()), rows)
-        return len(rows)
-
-    def record_consumption(
-        self, ref: str, *, actor: str, realization: Realization | None, failure: str | None, detail: Mapping[str, Any] | None = None
-    ) -> None:
-        """Record that ``actor`` read ``ref`` (``failure`` None) or failed to (``failure`` a FailureKind name)."""
-        with self._write() as conn:
-            conn.execute(
-                insert(s.consumption_records).values(
-                    actor=actor,
-                    ref=ref,
-                    realization_id=None if realization is None else realization.id,
-                    manifest_hash=None if realization is None else realization.manifest_hash,
-                    ok=failure is None,
-                    failure_kind=failure,
-                    at=self._now(),
-                    detail_json=canonical_json.dumps(dict(detail or {})).decode(),
-                )
-            )
-
-    # ------------------------------------------------------------ retention roots and lineage reads (retention.py, lineage.py)
-
-    def add_retention_root(self, kind: str, ref: str, reason: str, owner: str, expires_at: datetime | None = None) -> int:
-        """Record a GC root (model version, legal hold, report, experiment, alias, rollback window); idempotent; returns its id."""
-        from dsv_platform.adapters.registry import retention
-
-        return self._retrying(lambda conn: retention.add_root(conn, kind=kind, ref=ref, reason=reason, owner=owner, expires_at=expires_at, now=self._now()))
-
-    def list_retention_roots(self, active_at: datetime | None = None, *, kind: str | None = None) -> list[Any]:
-        """Every retention root, or only those active (not released, not expired) at ``active_at``."""
-        from dsv_platform.adapters.registry import retention
-
-        with self._read() as conn:
-            return retention.list_roots(conn, active_at=active_at, kind=kind)
-
-    def release_retention_root(self, root_id: int, actor: str, reason: str) -> Any:
-        """Release a root (idempotent); the release is kept as a lineage edge with actor and reason."""
-        from dsv_platform.adapters.registry import retention
-
-        return self._retrying(lambda conn: retention.release_root(conn, root_id, actor=actor, reason=reason, now=self._now()))
-
-    def state_watermark(self) -> dict[str, Any]:
-        """Fingerprint of the registry state a GC plan depends on (retention.state_watermark)."""
-        from dsv_platform.adapters.registry import retention
-
-        with self._read() as conn:
-            return retention.state_watermark(conn)
-
-    def lineage_edges(self, *, node: tuple[str, str] | None = None) -> list[Any]:
-        """Recorded lineage edges (all, or those touching ``(kind, id)``), oldest first (lineage.py)."""
-        from dsv_platform.adapters.registry import lineage
-
-        with self._read() as conn:
-            return lineage.load_edges(conn, node=node)
-
-    # ------------------------------------------------------------ reproduction records (reproduction.py)
-
-    def record_reproduction(self, ref: str, manifest_hash: str, *, actor: str, outcome: str, details: Mapping[str, Any]) -> int:
-        """Append one reproduction record (audit, rehearsal or integrity scan); returns its id."""
-        from dsv_platform.adapters.registry import reproduction
-
-        with self._write() as conn:
-            return reproduction.add_record(conn, ref=ref, manifest_hash=manifest_hash, actor=actor, outcome=outcome, details=details, now=self._now())
-
-    def reproduction_records(self, *, manifest_hash: str | None = None, procedure: str | None = None, limit: int | None = None) -> list[Any]:
-        """Reproduction records, newest first."""
-        from dsv_platform.adapters.registry import reproduction
-
-        with self._read() as conn:
-            return reproduction.list_records(conn, manifest_hash=manifest_hash, procedure=procedure, limit=limit)
-
-    def realizations_in(self, states: frozenset[RealizationState]) -> list[Realization]:
-        """Every realization in one of ``states``, oldest first."""
-        from dsv_platform.adapters.registry import reproduction
-
-        with self._read() as conn:
-            return reproduction.realizations_in(conn, states)
-
-    def consumption_summary(self) -> dict[str, dict[str, Any]]:
-        """Per manifest hash: distinct readers, reads and failed reads by kind (consumption records)."""
-        from dsv_platform.adapters.registry import reproduction
-
-        with self._read() as conn:
-            return reproduction.consumption_summary(conn)
-
-    @property
-    def privacy(self) -> PrivacyRecords:
-        """Subject index, deletion requests and outcomes (privacy.py)."""
-        return PrivacyRecords(self)
-
-    # ------------------------------------------------------------ redaction generations
-
-    def redaction_generation(self) -> int:
-        """The current redaction generation (0 before any deletion)."""
-        with self._read() as conn:
-            return _generation(conn)
-
-    def raise_redaction_generation(self, subject_key_hash: str, *, reason: str, actor: str) -> int:
-        """Record a deletion and return the new, strictly greater generation."""
-
-        def work(conn: Connection) -> int:
-            generation = _generation(conn) + 1
-            conn.execute(
-                insert(s.redaction_generations).values(generation=generation, subject_key_hash=subject_key_hash, reason=reason, actor=actor, at=self._now())
-            )
-            return generation
-
-        return self._retrying(work)
-
-
-def _generation(conn: Connection) -> int:
-    return int(conn.execute(select(func.max(s.redaction_generations.c.generation))).scalar() or 0)

@@ -18,8 +18,8 @@ from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
-from dsv_platform.core.records import Realization
 from dsv_platform.core import canonical_json
+from dsv_platform.core.records import Realization
 from dsv_platform.core.states import RealizationState
 
 
@@ -34,7 +34,15 @@ class ReproductionRecord:
     details: Mapping[str, Any]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "ref": self.ref, "manifest_hash": self.manifest_hash, "actor": self.actor, "at": self.at.isoformat(), "outcome": self.outcome, "details": dict(self.details)}
+        return {
+            "id": self.id,
+            "ref": self.ref,
+            "manifest_hash": self.manifest_hash,
+            "actor": self.actor,
+            "at": self.at.isoformat(),
+            "outcome": self.outcome,
+            "details": dict(self.details),
+        }
 
 
 def add_record(conn: Connection, *, ref: str, manifest_hash: str, actor: str, outcome: str, details: Mapping[str, Any], now: datetime) -> int:

@@ -1,23 +1,25 @@
 """A small fraud model: numpy logistic regression, trained deterministically from a seed.
 
 Metrics are integers (basis points) or strings so that the run manifest is
-canonical JSON; its hash identifies the training run.
+canonical JSON; :func:`train_run` is the trainer the platform records and reruns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from dsv_platform.core import canonical_json
+from dsv_platform.core.model_run import TrainedModel, TrainingData
 
 FEATURES = ("amount", "card_present", "merchant_risk", "txn_count_7d", "amount_sum_7d", "card_present_ratio_7d")
 TARGET = "is_fraud"
+MODEL_NAME = "fraud_model"
+SMOKE_EPOCHS = 5
 
 
 @dataclass(frozen=True)
@@ -109,28 +111,18 @@ def evaluate(model: LogisticModel, table: pa.Table) -> dict[str, int | str]:
     }
 
 
-def run_manifest(
-    *,
-    ref: str,
-    manifest_hash: str,
-    code: Mapping[str, Any],
-    environment: Mapping[str, Any],
-    parameters: Mapping[str, int],
-    seed: int,
-    metrics: Mapping[str, int | str],
-    weights_hash: str,
-) -> dict[str, Any]:
-    return {
-        "format": "dsv-model-run/1",
-        "realization": {"ref": ref, "manifest_hash": manifest_hash},
-        "code": dict(code),
-        "environment": dict(environment),
-        "parameters": dict(parameters),
-        "seed": seed,
-        "metrics": dict(metrics),
-        "weights_hash": weights_hash,
-    }
+def train_run(data: TrainingData) -> TrainedModel:
+    """The platform's trainer interface (:mod:`dsv_platform.core.model_run`) over :func:`train` and :func:`evaluate`.
+
+    ``data.parameters`` are :class:`TrainingParameters` fields; ``smoke`` trains :data:`SMOKE_EPOCHS` epochs.
+    """
+    params = TrainingParameters(**{k: int(v) for k, v in data.parameters.items()})
+    if data.smoke:
+        params = TrainingParameters(SMOKE_EPOCHS, params.learning_rate_milli, params.l2_micro)
+    model = train(data.train, seed=data.seed, parameters=params)
+    metrics = evaluate(model, data.validation) if not data.smoke else {}
+    return TrainedModel(model.weights_hash(), metrics, finite=bool(np.all(np.isfinite(model.weights))))
 
 
-def run_manifest_hash(doc: Mapping[str, Any]) -> str:
-    return canonical_json.sha256_hex(doc)
+TRAINER = train_run
+"""The fraud model's trainer, as ``services.model_run.train_model(..., trainer=TRAINER)`` takes it."""

@@ -1,7 +1,7 @@
 """The deterministic fraud world: transactions, chargebacks arriving later, daily account features.
 
 Everything derives from ``(seed, day, stream)`` through
-:func:`dsv_platform.core.sample_data` style generators; nothing reads the wall
+:mod:`dsv_platform.examples.fraud.sample_data` style generators; nothing reads the wall
 clock. A :class:`FraudDomain` is cheap to build and caches per-day tables.
 """
 
@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dsv_platform.core import sample_data
-from dsv_platform.domain.sources import ACCOUNT_FEATURES, CHARGEBACKS, TRANSACTIONS
+from dsv_platform.examples.fraud import sample_data
+from dsv_platform.examples.fraud.specs import ACCOUNT_FEATURES, CHARGEBACKS, TRANSACTIONS
 
 START = dt.date(2026, 6, 1)
 MAX_CHARGEBACK_DELAY_DAYS = 120

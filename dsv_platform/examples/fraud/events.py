@@ -12,10 +12,11 @@ import datetime as dt
 import numpy as np
 import pyarrow as pa
 
-from dsv_platform.domain.batch import RawBatch, arrival_time, batch_of, encode_csv
-from dsv_platform.domain.generator import FraudDomain, _rng
-from dsv_platform.domain.labels import LabelDefinition, label_definition
-from dsv_platform.domain.sources import ACCOUNT_FEATURES, TRANSACTIONS
+from dsv_platform.core.batch import RawBatch, arrival_time, batch_of
+from dsv_platform.core.landing_format import encode_csv
+from dsv_platform.examples.fraud.generator import FraudDomain, _rng
+from dsv_platform.examples.fraud.labels import LabelDefinition, label_definition
+from dsv_platform.examples.fraud.specs import ACCOUNT_FEATURES, TRANSACTIONS
 
 LATE_ID_OFFSET = 5_000_000
 
@@ -52,7 +53,8 @@ def feature_backfill(domain: FraudDomain, first: dt.date, last: dt.date, *, reco
     for i in range((last - first).days + 1):
         day = first + dt.timedelta(days=i)
         table = domain.account_features(day, version=2)
-        out.append(batch_of(table, source=ACCOUNT_FEATURES.name, day=day, batch_id=f"backfill-{recorded_on.isoformat()}", recorded_at=arrival_time(recorded_on, hour=4)))
+        batch_id = f"backfill-{recorded_on.isoformat()}"
+        out.append(batch_of(table, source=ACCOUNT_FEATURES.name, day=day, batch_id=batch_id, recorded_at=arrival_time(recorded_on, hour=4)))
     return out
 
 

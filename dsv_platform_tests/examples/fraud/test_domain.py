@@ -3,12 +3,21 @@ import datetime as dt
 import pyarrow.compute as pc
 import pytest
 
+from dsv_platform.core.batch import PreparedBatch, batch_file_name, parse_batch_file_name, prepare_table
 from dsv_platform.core.hashing import hash_table
-from dsv_platform.domain import LABEL_DEFINITIONS, FraudDomain, compute_labels, daily_batch, events, prepare_batch
-from dsv_platform.domain.batch import batch_file_name, parse_batch_file_name
-from dsv_platform.domain.sources import ACCOUNT_FEATURES, CHARGEBACKS, TRANSACTIONS
+from dsv_platform.core.landing_format import read_csv_text
+from dsv_platform.examples.fraud import events
+from dsv_platform.examples.fraud.events import daily_batch
+from dsv_platform.examples.fraud.generator import FraudDomain
+from dsv_platform.examples.fraud.labels import LABEL_DEFINITIONS, compute_labels
+from dsv_platform.examples.fraud.specs import ACCOUNT_FEATURES, CHARGEBACKS, TRANSACTIONS
 
 DOMAIN = FraudDomain(rows_per_day=200)
+
+
+def prepare_batch(data, contract, aliases=None) -> PreparedBatch:
+    """A CSV batch parsed against ``contract`` (through ``aliases``)."""
+    return prepare_table(read_csv_text(data, contract, aliases), contract)
 DAY = DOMAIN.start + dt.timedelta(days=2)
 
 

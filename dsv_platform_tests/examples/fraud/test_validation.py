@@ -4,8 +4,8 @@ from decimal import Decimal
 import pyarrow as pa
 
 from dsv_platform.core.validation import pandera_schema, split_valid, validate
-from dsv_platform.domain import FraudDomain
-from dsv_platform.domain.sources import ACCOUNT_FEATURES, TRANSACTIONS
+from dsv_platform.examples.fraud.generator import FraudDomain
+from dsv_platform.examples.fraud.specs import ACCOUNT_FEATURES, TRANSACTIONS
 
 TX = FraudDomain(rows_per_day=50).transactions(dt.date(2026, 6, 3)).cast(TRANSACTIONS.contract.arrow_schema)
 

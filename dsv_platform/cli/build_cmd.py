@@ -1,0 +1,57 @@
+"""`dsv build NAME:VERSION [--json]`: materialize a dataset's snapshot and splits as one recorded Dagster run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from dsv_platform.bootstrap import Platform
+from dsv_platform.cli.context import with_platform
+from dsv_platform.cli.runs import Runner, UnknownNameError, asset_metadata, check_lines
+from dsv_platform.core.dataset_definition import DatasetDefinition
+from dsv_platform.core.platform_config import PlatformConfig
+
+JSON_KEYS = ("ref", "manifest_hash", "content_hash", "rows", "split_counts")
+
+
+def find_definition(config: PlatformConfig, text: str) -> DatasetDefinition:
+    """The dataset ``NAME:VERSION`` names, or a one-line error listing the known ones."""
+    name, _, version = text.partition(":")
+    for d in config.datasets:
+        if (d.name, d.version) == (name, version):
+            return d
+    raise UnknownNameError(f"unknown dataset {text!r}; known: {[d.ref for d in config.datasets]} (configuration {config.folder})")
+
+
+@with_platform
+def _build(args: argparse.Namespace, platform: Platform) -> int:
+    definition = find_definition(platform.config, args.dataset)
+    snapshot, splits = f"{definition.asset_prefix}_snapshot", f"{definition.asset_prefix}_splits"
+    runner = Runner.open(platform.settings, platform.config)
+    try:
+        result = runner.run([snapshot, splits])
+    finally:
+        runner.close()
+    meta = asset_metadata(result, snapshot)
+    doc = {k: meta[k] for k in JSON_KEYS}
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"built {definition.ref} in run {result.run_id}")
+    print(f"  ref            {doc['ref']}  ({meta['state']})")
+    print(f"  manifest_hash  {doc['manifest_hash']}")
+    print(f"  content_hash   {doc['content_hash']}")
+    print(f"  rows           {doc['rows']}")
+    print(f"  splits         {', '.join(f'{k}={v}' for k, v in doc['split_counts'].items())}")
+    for gate in meta.get("gate_results", []):
+        print(f"  gate {gate['name']}: {'passed' if gate['passed'] else 'FAILED'}{' (blocking)' if gate['blocking'] else ''}")
+    for line in check_lines(result):
+        print(f"  check {line}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("build", help="materialize a dataset's snapshot and splits (one Dagster run) and print its identity")
+    p.add_argument("dataset", metavar="NAME:VERSION", help="a dataset of the configuration (DSV_CONFIG_DIR), e.g. fraud_training_set:v6")
+    p.add_argument("--json", action="store_true", help="one JSON object: ref, manifest_hash, content_hash, rows, split_counts")
+    p.set_defaults(handler=_build)

@@ -1,0 +1,113 @@
+"""`dsv ingest SOURCE FILE...`: land batch files write-once and load the canonical table, as one recorded Dagster run."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from dsv_platform.adapters.landing import rows_per_day
+from dsv_platform.bootstrap import Platform
+from dsv_platform.cli.context import with_platform
+from dsv_platform.cli.runs import Runner, UnknownNameError, check_lines
+from dsv_platform.core.batch import prepare_batch
+from dsv_platform.core.errors import ConfigurationError
+from dsv_platform.core.landing_format import EXTENSIONS
+from dsv_platform.core.source import SourceSpec
+from dsv_platform.defs.raw import RawBatchConfig, file_batch
+
+
+class BatchFileError(ConfigurationError):
+    """A file given to ``dsv ingest`` is missing, of another format or unreadable."""
+
+
+@dataclass(frozen=True)
+class IngestFile:
+    path: Path
+    digest: str
+    days: tuple[dt.date, ...]
+    accepted: int
+    rejected: int
+
+
+def check_file(path: Path, spec: SourceSpec, config: RawBatchConfig) -> IngestFile:
+    """Validate one file (exists, the source's format, readable) and find the partition days its rows touch."""
+    if not path.is_file():
+        raise BatchFileError(f"{path}: no such file")
+    ext = EXTENSIONS[spec.landing_format]
+    if path.suffix.lstrip(".").lower() != ext:
+        raise BatchFileError(f"{path}: source {spec.name!r} lands {spec.landing_format} files (*.{ext})")
+    data = path.read_bytes()
+    prepared = prepare_batch(data, spec)
+    if prepared.malformed:
+        raise BatchFileError(f"{path}: {prepared.malformed_reason}")
+    _, recorded_at = file_batch(path, config)
+    days = tuple(rows_per_day(prepared, spec, recorded_at.date()))
+    return IngestFile(path, hashlib.sha256(data).hexdigest(), days, prepared.accepted.num_rows, prepared.rejected.num_rows)
+
+
+def _config(args: argparse.Namespace, files: list[Path]) -> RawBatchConfig:
+    if args.batch_id is not None and len(files) != 1:
+        raise ConfigurationError("--batch-id names the batch of one file; give exactly one FILE")
+    if args.recorded_at is not None:
+        try:
+            dt.datetime.fromisoformat(args.recorded_at)
+        except ValueError:
+            raise ConfigurationError(f"--recorded-at: not an ISO time: {args.recorded_at!r}") from None
+    return RawBatchConfig(files=[str(f) for f in files], batch_id=args.batch_id, recorded_at=args.recorded_at)
+
+
+def _batch_ids(platform: Platform, source: str, item: IngestFile) -> list[str]:
+    return sorted({r.batch_id for d in item.days for r in platform.landing.records(source, d) if r.digest == item.digest})
+
+
+def _file_report(platform: Platform, source: str, item: IngestFile) -> dict[str, object]:
+    days = [d.isoformat() for d in item.days]
+    ids = _batch_ids(platform, source, item)
+    return {"file": str(item.path), "batch_ids": ids, "digest": item.digest, "days": days, "rows_accepted": item.accepted, "rows_rejected": item.rejected}
+
+
+@with_platform
+def _ingest(args: argparse.Namespace, platform: Platform) -> int:
+    config = platform.config
+    spec = config.sources.get(args.source)
+    if spec is None:
+        raise UnknownNameError(f"unknown source {args.source!r}; known: {sorted(config.sources)} (configuration {config.folder})")
+    files = [Path(f).resolve() for f in args.files]
+    raw_config = _config(args, files)
+    items = [check_file(f, spec, raw_config) for f in files]
+    days = sorted({d for item in items for d in item.days})
+    start = config.options.partitions_start
+    if days[0] < start:
+        raise BatchFileError(f"rows fall on {days[0]}, before the first partition {start} (platform.yaml partitions.start)")
+    raw = f"raw_{spec.name}"
+    runner = Runner.open(platform.settings, config)
+    try:
+        result = runner.run([raw, f"canonical_{spec.name}"], days=(days[0], days[-1]), run_config={"ops": {raw: {"config": raw_config.model_dump()}}})
+    finally:
+        runner.close()
+    report = [_file_report(platform, spec.name, i) for i in items]
+    if args.json:
+        doc = {"run_id": result.run_id, "source": spec.name, "first_day": days[0].isoformat(), "last_day": days[-1].isoformat(), "files": report}
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"ingested {len(items)} file(s) of {spec.name} in run {result.run_id} ({raw}, canonical_{spec.name} over {days[0]}..{days[-1]})")
+    for i in items:
+        print(f"  {i.path}\n    batch {', '.join(_batch_ids(platform, spec.name, i))}  sha256 {i.digest}")
+        print(f"    days {', '.join(d.isoformat() for d in i.days)}  rows accepted {i.accepted}, rejected {i.rejected}")
+    for line in check_lines(result):
+        print(f"  check {line}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("ingest", help="land batch files of a source and load its canonical table (one Dagster run)")
+    p.add_argument("source", metavar="SOURCE", help="a source of the configuration (DSV_CONFIG_DIR)")
+    p.add_argument("files", metavar="FILE", nargs="+", help="batch files in the source's landing format")
+    p.add_argument("--batch-id", metavar="ID", help="the batch id (one file only; default: the file name)")
+    p.add_argument("--recorded-at", metavar="ISO", help="when the source recorded the batch (default: the file's modification time)")
+    p.add_argument("--json", action="store_true", help="one JSON object: run_id, source, first_day, last_day, files")
+    p.set_defaults(handler=_ingest)

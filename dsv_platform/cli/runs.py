@@ -1,0 +1,115 @@
+"""Running the platform's assets as recorded Dagster runs on the instance under ``settings.dagster_home``.
+
+``dsv ingest``, ``dsv build`` and the demo execute the same assets the UI and
+the schedules do, in process, on the same instance: ``make ui`` shows the runs
+and their checks. A partition range runs as one run (single-run backfill).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+
+from dsv_platform.core.errors import DsvError
+from dsv_platform.core.platform_config import PlatformConfig
+from dsv_platform.defs import build_defs
+from dsv_platform.settings import Settings
+
+RANGE_START = "dagster/asset_partition_range_start"
+RANGE_END = "dagster/asset_partition_range_end"
+QUIET: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+class UnknownNameError(DsvError):
+    """A source or dataset the configuration does not name (the message lists the known ones)."""
+
+
+class RunFailedError(DsvError):
+    """A Dagster run failed; the message names the run and the failing steps."""
+
+    exit_code = 1
+
+
+def open_instance(settings: Settings) -> dg.DagsterInstance:
+    """The persistent Dagster instance in ``settings.dagster_home`` (created on first use)."""
+    settings.dagster_home.mkdir(parents=True, exist_ok=True)
+    return dg.DagsterInstance.from_config(str(settings.dagster_home))
+
+
+def failure_messages(result: dg.ExecuteInProcessResult) -> list[str]:
+    """One line per failed step: the step and the error message."""
+    lines = []
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data is not None:
+            error = event.step_failure_data.error
+            cause = error.cause if error is not None and error.cause is not None else error
+            message = cause.message.strip().splitlines()[0] if cause is not None and cause.message else "failed"
+            lines.append(f"{event.step_key}: {message}")
+    return lines
+
+
+def asset_metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, Any]:
+    """The values of the last materialization's metadata of ``asset`` in ``result``."""
+    mats = [e.materialization for e in result.get_asset_materialization_events() if e.materialization.asset_key.to_user_string() == asset]
+    if not mats:
+        return {}
+    return {k: v.value for k, v in mats[-1].metadata.items()}
+
+
+def check_lines(result: dg.ExecuteInProcessResult) -> list[str]:
+    return [f"{c.asset_key.to_user_string()}.{c.check_name}: {'passed' if c.passed else 'FAILED'}" for c in result.get_asset_check_evaluations()]
+
+
+@dataclass
+class Runner:
+    """The platform's Definitions and the instance they run on."""
+
+    defs: dg.Definitions
+    instance: dg.DagsterInstance
+
+    @classmethod
+    def open(cls, settings: Settings, config: PlatformConfig | None = None) -> Runner:
+        for category in (dg.BetaWarning, dg.PreviewWarning):
+            warnings.filterwarnings("ignore", category=category)
+        return cls(build_defs(settings, config), open_instance(settings))
+
+    def run(
+        self,
+        selection: str | Sequence[str],
+        *,
+        partition: str | None = None,
+        days: tuple[dt.date, dt.date] | None = None,
+        run_config: Mapping[str, Any] | None = None,
+        check: bool = True,
+    ) -> dg.ExecuteInProcessResult:
+        """Materialize ``selection`` (asset names or a selection string) as one run, over one partition or the day range ``days``.
+
+        ``check``: raise :class:`RunFailedError` when the run failed.
+        """
+        tags: dict[str, str] = {}
+        if days is not None and days[0] == days[1]:
+            partition = days[0].isoformat()
+        elif days is not None:
+            tags = {RANGE_START: days[0].isoformat(), RANGE_END: days[1].isoformat()}
+        result = dg.materialize(
+            [a for a in self.defs.assets or () if isinstance(a, dg.AssetsDefinition)],
+            selection=selection if isinstance(selection, str) else list(selection),
+            partition_key=partition,
+            tags=tags,
+            instance=self.instance,
+            resources=self.defs.resources,
+            run_config={**QUIET, **(run_config or {})},
+            raise_on_error=False,
+        )
+        if check and not result.success:
+            why = "; ".join(failure_messages(result)) or "see the run in the Dagster UI"
+            raise RunFailedError(f"run {result.run_id} failed: {why}")
+        return result
+
+    def close(self) -> None:
+        self.instance.dispose()

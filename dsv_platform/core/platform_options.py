@@ -1,0 +1,80 @@
+"""``platform.yaml``: the optional platform-wide options of a configuration folder.
+
+Keys: ``partitions: {start: YYYY-MM-DD}`` (the first day of the daily raw and
+canonical partitions), ``dagster_modules: [module, ...]`` (modules exposing
+``definitions(config) -> dagster.Definitions``, merged into the platform's)
+and ``demo: module`` (a module exposing ``main(argv) -> int``, run by
+``dsv demo``). Only the names are checked here; the modules are imported by
+whoever runs them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dsv_platform.core.config_yaml import ConfigError, check_keys, read_yaml
+
+PLATFORM_FILE = "platform.yaml"
+PLATFORM_KEYS = frozenset({"partitions", "dagster_modules", "demo"})
+PARTITION_KEYS = frozenset({"start"})
+DEFAULT_PARTITIONS_START = dt.date(2020, 1, 1)
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+@dataclass(frozen=True)
+class PlatformOptions:
+    """What ``platform.yaml`` sets (every key optional)."""
+
+    partitions_start: dt.date = DEFAULT_PARTITIONS_START
+    dagster_modules: tuple[str, ...] = ()
+    demo: str | None = None
+
+
+def _module(value: Any, *, file: Path, key: str) -> str:
+    if not isinstance(value, str) or not _MODULE.match(value):
+        raise ConfigError(f"must be a dotted Python module name, got {value!r}", file=file, key=key)
+    return value
+
+
+def _start(doc: Any, file: Path) -> dt.date:
+    raw = check_keys(doc, file=file, where="partitions", allowed=PARTITION_KEYS, required=("start",))["start"]
+    if isinstance(raw, dt.date) and not isinstance(raw, dt.datetime):
+        return raw
+    try:
+        return dt.date.fromisoformat(raw) if isinstance(raw, str) else _bad_start(raw, file)
+    except ValueError:
+        return _bad_start(raw, file)
+
+
+def _bad_start(raw: Any, file: Path) -> dt.date:
+    raise ConfigError(f"must be an ISO date YYYY-MM-DD, got {raw!r}", file=file, key="partitions.start")
+
+
+def parse_options(doc: Any, *, file: Path) -> PlatformOptions:
+    """:class:`PlatformOptions` from a ``platform.yaml`` document (None or empty: the defaults)."""
+    if doc is None:
+        return PlatformOptions()
+    doc = check_keys(doc, file=file, where=None, allowed=PLATFORM_KEYS)
+    modules = doc.get("dagster_modules", [])
+    if isinstance(modules, str) or not isinstance(modules, list):
+        raise ConfigError(f"must be a list of module names, got {modules!r}", file=file, key="dagster_modules")
+    names = tuple(_module(m, file=file, key=f"dagster_modules[{i}]") for i, m in enumerate(modules))
+    if len(set(names)) != len(names):
+        raise ConfigError("lists a module twice", file=file, key="dagster_modules")
+    return PlatformOptions(
+        partitions_start=_start(doc["partitions"], file) if "partitions" in doc else DEFAULT_PARTITIONS_START,
+        dagster_modules=names,
+        demo=_module(doc["demo"], file=file, key="demo") if "demo" in doc else None,
+    )
+
+
+def load_options(folder: Path) -> PlatformOptions:
+    """The options of ``folder/platform.yaml``, or the defaults when the file is absent."""
+    path = folder / PLATFORM_FILE
+    if (folder / "platform.yml").exists():
+        raise ConfigError("configuration files end in .yaml", file=folder / "platform.yml")
+    return parse_options(read_yaml(path), file=path) if path.exists() else PlatformOptions()

@@ -1,0 +1,50 @@
+"""The fraud example's own Dagster assets (``platform.yaml`` ``dagster_modules``): the fraud model."""
+
+import dagster as dg
+
+from dsv_platform.core.platform_config import PlatformConfig
+from dsv_platform.defs.datasets import REF, upstream_ref
+from dsv_platform.defs.metadata import AssetResult, md_table
+from dsv_platform.defs.resources import PlatformResource
+from dsv_platform.examples.fraud import model
+from dsv_platform.services.model_run import ModelRun, train_model
+
+TRAINING_SET = dg.AssetKey("fraud_training_set_v6_snapshot")
+MODEL_NAME = "fraud_model"
+SEED = 42
+
+
+def model_result(run: ModelRun) -> AssetResult:
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(run.run_hash),
+        metadata={
+            REF: dg.MetadataValue.text(run.ref),
+            "run_manifest_hash": dg.MetadataValue.text(run.run_hash),
+            "run_manifest_object": dg.MetadataValue.text(run.run_object),
+            "trained_on_manifest_hash": dg.MetadataValue.text(run.manifest_hash),
+            "trained_on_content_hash": dg.MetadataValue.text(run.content_hash),
+            "pinned_snapshots": md_table(["table", "snapshot id", "tag"], run.sources),
+            "metrics": dg.MetadataValue.json(run.metrics),
+            "retention_root_id": dg.MetadataValue.int(run.retention_root),
+        },
+    )
+
+
+@dg.asset(
+    name=MODEL_NAME,
+    group_name="models",
+    kinds={"numpy"},
+    deps=[TRAINING_SET, dg.AssetKey("fraud_training_set_v6_splits")],
+    description="Fraud model (numpy logistic regression, seed 42) trained on the train split of the realization the latest "
+    "`fraud_training_set_v6_snapshot` published, evaluated on its validation split. Data version = run manifest hash; "
+    "the run manifest (realization ref and hash, code, environment, parameters, seed, metrics) is stored as an object "
+    "and linked to the realization in the registry lineage; the model version is a retention root keeping that realization.",
+)
+def fraud_model(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
+    run = train_model(platform.get(), upstream_ref(context, TRAINING_SET), model_name=MODEL_NAME, trainer=model.TRAINER, seed=SEED)
+    return model_result(run)
+
+
+def definitions(config: PlatformConfig) -> dg.Definitions:
+    """The fraud model asset (the platform's Definitions provide the ``platform`` resource)."""
+    return dg.Definitions(assets=[fraud_model])
