@@ -59,7 +59,8 @@ def generate(path: Path, realizations: int, roots: int) -> tuple[list[tuple[str,
     conn = sqlite3.connect(path)
     ts = OLD.replace(tzinfo=None).isoformat(sep=" ")
     conn.executemany(
-        "INSERT INTO dataset_definitions (name, version, contract_json, contract_hash, recipe_json, recipe_hash, owner, created_at, allowed_readers_json) VALUES (?,?,?,?,?,?,?,?, '[]')",
+        "INSERT INTO dataset_definitions (name, version, contract_json, contract_hash, recipe_json, recipe_hash, owner, created_at, allowed_readers_json)"
+        " VALUES (?,?,?,?,?,?,?,?, '[]')",
         [(f"ds{d}", "v1", "{}", "0" * 64, "{}", "0" * 64, "bench", ts) for d in range(10)],
     )
     objects: list[tuple[str, int]] = []
@@ -79,12 +80,15 @@ def generate(path: Path, realizations: int, roots: int) -> tuple[list[tuple[str,
         manifest_rows.append((mh, ds, "v1", json.dumps(doc), ts))
         claim_rows.append((i + 1, ds, "v1", f"lk{i}", mh, f"h{i}", f"pub{i}", (OLD + timedelta(seconds=i)).replace(tzinfo=None).isoformat(sep=" ")))
     conn.executemany(
-        "INSERT INTO realizations (id, dataset, version, state, request_id, logical_key, manifest_hash, created_at, created_by, state_changed_at, published_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO realizations (id, dataset, version, state, request_id, logical_key, manifest_hash, created_at, created_by, state_changed_at, published_at)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
         real_rows,
     )
     conn.executemany("INSERT INTO manifests (manifest_hash, dataset, version, canonical_json, stored_at) VALUES (?,?,?,?,?)", manifest_rows)
     conn.executemany(
-        "INSERT INTO publication_claims (realization_id, dataset, version, logical_key, manifest_hash, human_version, request_id, claimed_at) VALUES (?,?,?,?,?,?,?,?)", claim_rows
+        "INSERT INTO publication_claims (realization_id, dataset, version, logical_key, manifest_hash, human_version, request_id, claimed_at)"
+        " VALUES (?,?,?,?,?,?,?,?)",
+        claim_rows,
     )
     root_rows = []
     step = max(1, realizations // roots)
@@ -145,7 +149,8 @@ def write(results: list[dict[str, float]]) -> None:
         "",
         "## GC and lineage",
         "",
-        f"`python -m benchmarks.gc_bench --write` on {platform.platform()}, Python {platform.python_version()}, SQLite registry (bulk-inserted synthetic rows).",
+        f"`python -m benchmarks.gc_bench --write` on {platform.platform()}, Python {platform.python_version()}, "
+        "SQLite registry (bulk-inserted synthetic rows).",
         "Planning = reading the registry (realizations, manifests, roots, lineage, watermark) and the object listing, parsing every manifest,",
         "building the dependency graph, the multi-source walk from the roots and one decision per node. Impact = the SQL level-by-level walk",
         "downstream from one shared object (object -> realizations -> model runs).",
@@ -154,12 +159,16 @@ def write(results: list[dict[str, float]]) -> None:
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
-        lines.append(f"| {r['realizations']:,} | {r['objects']:,} | {r['roots']:,} | {r['inventory_s']} | {r['plan_total_s']} | {r['impact_query_s']} | {r['kept_objects']:,} / {r['collectable_objects']:,} |")
+        lines.append(
+            f"| {r['realizations']:,} | {r['objects']:,} | {r['roots']:,} | {r['inventory_s']} | {r['plan_total_s']} | {r['impact_query_s']} "
+            f"| {r['kept_objects']:,} / {r['collectable_objects']:,} |"
+        )
     if len(results) > 1:
         lines += [
             "",
             f"Growth from {small['realizations']:,} to {full['realizations']:,} realizations ({full['realizations'] / small['realizations']:.0f}x): "
-            f"planning x{full['plan_total_s'] / max(small['plan_total_s'], 1e-9):.1f}, impact query x{full['impact_query_s'] / max(small['impact_query_s'], 1e-9):.1f}. "
+            f"planning x{full['plan_total_s'] / max(small['plan_total_s'], 1e-9):.1f}, "
+            f"impact query x{full['impact_query_s'] / max(small['impact_query_s'], 1e-9):.1f}. "
             "Targets: planning under 60 s, impact under 1 s at full size.",
         ]
     text = doc.read_text() if doc.exists() else ""

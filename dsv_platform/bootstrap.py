@@ -10,6 +10,7 @@ block) releases what it opened.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from dsv_platform.adapters.object_store import ObjectStore
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.adapters.store_factory import build_encrypting_store
 from dsv_platform.adapters.store_factory import build_object_store as _build_store
+from dsv_platform.core.errors import EnvironmentSetupError
 from dsv_platform.core.platform_config import PlatformConfig, load_config
 from dsv_platform.settings import Settings
 
@@ -54,8 +56,8 @@ def build_tables(settings: Settings, **extra: str) -> CanonicalTables:
 
 
 def build_landing(settings: Settings, store: ObjectStore | None = None) -> LandingZone:
-    """The landing zone: the plain object store and the landing index under ``settings.home``."""
-    return LandingZone(store if store is not None else build_object_store(settings), settings.home / INDEX_FILE)
+    """The landing zone: raw batches sealed through the encrypting store (crypto-erasable), the landing index under ``settings.home``."""
+    return LandingZone(store if store is not None else build_encrypted_store(settings), settings.home / INDEX_FILE)
 
 
 @dataclass(frozen=True)
@@ -88,9 +90,9 @@ class Platform:
 
     @property
     def landing(self) -> LandingZone:
-        """The landing zone over the plain object store (its index is created on first use)."""
+        """The landing zone over the encrypting store: raw batches are crypto-erasable (its index is created on first use)."""
         if self._landing is None:
-            self._landing = build_landing(self.settings, self.objects)
+            self._landing = build_landing(self.settings, self.store)
         return self._landing
 
     def existing_tables(self) -> CanonicalTables | None:
@@ -148,12 +150,36 @@ class Platform:
         self.close()
 
 
+def owner_only(home: Path) -> None:
+    """The embedded default keeps files owner-only: umask 0o077 for this process (0600 files, 0700 folders), home 0700.
+
+    Applies to everything the process writes afterwards: objects, keys, landing index,
+    registry and catalog SQLite files, Iceberg data and metadata files.
+    """
+    os.umask(0o077)
+    if home.is_dir() and home.stat().st_uid == os.getuid():
+        os.chmod(home, 0o700)
+
+
+def _check_home(home: Path) -> None:
+    """``DSV_HOME`` must be a folder this process can create and write: else one error naming it (exit 9), before anything is opened."""
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EnvironmentSetupError(f"DSV_HOME {home}: cannot create the folder ({exc.strerror})") from exc
+    if not os.access(home, os.W_OK | os.X_OK):
+        raise EnvironmentSetupError(f"DSV_HOME {home}: the folder is not writable")
+
+
 def build_platform(settings: Settings) -> Platform:
     """Load the configuration folder and open everything ``settings`` names; migrations run once, here.
 
     A wrong configuration raises a one-line ConfigError before anything is opened.
     """
     config = load_config(settings.config_dir)
+    if not settings.object_store.startswith("s3://"):  # the embedded (local) default: before anything is created
+        _check_home(settings.home)
+        owner_only(settings.home)
     objects = build_object_store(settings)
     store = build_encrypted_store(settings, objects)
     registry = Registry.from_url(settings.registry_url)

@@ -12,12 +12,23 @@ message, and writers racing on one object produce identical ciphertext.
 
 Reads decrypt (GCM authenticates the ciphertext and the digest it is bound to)
 and the base class re-hashes the plaintext. A destroyed key raises
-:class:`ObjectErasedError` (the reader answers REDACTED). Objects that were
+:class:`ObjectErasedError` (the reader answers REDACTED).
+
+Two ways to remove an object, kept apart: :meth:`~EncryptingObjectStore.erase`
+is privacy's crypto-erasure (key destroyed, tombstone left, the bytes may never
+be stored again); :meth:`~EncryptingObjectStore.delete` is GC's plain delete
+(ciphertext and key removed, no tombstone: the same bytes may be put again, and
+a reader meets a missing object, never "crypto-erased"). Objects that were
 never encrypted are read from the inner plain store, so one reader serves both.
 
-Staged parts stay plaintext in the inner store's staging namespace until
-``promote`` encrypts them; ``abandon`` removes them (the publisher abandons
-every attempt it finishes). Encryption is in memory: one object at a time.
+Staged parts are encrypted too: a part is staged as ``STAGED_MAGIC || digest
+|| nonce || AES-GCM(plaintext)`` in the inner store's staging namespace, under
+the key of its plaintext digest (the key its promoted object gets), so a
+killed build leaves no plaintext behind and erasing that digest (``erase``)
+makes the staged part noise as well. Parts staged in the clear before this
+read as they are. ``abandon`` removes an attempt (the publisher abandons every
+attempt it finishes; GC abandons the rest after its safety window).
+Encryption is in memory: one object at a time.
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ if TYPE_CHECKING:
 
 NONCE_BYTES = 12
 TAG_BYTES = 16
+STAGED_MAGIC = b"DSV-SEALED-PART-1\n"
 SEALED_SUFFIX = "encrypted"
 
 
@@ -117,18 +129,24 @@ class EncryptingObjectStore(ObjectStore):
     def erase(self, digest: str) -> str | None:
         """Crypto-erase an encrypted object (destroy its key); return its ciphertext digest, or None if it was never encrypted."""
         sealed_digest = self.keys.sealed(digest)
-        if sealed_digest is None and not self.keys.is_erased(digest):
-            return None
+        if sealed_digest is None and not self.keys.is_erased(digest) and self.keys.key(digest) is None:
+            return None  # never encrypted (a key without a ciphertext is a staged part's: destroyed too)
         self.keys.destroy(digest)
         return sealed_digest
 
     def delete(self, digest: str) -> bool:
-        """Remove an object: an encrypted one is crypto-erased and its ciphertext deleted; a plain one is deleted."""
+        """Plain, re-creatable delete (GC): remove the ciphertext, then the key and its binding; NO tombstone.
+
+        A later ``put`` of the same bytes stores them again. Use :meth:`erase` for privacy
+        (the key is destroyed and a tombstone refuses the bytes forever). An erased digest
+        keeps its tombstone. The ciphertext goes first: a crash in between leaves a key
+        without ciphertext (the object is absent; a later ``put`` reuses the key).
+        """
         sealed_digest = self.keys.sealed(digest)
         existed = False
         if sealed_digest is not None:
-            existed = self.keys.destroy(digest)
-            self.sealed_store.delete(sealed_digest)
+            existed = self.sealed_store.delete(sealed_digest)
+            self.keys.forget(digest)
         return self.inner.delete(digest) or existed
 
     def iter_objects(self) -> Iterator[ObjectInfo]:
@@ -152,12 +170,33 @@ class EncryptingObjectStore(ObjectStore):
             raise ObjectStoreError(f"object {digest} is encrypted: read it with get()/open(), not through a pyarrow path")
         return self.inner.arrow_path(digest)
 
-    # -- staging: plaintext in the inner store until promoted ------------
+    # -- staging: sealed under the key of the part's plaintext digest ----
     def _stage(self, attempt_id: str, name: str, stream: BinaryIO) -> str:
-        return self.inner.stage(attempt_id, name, stream)
+        plaintext = stream.read()
+        digest = hashlib.sha256(plaintext).hexdigest()
+        key = self.keys.create(digest)  # ObjectErasedError for content a privacy deletion erased
+        self.inner.stage(attempt_id, name, STAGED_MAGIC + digest.encode() + seal(key, digest, plaintext))
+        return digest
+
+    def staged_digest(self, attempt_id: str, name: str) -> str | None:
+        """The plaintext digest a sealed staged part names (its key's), None for a part staged in the clear."""
+        with self.inner.open_staged(attempt_id, name) as stream:
+            head = stream.read(len(STAGED_MAGIC) + 64)
+        return head[len(STAGED_MAGIC) :].decode("ascii", "replace") if head.startswith(STAGED_MAGIC) else None
 
     def open_staged(self, attempt_id: str, name: str) -> BinaryIO:
-        return self.inner.open_staged(attempt_id, name)
+        data = self.inner.get_staged(attempt_id, name)
+        if not data.startswith(STAGED_MAGIC):
+            return io.BytesIO(data)  # staged in the clear (before staging was encrypted)
+        start = len(STAGED_MAGIC) + 64
+        digest = check_digest(data[len(STAGED_MAGIC) : start].decode("ascii", "replace"))
+        key = self.keys.key(digest)  # raises ObjectErasedError once erased
+        if key is None:
+            raise ObjectVerificationError(f"staged part {name!r} of attempt {attempt_id}: no key for {digest}")
+        try:
+            return io.BytesIO(unseal(key, digest, data[start:]))
+        except InvalidTag as exc:
+            raise ObjectVerificationError(f"staged part {name!r} of attempt {attempt_id} does not authenticate under its key") from exc
 
     def list_staged(self, attempt_id: str) -> list[StagedObject]:
         return self.inner.list_staged(attempt_id)
@@ -166,11 +205,20 @@ class EncryptingObjectStore(ObjectStore):
         return self.inner.delete_staged(attempt_id, name)
 
     def promote(self, attempt_id: str, name: str) -> str:
-        with self.inner.open_staged(attempt_id, name) as stream:
+        with self.open_staged(attempt_id, name) as stream:
             return self._put(stream)
 
     def abandon(self, attempt_id: str) -> int:
-        return self.inner.abandon(attempt_id)
+        """Remove an attempt, and the keys of its parts that were never promoted (no ciphertext bound): nothing else uses them."""
+        unbound = []
+        for part in self.inner.list_staged(attempt_id):
+            digest = self.staged_digest(attempt_id, part.name)
+            if digest is not None and self.keys.sealed(digest) is None and not self.keys.is_erased(digest):
+                unbound.append(digest)
+        count = self.inner.abandon(attempt_id)
+        for digest in unbound:  # after the parts: a crash in between leaves a key the next scan reports, never a part without its key
+            self.keys.forget(digest)
+        return count
 
     def list_staging(self) -> list[StagingAttempt]:
         return self.inner.list_staging()

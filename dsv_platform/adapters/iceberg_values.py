@@ -67,7 +67,13 @@ class RowDeletion:
     partitions: tuple[str, ...]
 
     def to_document(self) -> dict[str, object]:
-        return {"table": self.table, "snapshot_before": self.snapshot_before, "snapshot_after": self.snapshot_after, "rows": self.rows, "partitions": list(self.partitions)}
+        return {
+            "table": self.table,
+            "snapshot_before": self.snapshot_before,
+            "snapshot_after": self.snapshot_after,
+            "rows": self.rows,
+            "partitions": list(self.partitions),
+        }
 
 
 def latest_per_key(rows: pa.Table, key: tuple[str, ...]) -> pa.Table:

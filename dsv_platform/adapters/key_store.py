@@ -13,10 +13,12 @@ Layout of :class:`LocalKeyStore` (a folder the platform owns, mode 0700)::
     salt                      secret salt of subject-key hashes (created once)
 
 Failure semantics: every file is written to a temporary name, fsynced and
-renamed (or linked) into place, then the folder is fsynced. ``destroy``
-overwrites the key file with zeros, fsyncs, unlinks it and writes the
+renamed (or linked) into place, then the folder is fsynced. ``destroy`` (privacy's
+crypto-erasure) overwrites the key file with zeros, fsyncs, unlinks it and writes the
 tombstone; a crash in between leaves either a readable key (rerun destroys it)
-or no key (the object is unreadable either way). An S3/KMS implementation
+or no key (the object is unreadable either way). ``forget`` (GC's plain,
+re-creatable delete) unlinks the key and the binding and writes no tombstone:
+the same bytes may be stored again later. An S3/KMS implementation
 would keep the same interface.
 """
 
@@ -56,6 +58,13 @@ class KeyStore(abc.ABC):
     @abc.abstractmethod
     def destroy(self, digest: str) -> bool:
         """Crypto-erase: destroy the key and leave a tombstone; True if a key was destroyed now."""
+
+    @abc.abstractmethod
+    def forget(self, digest: str) -> bool:
+        """Plain deletion (GC): remove the key and its ciphertext binding, leave NO tombstone; the digest may be stored again.
+
+        True if a key was removed. An erased digest keeps its tombstone (erasure is privacy's, never undone here).
+        """
 
     @abc.abstractmethod
     def is_erased(self, digest: str) -> bool: ...
@@ -191,6 +200,18 @@ class LocalKeyStore(KeyStore):
         if not tomb.exists():
             self._replace(tomb, b"")
         return destroyed
+
+    def forget(self, digest: str) -> bool:
+        removed = False
+        for suffix in (".key", ".sealed"):  # the key first: a crash in between leaves a binding without a key, read as a plain object
+            path = self._key_path(digest, suffix)
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            removed = removed or suffix == ".key"
+            _fsync_dir(path.parent)
+        return removed
 
     def is_erased(self, digest: str) -> bool:
         return self._tombstone(digest).exists()

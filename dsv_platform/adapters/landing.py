@@ -10,16 +10,20 @@ and a new index entry (REVISED), never an overwrite. A batch that cannot be
 read as its source's format is kept (raw is kept longest) but QUARANTINED with
 the reason, and canonical loading skips it.
 
-A privacy deletion removes a batch's object from the store and marks its
-digest redacted in the index with the redaction generation (``mark_redacted``):
-the mark is written once and never overwritten, a redacted batch is no longer
-loadable, and landing the same bytes again does not bring the object back.
+The platform lands through its encrypting store (``Platform.landing``): each
+batch is sealed under its own key, like every object. A privacy deletion
+crypto-erases a batch's object (destroys its key; a batch landed in the clear
+before is deleted) and marks its digest redacted in the index with the
+redaction generation (``mark_redacted``): the mark is written once and never
+overwritten, a redacted batch is no longer loadable, and landing the same bytes
+again does not bring the object back (nothing is written for a redacted digest).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import enum
+import hashlib
 import re
 import sqlite3
 from collections.abc import Mapping
@@ -148,7 +152,9 @@ class LandingZone:
             raise LandingError(f"a batch of source {batch.source!r} cannot land as source {spec.name!r}")
         if batch.format != spec.landing_format:
             raise LandingError(f"source {spec.name!r} lands {spec.landing_format} batches; this batch is {batch.format}")
-        digest = self.store.put(batch.data)
+        digest = hashlib.sha256(batch.data).hexdigest()
+        if self.redaction(digest) is None:  # a redacted batch's bytes are never stored again
+            self.store.put(batch.data)
         prepared = prepare_batch(batch.data, spec)
         when = (landed_at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).isoformat()
         rows = rows_per_day(prepared, spec, batch.day)
@@ -174,8 +180,7 @@ class LandingZone:
                 else:
                     status = LandingStatus.REVISED if before else LandingStatus.LANDED
                 cur = conn.execute(
-                    "INSERT INTO landed_batch (source, day, batch_id, digest, size, rows, recorded_at, landed_at, status, reason)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    "INSERT INTO landed_batch (source, day, batch_id, digest, size, rows, recorded_at, landed_at, status, reason) VALUES (?,?,?,?,?,?,?,?,?,?)",
                     (
                         batch.source,
                         day.isoformat(),
@@ -198,8 +203,7 @@ class LandingZone:
 
     def _again(self, same: LandingRecord) -> LandingRecord:
         """The outcome of landing bytes already indexed: UNCHANGED, or the redacted record (the object is not brought back)."""
-        if self.redaction(same.digest) is not None:
-            self.store.delete(same.digest)  # deleted for privacy: landing the same bytes again does not bring them back
+        if self.redaction(same.digest) is not None:  # redacted for privacy: landing the same bytes again does not bring them back
             return self._with_redaction(same)
         return replace(same, status=LandingStatus.UNCHANGED) if same.loadable else same
 

@@ -5,7 +5,7 @@ the stream is consumed; the same filesystem as ``objects/`` is what makes the
 next step atomic), are fsynced, then published with ``os.link`` to the content
 address. ``link`` fails if the name exists, so it is a create-if-absent: two
 writers racing on one key never leave a partial object and never overwrite one.
-Objects are made read-only (0444). Staged parts are replaced with ``os.replace``;
+Objects are made owner read-only (0400): files are owner-only, folders 0700. Staged parts are replaced with ``os.replace``;
 ``promote`` hard-links the staged part (no copy), so a promoted part and its
 object share an inode until ``abandon`` removes the staged name.
 """
@@ -48,7 +48,7 @@ class LocalObjectStore(ObjectStore):
         self.verify_writes = verify_writes
         self.fsync = fsync
         for sub in ("objects/sha256", "staging", "tmp"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+            (self.root / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
 
     @property
     def location(self) -> str:
@@ -82,7 +82,7 @@ class LocalObjectStore(ObjectStore):
     def _publish(self, tmp: Path, digest: str) -> str:
         final = self.path(digest)
         final.parent.mkdir(parents=True, exist_ok=True)
-        os.chmod(tmp, 0o444)
+        os.chmod(tmp, 0o400)
         try:
             os.link(tmp, final)
         except FileExistsError:

@@ -44,7 +44,7 @@ from dsv_platform.adapters.object_store import (
     hash_stream,
     object_key,
 )
-from dsv_platform.core.errors import ObjectConflictError, ObjectNotFoundError, ObjectStoreError
+from dsv_platform.core.errors import EnvironmentSetupError, ObjectConflictError, ObjectNotFoundError, ObjectStoreError
 
 MiB = 1024 * 1024
 Upload = Callable[[dict[str, str]], None]
@@ -104,6 +104,8 @@ class S3ObjectStore(ObjectStore):
         self._session = boto3.session.Session(
             aws_access_key_id=access_key, aws_secret_access_key=secret_key, aws_session_token=session_token, region_name=region
         )
+        if self._session.get_credentials() is None:
+            raise EnvironmentSetupError(f"object store {self.location}: no S3 credentials (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or an AWS profile)")
         config = Config(retries={"max_attempts": 5, "mode": "standard"}, s3={"addressing_style": "path"} if endpoint_url else {})
         self.client: Any = self._session.client("s3", endpoint_url=endpoint_url, config=config)
 

@@ -28,7 +28,9 @@ def build_object_store(location: str, *, s3_endpoint_url: str | None = None, s3_
     return LocalObjectStore(location)
 
 
-def build_encrypting_store(inner: ObjectStore, location: str, key_store: Path, *, s3_endpoint_url: str | None = None, s3_region: str = "us-east-1") -> EncryptingObjectStore:
+def build_encrypting_store(
+    inner: ObjectStore, location: str, key_store: Path, *, s3_endpoint_url: str | None = None, s3_region: str = "us-east-1"
+) -> EncryptingObjectStore:
     """The encrypting store over ``inner`` (rooted at ``location``): ciphertext under ``<location>/encrypted``, keys in ``key_store``."""
     sealed = build_object_store(f"{location.rstrip('/')}/{SEALED_SUFFIX}", s3_endpoint_url=s3_endpoint_url, s3_region=s3_region)
     return EncryptingObjectStore(inner, sealed, LocalKeyStore(key_store))

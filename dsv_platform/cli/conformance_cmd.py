@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from dsv_platform.core.conformance import build_vectors, check_vectors, dumps_vectors
-from dsv_platform.core.errors import InputError
+from dsv_platform.core.errors import FileAccessError, InputError
 
 
 def _conformance(args: argparse.Namespace) -> int:
@@ -30,7 +30,10 @@ def _conformance(args: argparse.Namespace) -> int:
         return 0
     text = dumps_vectors(build_vectors())
     if args.write is not None:
-        Path(args.write).write_text(text, encoding="utf-8")
+        try:
+            Path(args.write).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise FileAccessError(f"{args.write}: cannot write the vectors ({exc.strerror})") from exc
         return 0
     sys.stdout.write(text)
     return 0

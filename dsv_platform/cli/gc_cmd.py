@@ -8,11 +8,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from dsv_platform.services import gc as gc_adapter
-from dsv_platform.core.errors import ConfigurationError
-from dsv_platform.core.gc import GcPlan, GcPolicy, build_graph, plan_gc, root_costs
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
+from dsv_platform.cli.gc_refs import check_root_ref
+from dsv_platform.core.errors import ConfigurationError, DsvError, FileAccessError, InputError
+from dsv_platform.core.gc import GcPlan, GcPolicy, build_graph, plan_gc, root_costs
+from dsv_platform.services import gc as gc_adapter
 
 
 def backends(platform: Platform) -> dict[str, Any]:
@@ -21,11 +22,40 @@ def backends(platform: Platform) -> dict[str, Any]:
 
 
 def _policy(args: argparse.Namespace) -> GcPolicy:
-    return GcPolicy(safety_window=timedelta(hours=args.safety_window_hours))
+    hours = args.safety_window_hours
+    if not hours >= 0 or hours == float("inf"):
+        raise ConfigurationError(f"--safety-window-hours {hours:g}: must be a finite number of hours >= 0")
+    return GcPolicy(safety_window=timedelta(hours=hours))
+
+
+def _parse_time(option: str, text: str) -> datetime:
+    """An ISO time (UTC when it names no offset); anything else is a one-line usage error naming the option."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise ConfigurationError(f"{option} {text!r}: not an ISO time such as 2026-03-14T12:00:00+00:00") from exc
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
 def _now(args: argparse.Namespace) -> datetime | None:
-    return datetime.fromisoformat(args.now) if getattr(args, "now", None) else None
+    return _parse_time("--now", args.now) if getattr(args, "now", None) else None
+
+
+def _read_plan(path_text: str) -> GcPlan:
+    """A plan written by ``dsv gc plan --out``; a missing or malformed file is a one-line error naming it."""
+    path = Path(path_text)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FileAccessError(f"{path}: cannot read the plan file ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not a plan file (not UTF-8 text)") from exc
+    try:
+        return GcPlan.from_document(json.loads(text))
+    except DsvError as exc:
+        raise InputError(f"{path}: {exc}") from exc
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise InputError(f"{path}: not a plan written by `dsv gc plan --out` ({type(exc).__name__}: {exc})") from exc
 
 
 def _inventory(args: argparse.Namespace, platform: Platform) -> tuple[dict[str, Any], Any]:
@@ -60,8 +90,11 @@ def _plan(args: argparse.Namespace, platform: Platform) -> int:
 
 @with_platform
 def _apply(args: argparse.Namespace, platform: Platform) -> int:
-    b, inv = _inventory(args, platform) if not args.plan else (backends(platform), None)
-    plan = GcPlan.from_document(json.loads(Path(args.plan).read_text())) if args.plan else plan_gc(inv, _policy(args))
+    if args.plan:
+        b, plan = backends(platform), _read_plan(args.plan)
+    else:
+        b, inv = _inventory(args, platform)
+        plan = plan_gc(inv, _policy(args))
     report = gc_adapter.apply_plan(plan, registry=b["registry"], store=b["store"], tables=b["tables"], dry_run=not args.yes, actor=platform.actor)
     if args.json:
         print(json.dumps(report.to_document(), indent=2))
@@ -73,7 +106,7 @@ def _apply(args: argparse.Namespace, platform: Platform) -> int:
 @with_platform
 def _why(args: argparse.Namespace, platform: Platform) -> int:
     b, inv = _inventory(args, platform)
-    plan = GcPlan.from_document(json.loads(Path(args.plan).read_text())) if args.plan else plan_gc(inv, _policy(args))
+    plan = _read_plan(args.plan) if args.plan else plan_gc(inv, _policy(args))
     explanations = plan.explain(args.object, build_graph(inv))
     if not explanations:
         raise ConfigurationError(f"{args.object!r} is nothing the platform owns (not in the GC inventory)")
@@ -103,9 +136,8 @@ def _root_doc(root: Any) -> dict[str, Any]:
 
 @with_platform
 def _retention_add(args: argparse.Namespace, platform: Platform) -> int:
-    expires = datetime.fromisoformat(args.expires) if args.expires else None
-    if expires is not None and expires.tzinfo is None:
-        expires = expires.replace(tzinfo=UTC)
+    expires = _parse_time("--expires", args.expires) if args.expires else None
+    check_root_ref(args.ref, platform)
     rid = platform.registry.add_retention_root(args.kind, args.ref, args.reason, args.owner or platform.actor, expires)
     print(json.dumps({"id": rid}) if args.json else f"retention root #{rid}: {args.kind} {args.ref}")
     return 0

@@ -4,7 +4,9 @@ Each sub-command lives in its own module with a ``register(subparsers)``
 function that adds its parser and sets ``handler``. Handlers return an exit
 code. A :class:`DsvError` becomes a one-line message on stderr and its exit
 code (resolution failures: 3 NOT_FOUND, 4 REDACTED, 5 EXPIRED, 6 CORRUPT,
-7 ACCESS_DENIED; other errors 2); never a traceback.
+7 ACCESS_DENIED; 9 configuration/environment, 10 unreachable service,
+11 a file that cannot be read or written; other errors 2); never a traceback.
+Anything else escaping a handler is a bug, still reported on one line (exit 70).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from dsv_platform.core.errors import DsvError
+from dsv_platform.core.errors import INTERNAL_ERROR_EXIT, DsvError, FileAccessError
 
 # Modules that contribute sub-commands, in help order.
 COMMAND_MODULES = (
@@ -57,6 +59,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        # A file the command touches cannot be read or written: name it, one line.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"dsv: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return FileAccessError.exit_code
+    except Exception as exc:  # the boundary: a bug is still one line, never a traceback
+        message = " ".join(str(exc).split())[:500]
+        print(f"dsv: internal error ({type(exc).__name__}): {message}", file=sys.stderr)
+        return INTERNAL_ERROR_EXIT
     return int(code or 0)
 
 

@@ -6,13 +6,13 @@ import argparse
 import json
 from typing import Any
 
-from dsv_platform.core.records import Realization
-from dsv_platform.cli.progress import row_progress
-from dsv_platform.core.errors import ConfigurationError, ResolutionError
-from dsv_platform.core.refs import DatasetRef, parse_ref
-from dsv_platform.services.datasets import Dataset, load_manifest, read_object
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
+from dsv_platform.cli.progress import row_progress
+from dsv_platform.core.errors import ConfigurationError, ResolutionError
+from dsv_platform.core.records import Realization
+from dsv_platform.core.refs import HASH_PREFIX, DatasetRef, parse_ref
+from dsv_platform.services.datasets import Dataset, load_manifest, read_object
 
 
 def _record(r: Realization) -> dict[str, Any]:
@@ -75,10 +75,21 @@ def _alias_ref(text: str) -> DatasetRef:
     return ref
 
 
+def _manifest_hash_arg(option: str, text: str) -> str:
+    """A manifest hash given as ``<64 lowercase hex>`` or ``sha256:<64 hex>``; anything else is a usage error (exit 2), not NOT_FOUND."""
+    bare = text.removeprefix(HASH_PREFIX)
+    if len(bare) != 64 or any(c not in "0123456789abcdef" for c in bare):
+        raise ConfigurationError(f"{option} {text!r}: not a manifest hash; expected 64 lowercase hex digits (optionally prefixed sha256:)")
+    return bare
+
+
 @with_platform
 def _alias_set(args: argparse.Namespace, platform: Platform) -> int:
     ref = _alias_ref(args.ref)
-    move = platform.registry.set_alias(ref.name, ref.version, ref.alias or "", args.manifest_hash, expect=args.expect, actor=platform.actor, reason=args.reason or "")
+    args.manifest_hash = _manifest_hash_arg("manifest hash", args.manifest_hash)
+    args.expect = _manifest_hash_arg("--expect", args.expect) if args.expect else None
+    reason = args.reason or ""
+    move = platform.registry.set_alias(ref.name, ref.version, ref.alias or "", args.manifest_hash, expect=args.expect, actor=platform.actor, reason=reason)
     print(json.dumps({"alias": str(ref), "target": args.manifest_hash, "generation": getattr(move, "generation", None)}) if args.json else f"{ref} -> {args.manifest_hash}")
     return 0
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dsv_platform.core.errors import InputError, SplitPolicyError
+from dsv_platform.core.hash_split import check_new_salt
 from dsv_platform.core.splits import HashSplitPolicy
 
 BLOCK_BYTES = 1 << 20
@@ -74,7 +75,7 @@ def assign_stream(policy: HashSplitPolicy, source: BinaryIO, sink: BinaryIO, blo
 
 
 def _assign(args: Any) -> int:
-    policy = HashSplitPolicy.from_bounds(args.salt, args.splits, parse_modulus(args.modulus))
+    policy = HashSplitPolicy.from_bounds(check_new_salt(args.salt), args.splits, parse_modulus(args.modulus))
     assign_stream(policy, sys.stdin.buffer, sys.stdout.buffer)
     return 0
 

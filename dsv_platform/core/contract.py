@@ -18,6 +18,7 @@ import pyarrow as pa
 import yaml
 
 from dsv_platform.core import canonical_json
+from dsv_platform.core.config_yaml import StrictLoader
 from dsv_platform.core.errors import ContractError
 
 
@@ -330,11 +331,23 @@ def load_contract(path: str | Path) -> Contract:
     """Read and validate a YAML contract file; errors name the file and column."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
     except OSError as exc:
         raise ContractError(f"cannot read contract: {exc.strerror}", file=str(path)) from exc
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise ContractError(f"not UTF-8 text (byte {exc.start}, line {line})", file=str(path)) from exc
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_ContractLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
-        raise ContractError(f"not valid YAML: {exc}", file=str(path)) from exc
+        problem = getattr(exc, "problem", None)
+        duplicate = isinstance(problem, str) and problem.startswith("duplicate key")
+        message = str(problem) if duplicate else " ".join(str(exc).split())
+        raise ContractError(f"not valid YAML: {message}", file=str(path)) from exc
     return parse_contract(doc, source=str(path))
+
+
+class _ContractLoader(StrictLoader):
+    """Refuses a key given twice (naming it and its line), with YAML 1.1 booleans as before (``nullable: yes`` stays true)."""
+
+    yaml_implicit_resolvers = yaml.SafeLoader.yaml_implicit_resolvers

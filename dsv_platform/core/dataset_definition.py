@@ -24,6 +24,7 @@ from dsv_platform.core import canonical_json
 from dsv_platform.core.config_yaml import ConfigError, check_keys, names_list, need, read_yaml
 from dsv_platform.core.contract import Contract
 from dsv_platform.core.errors import DsvError
+from dsv_platform.core.hash_split import check_new_salt
 from dsv_platform.core.source import contract_of
 from dsv_platform.core.splits import GROUP_SPLIT, GroupSplitPolicy, HashSplitPolicy, SplitPolicy, policy_from_document
 
@@ -197,7 +198,7 @@ def _split_policy(raw: Mapping[str, Any], file: str | Path) -> dict[str, Any]:
     """The policy document; a group split may be written with ``salt`` and ``bounds`` for short."""
     try:
         if raw.get("policy") == GROUP_SPLIT and "bounds" in raw:
-            doc = GroupSplitPolicy(str(raw["group_column"]), HashSplitPolicy.from_bounds(str(raw["salt"]), str(raw["bounds"]))).to_document()
+            doc = GroupSplitPolicy(str(raw["group_column"]), HashSplitPolicy.from_bounds(check_new_salt(str(raw["salt"])), str(raw["bounds"]))).to_document()
         else:
             doc = dict(raw)
         policy_from_document(doc)

@@ -20,6 +20,40 @@ class ConfigurationError(DsvError):
     """A setting or argument is missing or malformed."""
 
 
+class EnvironmentSetupError(ConfigurationError):
+    """A ``DSV_*`` setting names something unusable: a malformed URL, a home that cannot be written, missing credentials (exit 9)."""
+
+    exit_code = 9
+
+
+class ServiceUnreachableError(DsvError):
+    """A configured service (PostgreSQL, the S3 endpoint) does not answer (exit 10); the message names its URL, password masked."""
+
+    exit_code = 10
+
+
+class FileAccessError(DsvError):
+    """A file or folder named on the command line cannot be read or written (exit 11); the message names it."""
+
+    exit_code = 11
+
+
+INTERNAL_ERROR_EXIT = 70
+"""An unexpected exception the CLI caught at its boundary: a bug, still reported on one line."""
+
+
+def mask_url(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (for error messages)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    netloc, slash, path = rest.partition("/")
+    userinfo, at, host = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        userinfo = userinfo.split(":", 1)[0] + ":***"
+    return f"{scheme}{sep}{userinfo}{at}{host}{slash}{path}"
+
+
 class ContractError(DsvError):
     """A contract file is malformed: unknown key, unknown type, missing parameter."""
 

@@ -2,11 +2,25 @@
 
 Built from an :class:`Inventory`: manifests (authoritative), recorded lineage,
 Iceberg structure (tags, snapshots, data files) and landing (raw batches).
+
+The rule that keeps everything a retained root needs: every SHA-256 digest
+(64 lowercase hex characters) found ANYWHERE in a realization manifest or a
+model run manifest document is an ``object`` the realization (or the
+``model_run``) depends on, whatever the field is called: partitions, the split
+assignment, attachments, the environment lock (``environment.lockfile_hash``),
+and any pinned object a future format adds. A digest that is not an object
+(``content_hash``, ``schema_hash``) names no stored object and is ignored; a
+digest that is a known realization's manifest hash (a run manifest's
+realization) is followed to that realization as well. A realization also keeps
+the quality report recorded for it (``quality_report --reports_on-->``), and a
+``model_run`` its run manifest object (``run_object`` on the ``trained`` edge).
+Keeping too much is the safe direction: nothing a manifest names is collected.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from dsv_platform.core.gc_inventory import Inventory
@@ -32,12 +46,30 @@ _R_PROTECTS = Relation.PROTECTS.value
 _R_REPORTS_ON = Relation.REPORTS_ON.value
 _R_RUN_RECORD = Relation.RUN_RECORD.value
 _R_TRAINED = Relation.TRAINED.value
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def named_digests(doc: Any) -> Iterator[str]:
+    """Every SHA-256 digest (64 lowercase hex, optionally ``sha256:``-prefixed) anywhere in a JSON document, keys included."""
+    stack = [doc]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            text = value.removeprefix("sha256:")
+            if len(text) == 64 and _DIGEST.fullmatch(text):
+                yield text
+        elif isinstance(value, Mapping):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
 
 
 def build_graph(inv: Inventory) -> LineageGraph:
     """The dependency graph GC walks: manifests (authoritative), recorded lineage, Iceberg structure, landing."""
     graph = LineageGraph()
     _add_manifests(graph, inv.manifests)
+    _add_run_manifests(graph, inv)
     _add_recorded_lineage(graph, inv)
     for realization in inv.realizations:
         if realization.manifest_hash:
@@ -65,6 +97,18 @@ def _add_manifests(graph: LineageGraph, manifests: Mapping[str, Mapping[str, Any
         rest = dict(doc, partitions=())
         for edge in manifest_edges(manifest_hash, rest):
             graph.add(edge)
+        for digest in set(named_digests(rest)) - {manifest_hash}:  # every other pinned object (environment lock, ...)
+            graph.add_dependency((obj, digest), realization, part_of)
+
+
+def _add_run_manifests(graph: LineageGraph, inv: Inventory) -> None:
+    """A model run depends on every object its run manifest names, and on every known realization it names."""
+    for run_hash, doc in inv.run_manifests.items():
+        run = (K_MODEL_RUN, run_hash)
+        for digest in set(named_digests(doc)) - {run_hash}:
+            graph.add_dependency((K_OBJECT, digest), run, _R_PART_OF)
+            if digest in inv.manifests:
+                graph.add_dependency((K_REALIZATION, digest), run, _R_TRAINED)
 
 
 def _add_recorded_lineage(graph: LineageGraph, inv: Inventory) -> None:
@@ -75,6 +119,7 @@ def _add_recorded_lineage(graph: LineageGraph, inv: Inventory) -> None:
             graph.add_dependency((K_OBJECT, str(run_object)), (K_MODEL_RUN, edge.dst_id), _R_RUN_RECORD)
         if edge.relation == _R_REPORTS_ON and edge.src_kind == K_QUALITY_REPORT:
             graph.add_dependency((K_OBJECT, edge.src_id), edge.src, _R_PART_OF)
+            graph.add_dependency(edge.src, edge.dst, _R_REPORTS_ON)  # a kept realization keeps its quality report too
         if edge.src_kind == K_SPLIT_ASSIGNMENT:
             graph.add_dependency((K_OBJECT, edge.src_id), edge.src, _R_PART_OF)
 

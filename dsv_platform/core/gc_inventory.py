@@ -124,6 +124,7 @@ class Inventory:
     aliases: Sequence[AliasInfo] = ()
     roots: Sequence[RootSpec] = ()
     lineage: Sequence[Edge] = ()
+    run_manifests: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # model run hash -> run manifest document
 
 
 @dataclass(frozen=True)

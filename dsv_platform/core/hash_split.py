@@ -51,6 +51,16 @@ _SHA256 = _load_sha256()
 _DIGEST: Callable[[Any], bytes] = type(_SHA256(b"")).digest
 
 
+def check_new_salt(salt: str) -> str:
+    """A salt for a new policy: it may not contain the separator ``:`` (``a:b`` + ``c`` would hash like ``a`` + ``b:c``).
+
+    Stored policies keep loading as they are (the encoding is unchanged); only new salts from users are refused.
+    """
+    if ":" in salt:
+        raise SplitPolicyError(f"salt {salt!r} contains ':', the separator between salt and identifier; choose a salt without ':'")
+    return salt
+
+
 @dataclass(frozen=True)
 class HashSplitPolicy:
     """``hash-split/1``: salted SHA-256 bucket of the identifier, named by cumulative bounds."""

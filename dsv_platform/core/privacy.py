@@ -146,8 +146,11 @@ def decide(descendant: Descendant, retain: Mapping[DescendantKind, str]) -> Deci
             "rows in a canonical table: a row-level delete on the current snapshot (copy-on-write); older snapshots holding them "
             "are expired once no live realization pins them",
         )
+    if descendant.kind is DescendantKind.RAW_BATCH and descendant.encrypted:
+        why = "a raw landed batch encrypted under its own key: the key is destroyed and the landing index marks it redacted"
+        return Decision(descendant, Outcome.CRYPTO_ERASED, None, why)
     if descendant.kind is DescendantKind.RAW_BATCH:
-        return Decision(descendant, Outcome.DELETED, None, "a raw landed batch: its object is deleted and the landing index marks it redacted")
+        return Decision(descendant, Outcome.DELETED, None, "a raw batch landed in the clear: its object is deleted and the landing index marks it redacted")
     if descendant.encrypted:
         return Decision(descendant, Outcome.CRYPTO_ERASED, None, "encrypted under its own key: the key is destroyed")
     return Decision(descendant, Outcome.DELETED, None, "stored in the clear: the object is deleted")

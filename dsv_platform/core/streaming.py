@@ -25,8 +25,25 @@ from dsv_platform.core.hashing import DatasetDigest, Progress, digest_of, hash_p
 SPILL_BYTES = 256 << 20
 
 
-def check_batch(batch: pa.RecordBatch, contract: Contract, source: str) -> None:
-    """Cheap per-batch checks that can still name the file: missing columns, types, nulls."""
+def _first_invalid_utf8(values: pa.Array) -> int | None:
+    """The index of the first value of a string array that is not valid UTF-8, else None (a fast full validation first)."""
+    try:
+        values.validate(full=True)
+        return None
+    except pa.ArrowInvalid:
+        pass
+    raw = values.view(pa.large_binary() if pa.types.is_large_string(values.type) else pa.binary())
+    for index, value in enumerate(raw.to_pylist()):
+        if value is not None:
+            try:
+                value.decode("utf-8")
+            except UnicodeDecodeError:
+                return index
+    return None
+
+
+def check_batch(batch: pa.RecordBatch, contract: Contract, source: str, first_row: int = 0) -> None:
+    """Cheap per-batch checks that can still name the file: missing columns, types, nulls, invalid UTF-8 (with the row)."""
     for column in contract.columns:
         if column.name not in batch.schema.names:
             raise ContractViolationError(f"missing column; the contract declares {contract.column_names}", column=column.name, source=source)
@@ -35,6 +52,10 @@ def check_batch(batch: pa.RecordBatch, contract: Contract, source: str) -> None:
             raise ContractViolationError("null in a non-nullable column", column=column.name, source=source)
         if column.type.value == "timestamp" and pa.types.is_timestamp(values.type) and values.type.tz is None:
             raise ContractViolationError("naive timestamp (no time zone); canonical timestamps must be timezone-aware", column=column.name, source=source)
+        if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+            bad = _first_invalid_utf8(values)
+            if bad is not None:
+                raise ContractViolationError(f"row {first_row + bad} (0-based): invalid UTF-8 in a string column", column=column.name, source=source)
 
 
 class _PartitionBuffer:
@@ -107,8 +128,10 @@ def iter_partitions(
     schema = None
     with tempfile.TemporaryDirectory(prefix="dsv-spill-", dir=scratch) as tmp:
         buffer: _PartitionBuffer | None = None
+        rows_seen: dict[str, int] = {}
         for source, batch in batches:
-            check_batch(batch, contract, source)
+            check_batch(batch, contract, source, rows_seen.get(source, 0))
+            rows_seen[source] = rows_seen.get(source, 0) + batch.num_rows
             batch = batch.select(contract.column_names)
             if schema is None:
                 schema = batch.schema

@@ -11,7 +11,7 @@ import dagster as dg
 
 from dsv_platform.core.batch import parse_batch_file
 from dsv_platform.core.source import SourceSpec
-from dsv_platform.defs.raw import RawBatchConfig
+from dsv_platform.defs.raw import RawBatchConfig, outside_reason
 from dsv_platform.defs.resources import PlatformResource
 
 
@@ -58,7 +58,14 @@ def build_drop_folder_sensor(job: Any, sources: Mapping[str, SourceSpec], partit
         seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
         folder = Path(platform.drop_folder)
         requests, skipped = [], []
+        outside = []
         for path in sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []:
+            reason = outside_reason(path, folder)
+            if reason is not None:
+                if seen.get(path.name) != reason:  # logged once per target, not every tick
+                    outside.append(reason)
+                    seen[path.name] = reason
+                continue
             digest = _digest(path)
             if seen.get(path.name) == digest:
                 continue
@@ -68,6 +75,8 @@ def build_drop_folder_sensor(job: Any, sources: Mapping[str, SourceSpec], partit
                 skipped.append(path.name)
             else:
                 requests.append(request)
+        for reason in outside:
+            context.log.warning(f"skipped, never landed: {reason}")
         if skipped:
             context.log.warning(f"not batch files (expected <source>__<YYYY-MM-DD>__<batch id>.<the source's format> for a known source and day): {skipped}")
         return dg.SensorResult(run_requests=requests, cursor=json.dumps(seen, sort_keys=True))

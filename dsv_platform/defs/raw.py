@@ -9,6 +9,7 @@ from pydantic import Field
 
 from dsv_platform.adapters.landing import LandingRecord, LandingStatus, LandingZone
 from dsv_platform.core.batch import parse_batch_file
+from dsv_platform.core.errors import ConfigurationError
 from dsv_platform.core.hashing import content_hash
 from dsv_platform.core.landing_format import EXTENSIONS
 from dsv_platform.core.source import SourceSpec
@@ -28,14 +29,36 @@ class RawBatchConfig(dg.Config):
     recorded_at: str | None = None  # ISO time the source recorded the batch; default: the file's modification time
 
 
-def batch_files(spec: SourceSpec, config: RawBatchConfig, drop_folder: Path, days: Sequence[dt.date]) -> list[Path]:
-    """The files this run lands: the configured ones, else ``<source>__<day>__*.<fmt>`` of each day in the drop folder."""
+def outside_reason(path: Path, drop_folder: Path) -> str | None:
+    """Why a drop-folder entry must not be landed (it resolves outside the folder: ``..``, a symlink out), else None."""
+    folder = drop_folder.resolve()
+    target = path.resolve()
+    if target == folder or not target.is_relative_to(folder):
+        return f"{path.name if path.parent == drop_folder else path}: resolves to {target}, outside the drop folder {folder}"
+    return None
+
+
+def batch_files(spec: SourceSpec, config: RawBatchConfig, drop_folder: Path, days: Sequence[dt.date], skipped: list[str] | None = None) -> list[Path]:
+    """The files this run lands: the configured ones, else ``<source>__<day>__*.<fmt>`` of each day in the drop folder.
+
+    A configured drop-folder name that resolves outside the drop folder is refused; a matching entry
+    of the folder that does (a symlink out) is left out, its reason appended to ``skipped``.
+    Absolute paths are an operator's explicit choice (`dsv ingest FILE`) and land as given.
+    """
     if config.files:
-        return [Path(f) if Path(f).is_absolute() else drop_folder / f for f in config.files]
+        named = [Path(f) if Path(f).is_absolute() else drop_folder / f for f in config.files]
+        refused = [reason for f, p in zip(config.files, named, strict=True) if not Path(f).is_absolute() and (reason := outside_reason(p, drop_folder))]
+        if refused:
+            raise ConfigurationError(f"refused, nothing landed: {'; '.join(refused)}")
+        return named
     if not drop_folder.is_dir():
         return []
     ext = EXTENSIONS[spec.landing_format]
-    return [p for d in days for p in sorted(drop_folder.glob(f"{spec.name}__{d.isoformat()}__*.{ext}"))]
+    found = [p for d in days for p in sorted(drop_folder.glob(f"{spec.name}__{d.isoformat()}__*.{ext}"))]
+    reasons = {p: outside_reason(p, drop_folder) for p in found}
+    if skipped is not None:
+        skipped.extend(r for r in reasons.values() if r)
+    return [p for p in found if reasons[p] is None]
 
 
 def recorded_time(text: str | None) -> dt.datetime | None:
@@ -102,7 +125,10 @@ def build_raw_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition) -> dg
     def _raw(context: dg.AssetExecutionContext, config: RawBatchConfig, platform: PlatformResource) -> AssetResult:
         days = partition_days(context)
         zone = platform.get().landing
-        landed = land_files(zone, spec, batch_files(spec, config, Path(platform.drop_folder), days), config)
+        skipped: list[str] = []
+        landed = land_files(zone, spec, batch_files(spec, config, Path(platform.drop_folder), days, skipped), config)
+        for reason in skipped:
+            context.log.warning(f"not landed: {reason}")
         every = [r for d in days for r in zone.records(spec.name, d)]
         return raw_result(landed, every)
 

@@ -60,14 +60,16 @@ def load_manifest(registry: Registry, realization: Realization) -> Manifest:
 
 def read_object(store: ObjectStore, ref: str, partition: PartitionEntry) -> pa.Table:
     """One partition's Parquet object, verified against its hash as it is read."""
+    where = f"partition {partition.key}: object {partition.object}"
+    detail: dict[str, object] = {"partition": partition.key, "object": partition.object}
     try:
         data = store.get(partition.object, verify=True)
     except ObjectErasedError as exc:
-        raise RedactedError(f"partition {partition.key}: object {partition.object} was crypto-erased by a privacy deletion", ref=ref, detail={"partition": partition.key, "object": partition.object}) from exc
+        raise RedactedError(f"{where} was crypto-erased by a privacy deletion", ref=ref, detail=detail) from exc
     except ObjectVerificationError as exc:
-        raise CorruptError(f"partition {partition.key}: object {partition.object} does not hash to its name", ref=ref, detail={"partition": partition.key, "object": partition.object}) from exc
+        raise CorruptError(f"{where} does not hash to its name", ref=ref, detail=detail) from exc
     except ObjectNotFoundError as exc:
-        raise CorruptError(f"partition {partition.key}: object {partition.object} is missing from {store.location}", ref=ref, detail={"partition": partition.key, "object": partition.object}) from exc
+        raise CorruptError(f"{where} is missing from {store.location}", ref=ref, detail=detail) from exc
     return pq.read_table(pa.BufferReader(data))
 
 
@@ -150,7 +152,11 @@ class Dataset:
         for entry, table in self.iter_partitions():
             leaf = hash_partition(table, self.contract, key=entry.key)
             if leaf.hash != entry.hash:
-                raise CorruptError(f"partition {entry.key}: content hash {leaf.hash} differs from the manifest's {entry.hash}", ref=self.ref, detail={"partition": entry.key, "object": entry.object})
+                raise CorruptError(
+                    f"partition {entry.key}: content hash {leaf.hash} differs from the manifest's {entry.hash}",
+                    ref=self.ref,
+                    detail={"partition": entry.key, "object": entry.object},
+                )
             leaves.append(leaf)
         root = digest_of(leaves, self.contract).content_hash
         if root != self.manifest.content_hash:

@@ -9,7 +9,10 @@ Iceberg catalog (snapshots, tags, the data files each snapshot references,
 the files present under each table's ``data/`` folder, and the ``_batch``
 values each live data file holds) and the raw landing index.
 
-:func:`apply_plan` (gc_apply.py) is a dry run unless ``dry_run=False``. Failure semantics:
+:func:`apply_plan` (gc_apply.py) is a dry run unless ``dry_run=False``. It deletes
+objects with the store's plain, re-creatable ``delete`` (never privacy's
+``erase``: no tombstone is left; the same bytes may be published again).
+Failure semantics:
 
 * the plan is refused (:class:`GcPlanStaleError`) unless the registry's state
   watermark still equals the one the plan was computed from; the watermark is
@@ -31,10 +34,12 @@ values each live data file holds) and the raw landing index.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from dsv_platform.adapters import iceberg_maintenance
 from dsv_platform.adapters.encrypted_store import EncryptingObjectStore
@@ -57,7 +62,10 @@ from dsv_platform.core.gc import (
     bulk,
     plan_gc,
 )
+from dsv_platform.core.lineage import Edge, Relation
 from dsv_platform.services.gc_apply import ApplyReport, GcPlanStaleError, apply_plan, check_fresh, expire_source_snapshots
+
+DEFAULT_POLICY = GcPolicy()  # frozen: safe to share as the default
 
 # ---------------------------------------------------------------- inventory
 
@@ -89,9 +97,9 @@ def _object_times(store: ObjectStore) -> dict[str, datetime]:
     prefix = getattr(store, "prefix", "")
     if lister is not None:
         for item in lister(OBJECTS_PREFIX):
-            digest = digest_of_key(item["Key"][len(prefix) :])
-            if digest is not None and item.get("LastModified") is not None:
-                out[digest] = item["LastModified"].astimezone(UTC)
+            listed = digest_of_key(item["Key"][len(prefix) :])
+            if listed is not None and item.get("LastModified") is not None:
+                out[listed] = item["LastModified"].astimezone(UTC)
     return out
 
 
@@ -106,6 +114,25 @@ def _in_flight_digests(store: ObjectStore, attempts: Iterable[str]) -> set[str]:
     return digests
 
 
+def _run_manifests(store: ObjectStore, lineage: Iterable[Edge]) -> dict[str, Any]:
+    """Run hash -> the run manifest document its ``trained`` edge names (``run_object``); unreadable ones are skipped.
+
+    GC keeps every object a run manifest names (core/gc_graph.py), so the documents are read here.
+    """
+    out: dict[str, Any] = {}
+    for edge in lineage:
+        run_object = edge.attributes.get("run_object") if edge.relation == Relation.TRAINED.value else None
+        if not run_object or edge.dst_id in out:
+            continue
+        try:
+            doc = json.loads(store.get(str(run_object)))
+        except (DsvError, ValueError):  # missing, erased or corrupt: nothing more to keep through it
+            continue
+        if isinstance(doc, dict):
+            out[edge.dst_id] = doc
+    return out
+
+
 def collect_inventory(
     registry: Registry,
     store: ObjectStore,
@@ -113,14 +140,16 @@ def collect_inventory(
     tables: CanonicalTables | None = None,
     landing: LandingZone | None = None,
     now: datetime | None = None,
-    policy: GcPolicy = GcPolicy(),
+    policy: GcPolicy = DEFAULT_POLICY,
 ) -> Inventory:
     """Everything the platform owns, read from the backends (see the module docstring)."""
     with bulk():
         return _collect(registry, store, tables=tables, landing=landing, now=now, policy=policy)
 
 
-def _collect(registry: Registry, store: ObjectStore, *, tables: CanonicalTables | None, landing: LandingZone | None, now: datetime | None, policy: GcPolicy) -> Inventory:
+def _collect(
+    registry: Registry, store: ObjectStore, *, tables: CanonicalTables | None, landing: LandingZone | None, now: datetime | None, policy: GcPolicy
+) -> Inventory:
     now = now or datetime.now(UTC)
     horizon = now - policy.safety_window
     reg = read_registry_inventory(registry, now=now)
@@ -153,10 +182,19 @@ def _collect(registry: Registry, store: ObjectStore, *, tables: CanonicalTables 
         aliases=reg.aliases,
         roots=reg.roots,
         lineage=reg.lineage,
+        run_manifests=_run_manifests(store, reg.lineage),
     )
 
 
-def plan(registry: Registry, store: ObjectStore, *, tables: CanonicalTables | None = None, landing: LandingZone | None = None, now: datetime | None = None, policy: GcPolicy = GcPolicy()) -> GcPlan:
+def plan(
+    registry: Registry,
+    store: ObjectStore,
+    *,
+    tables: CanonicalTables | None = None,
+    landing: LandingZone | None = None,
+    now: datetime | None = None,
+    policy: GcPolicy = DEFAULT_POLICY,
+) -> GcPlan:
     """Inventory then the pure plan."""
     return plan_gc(collect_inventory(registry, store, tables=tables, landing=landing, now=now, policy=policy), policy)
 

@@ -55,7 +55,8 @@ class ApplyReport:
         verb = "would" if self.dry_run else "did"
         return (
             f"{verb} expire {len(self.expired)} realization(s), remove {len(self.tags_removed)} tag(s), expire {len(self.snapshots_expired)} snapshot(s), "
-            f"delete {len(self.data_files_deleted)} data file(s) and {len(self.objects_deleted)} object(s), abandon {len(self.staging_abandoned)} staging attempt(s); "
+            f"delete {len(self.data_files_deleted)} data file(s) and {len(self.objects_deleted)} object(s), "
+            f"abandon {len(self.staging_abandoned)} staging attempt(s); "
             f"{self.bytes_freed} bytes; skipped {len(self.skipped)}"
         )
 
@@ -108,7 +109,7 @@ def apply_plan(
     for i, d in enumerate(todo[Action.DELETE_OBJECT.value]):
         if i % DELETE_BATCH == 0:
             still_fresh()
-        if store.delete(d.id):
+        if store.delete(d.id):  # the plain, re-creatable delete; never erase() (privacy tombstones)
             report.bytes_freed += d.bytes
         report.objects_deleted.append(d.id)
         step("object_deleted", d.id)

@@ -16,9 +16,10 @@ Plan, then guarded apply (STYLE.md "Destructive operations"):
    recorded request), records the request with a new redaction generation in
    one transaction, then per decision: destroys the key (CRYPTO_ERASED),
    deletes a plain object (DELETED), marks a realization REDACTED with the
-   generation, deletes a raw batch's object and marks it redacted in the
-   landing index (DELETED) or keeps it (RETAINED under a legal basis for
-   ``raw_batch``), and records the outcome. Canonical rows go last: a row-level
+   generation, crypto-erases a raw batch's object (CRYPTO_ERASED; a batch
+   landed in the clear before landing was encrypted is deleted: DELETED) and
+   marks it redacted in the landing index, or keeps it (RETAINED under a legal
+   basis for ``raw_batch``), and records the outcome. Canonical rows go last: a row-level
    delete on the current snapshot (copy-on-write, so new realizations cannot
    see them); then the tags of REDACTED realizations that pin an older snapshot
    still holding the subject are removed, and every such snapshot no tag
@@ -64,6 +65,7 @@ from dsv_platform.core.privacy import (
 from dsv_platform.core.source import SourceSpec
 from dsv_platform.core.states import RealizationState
 from dsv_platform.services.privacy_index import SubjectIndexing, entity_columns, subject_column, subject_hashes
+from dsv_platform.services.privacy_sweep import purge_unreferenced_files, snapshot_files, sweep_staging
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -85,6 +87,7 @@ class DeletionReport:
     outcomes: list[dict[str, Any]]
     models: list[dict[str, Any]]
     applied: bool = True
+    staging: list[dict[str, Any]] = field(default_factory=list)
 
     def to_document(self) -> dict[str, Any]:
         return {
@@ -97,6 +100,7 @@ class DeletionReport:
             "affected_realizations": self.plan.affected_realizations,
             "outcomes": self.outcomes,
             "models_for_governance": self.models,
+            "staged_parts": self.staging,
         }
 
 
@@ -147,7 +151,7 @@ class PrivacyCoordinator(SubjectIndexing):
         subject = self.subject_hash(subject_key)
         self._subject_keys[subject] = subject_key
         descendants = [
-            Descendant(K(r.kind), r.descendant_id, r.manifest_hash, r.dataset, K(r.kind) in OBJECT_KINDS and self.store.is_encrypted(r.descendant_id), r.rows)
+            Descendant(K(r.kind), r.descendant_id, r.manifest_hash, r.dataset, self._encrypted(K(r.kind), r.descendant_id), r.rows)
             for r in self.registry.privacy.index_rows(subject)
         ]
         descendants.extend(self._canonical_descendants(subject_key))
@@ -169,6 +173,7 @@ class PrivacyCoordinator(SubjectIndexing):
         for decision in sorted(plan.decisions, key=lambda d: order.get(d.descendant.kind, 0)):
             detail = self._carry_out(decision, request, plan.subject_key_hash)
             self.registry.privacy.record_outcome(request, decision, detail)
+        staging = self._sweep_staging(plan)
         self.keys.set_generation(max(self.keys.generation(), request.generation))
         self.registry.privacy.complete_request(rid)
         return DeletionReport(
@@ -179,6 +184,7 @@ class PrivacyCoordinator(SubjectIndexing):
             plan=plan,
             outcomes=self.registry.privacy.outcomes(request_id=rid),
             models=self.registry.privacy.models_using(plan.affected_realizations),
+            staging=staging,
         )
 
     def delete(
@@ -190,11 +196,12 @@ class PrivacyCoordinator(SubjectIndexing):
             return self.apply(plan, request_id=request_id)
         rid = request_id or f"privacy-{plan.subject_key_hash[:32]}"
         preview = [{**d.to_document(), "request_id": rid} for d in plan.decisions]
-        return DeletionReport(rid, plan.subject_key_hash, plan.based_on_generation, False, plan, preview, self.registry.privacy.models_using(plan.affected_realizations), applied=False)
+        models = self.registry.privacy.models_using(plan.affected_realizations)
+        return DeletionReport(rid, plan.subject_key_hash, plan.based_on_generation, False, plan, preview, models, applied=False)
 
     def _carry_out(self, decision: Decision, request: PrivacyRequest, subject: str) -> dict[str, Any]:
         d = decision.descendant
-        if decision.outcome is Outcome.DELETED and d.kind is K.RAW_BATCH:
+        if d.kind is K.RAW_BATCH and decision.outcome in (Outcome.DELETED, Outcome.CRYPTO_ERASED):
             return self._delete_raw(d.id, request.generation, f"privacy deletion {request.request_id}: {request.reason}")
         if decision.outcome is Outcome.DELETED and d.kind is K.CANONICAL_ROWS:
             return self._delete_canonical(d, subject)
@@ -207,13 +214,32 @@ class PrivacyCoordinator(SubjectIndexing):
             return self._redact(d.id, request.generation, f"privacy deletion {request.request_id}: {request.reason}")
         return {}
 
+    def _sweep_staging(self, plan: DeletionPlan) -> list[dict[str, Any]]:
+        """Staged parts of killed or failed builds holding the subject: keys erased, parts removed (privacy_sweep.py)."""
+        subject_key = self._subject_keys.get(plan.subject_key_hash)
+        if subject_key is None:  # a plan from another process: its key is never stored
+            return []
+        keep = {d.descendant.id for d in plan.decisions if d.outcome is Outcome.RETAINED}
+        return sweep_staging(self.store, subject_key, keep=keep)
+
+    def _encrypted(self, kind: DescendantKind, digest: str) -> bool:
+        """An object (or a raw batch landed through an encrypting store) stored encrypted under its own key."""
+        if kind is K.RAW_BATCH:
+            zone_store = self.zone.store if self.zone is not None else None
+            return isinstance(zone_store, EncryptingObjectStore) and zone_store.is_encrypted(digest)
+        return kind in OBJECT_KINDS and self.store.is_encrypted(digest)
+
     def _delete_raw(self, digest: str, generation: int, reason: str) -> dict[str, Any]:
-        """Delete the raw object (never overwrite it) and mark its landing entries redacted with the generation; idempotent."""
+        """Crypto-erase the raw object (delete it if it was landed in the clear), then mark its landing entries redacted; idempotent."""
         if self.zone is None:
             raise DsvError("a raw batch deletion needs the landing zone: build the PrivacyCoordinator with zone=")
-        existed = self.zone.store.delete(digest)
+        store = self.zone.store
+        if isinstance(store, EncryptingObjectStore) and store.is_encrypted(digest):
+            detail: dict[str, Any] = {"sealed_object": store.erase(digest)}
+        else:
+            detail = {"existed": store.delete(digest)}
         self.zone.mark_redacted(digest, generation, reason)
-        return {"existed": existed, "landing_mark": self.zone.redaction(digest)}
+        return {**detail, "landing_mark": self.zone.redaction(digest)}
 
     def _subject_key_for(self, spec: SourceSpec, column: str, subject: str) -> str | None:
         """The key of ``subject``: remembered from ``plan`` in this process, else found by hashing the table's subject column."""
@@ -242,17 +268,25 @@ class PrivacyCoordinator(SubjectIndexing):
             if sid in holding:
                 pinned_by.setdefault(sid, []).append(tag)
         states = self._tag_states(spec.name)
-        release = sorted(t for tags in pinned_by.values() for t in tags if states.get(t) == RealizationState.REDACTED.value)
+        # pins of REDACTED realizations, and of builds that never published (killed, failed or racing this deletion)
+        release = sorted(t for tags in pinned_by.values() for t in tags if states.get(t) in (None, RealizationState.REDACTED.value))
         removed = self.tables.remove_tags(spec, release)
         still = {sid: sorted(t for t in tags if t not in removed) for sid, tags in pinned_by.items()}
         still = {sid: tags for sid, tags in still.items() if tags}
+        tbl = self.tables.catalog.load_table(d.id)
+        candidates = snapshot_files(tbl, holding - set(still))
         expired = self.tables.expire(spec, sorted(holding - set(still)))
+        purged = purge_unreferenced_files(self.tables.catalog.load_table(d.id), candidates) if expired else []
         return {
             **deletion.to_document(),
             "removed_tags": removed,
             "expired_snapshots": expired,
+            "purged_files": len(purged),
             "protected_snapshots": {str(sid): [{"tag": t, "realization_state": states.get(t)} for t in tags] for sid, tags in sorted(still.items())},
-            "note": "expired snapshots' data files are removed by GC orphan-file collection; protected snapshots are released when the realizations pinning them are REDACTED or expire",
+            "note": (
+                "files only expired snapshots referenced are deleted now; "
+                "protected snapshots are released when the realizations pinning them are REDACTED or expire"
+            ),
         }
 
     def _tag_states(self, table: str) -> dict[str, str]:
@@ -288,7 +322,10 @@ class PrivacyCoordinator(SubjectIndexing):
         report = ReconcileReport(registry_gen, keys_gen)
         if keys_gen < registry_gen:
             for outcome in self.registry.privacy.outcomes(after_generation=keys_gen):
-                if outcome["outcome"] == Outcome.CRYPTO_ERASED.value:
+                if outcome["outcome"] == Outcome.CRYPTO_ERASED.value and K(outcome["kind"]) is K.RAW_BATCH and self.zone is not None:
+                    self._delete_raw(outcome["id"], int(outcome["generation"]), f"reconciled: privacy deletion {outcome['request_id']}")
+                    report.reapplied.append(outcome)
+                elif outcome["outcome"] == Outcome.CRYPTO_ERASED.value:
                     self.keys.destroy(outcome["id"])
                     report.reapplied.append(outcome)
                 elif outcome["outcome"] == Outcome.DELETED.value and K(outcome["kind"]) in OBJECT_KINDS:

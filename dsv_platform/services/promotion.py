@@ -53,7 +53,13 @@ class Promotion:
     alias: str
 
     def to_document(self) -> dict[str, Any]:
-        return {"run_hash": self.run_hash, "model": self.model_id, "ref": self.realization.ref, "alias": self.alias, "alias_ref": f"{self.realization.dataset}:{self.realization.version}@{self.alias}"}
+        return {
+            "run_hash": self.run_hash,
+            "model": self.model_id,
+            "ref": self.realization.ref,
+            "alias": self.alias,
+            "alias_ref": f"{self.realization.dataset}:{self.realization.version}@{self.alias}",
+        }
 
 
 def check_promotable(platform: Platform, run_hash: str, *, actor: str) -> tuple[Realization, str]:
@@ -72,7 +78,9 @@ def check_promotable(platform: Platform, run_hash: str, *, actor: str) -> tuple[
     except ResolutionError as exc:
         raise PromotionRefusedError(Refusal.REALIZATION_UNRESOLVED, f"realization {recorded['ref']} does not resolve: {exc}") from exc
     if realization.manifest_hash != recorded["manifest_hash"]:
-        raise PromotionRefusedError(Refusal.HASH_MISMATCH, f"run records manifest {recorded['manifest_hash']}, {recorded['ref']} resolves to {realization.manifest_hash}")
+        raise PromotionRefusedError(
+            Refusal.HASH_MISMATCH, f"run records manifest {recorded['manifest_hash']}, {recorded['ref']} resolves to {realization.manifest_hash}"
+        )
     try:
         verify_dataset(open_dataset(platform, realization.ref, actor=actor))
     except CorruptError as exc:

@@ -87,7 +87,8 @@ def parquet_bytes(table: pa.Table) -> bytes:
     """Deterministic Parquet bytes of ``table`` (same rows, same writer version, same bytes)."""
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, **PARQUET_OPTIONS)
-    return sink.getvalue().to_pybytes()
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
 
 
 def sorted_for_storage(table: pa.Table, contract: Contract) -> pa.Table:
@@ -150,7 +151,12 @@ class Publisher:
             raise PublicationError(f"{request.dataset}:{request.version}: two parts claim partition {dup!r}")
         parts = [self.write_part(attempt, key, table, contract) for key, table in request.partitions]
         manifest = build_manifest(
-            parts, dataset=request.dataset, version=request.version, schema_hash=contract.schema_hash, contract=contract.to_document(), **dict(request.manifest_fields)
+            parts,
+            dataset=request.dataset,
+            version=request.version,
+            schema_hash=contract.schema_hash,
+            contract=contract.to_document(),
+            **dict(request.manifest_fields),
         )
         self.registry.seal(candidate, manifest, actor=self.actor)
         self.on_step(BuildStep.SEALED, manifest.manifest_hash)

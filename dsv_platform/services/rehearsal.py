@@ -154,6 +154,7 @@ def integrity_scan(platform: Platform, *, day: dt.date | None = None, period_day
             finding = IntegrityFinding(r.ref, r.manifest_hash, Outcome.CORRUPT, obj, str(exc), True)
         except ResolutionError as exc:
             finding = IntegrityFinding(r.ref, r.manifest_hash, outcome_of_failure(exc.kind), None, str(exc), False)
-        registry.record_reproduction(r.ref, r.manifest_hash, actor=actor, outcome=finding.outcome.value, details={"procedure": "integrity_scan", "object": finding.object, "reason": finding.reason, "quarantined": finding.quarantined})
+        details = {"procedure": "integrity_scan", "object": finding.object, "reason": finding.reason, "quarantined": finding.quarantined}
+        registry.record_reproduction(r.ref, r.manifest_hash, actor=actor, outcome=finding.outcome.value, details=details)
         findings.append(finding)
     return IntegrityScan(day, period_days, len(population), tuple(findings))

@@ -129,7 +129,16 @@ class ReproductionReport:
         }
 
     def to_document(self) -> dict[str, Any]:
-        return {"ref": self.ref, "manifest_hash": self.manifest_hash, "outcome": self.outcome.value, "actor": self.actor, "at": self.at, "record_id": self.record_id, "asset_key": self.asset_key, **self.details()}
+        return {
+            "ref": self.ref,
+            "manifest_hash": self.manifest_hash,
+            "outcome": self.outcome.value,
+            "actor": self.actor,
+            "at": self.at,
+            "record_id": self.record_id,
+            "asset_key": self.asset_key,
+            **self.details(),
+        }
 
 
 # ---------------------------------------------------------------- 1. locate
@@ -201,7 +210,8 @@ def commit_exists(commit: str, repo: Path = REPO) -> bool:
 def check_code(code: Mapping[str, Any], repo: Path = REPO) -> Check:
     commit, dirty = str(code.get("commit", "unknown")), bool(code.get("dirty", False))
     if dirty:
-        return Check("code", False, Outcome.NOT_REPRODUCIBLE_DIRTY, {"commit": commit, "dirty": True, "reason": "built from uncommitted changes: not reproducible by construction"})
+        reason = "built from uncommitted changes: not reproducible by construction"
+        return Check("code", False, Outcome.NOT_REPRODUCIBLE_DIRTY, {"commit": commit, "dirty": True, "reason": reason})
     if not commit_exists(commit, repo):
         return Check("code", False, Outcome.MISSING_COMMIT, {"commit": commit, "reason": f"commit {commit} does not exist in {repo}"})
     return Check("code", True, detail={"commit": commit, "dirty": False})
@@ -232,11 +242,17 @@ def verify_dataset(ds: Dataset) -> dict[str, Any]:
     if splits is not None and assignment is not None:
         got = assignment_hash(assignment, assignment.column_names[0])  # the example id comes first
         if got != splits.assignment_hash:
-            raise CorruptError(f"split assignment {splits.assignment_object} hashes to {got}, the manifest says {splits.assignment_hash}", ref=ds.ref, detail={"object": splits.assignment_object})
+            raise CorruptError(
+                f"split assignment {splits.assignment_object} hashes to {got}, the manifest says {splits.assignment_hash}",
+                ref=ds.ref,
+                detail={"object": splits.assignment_object},
+            )
     return {"content_hash": content, "partitions": len(ds.partitions), "assignment_hash": None if splits is None else splits.assignment_hash}
 
 
-def check_inputs(platform: Platform, target: Target, manifest: Manifest, *, rebuild: bool, actor: str) -> tuple[list[Check], list[str], Dataset | RebuiltInput | None]:
+def check_inputs(
+    platform: Platform, target: Target, manifest: Manifest, *, rebuild: bool, actor: str
+) -> tuple[list[Check], list[str], Dataset | RebuiltInput | None]:
     """Re-hash the realization; rebuild it from raw when it is EXPIRED or CORRUPT and ``rebuild`` is set."""
     why: ResolutionError | None = None
     if target.realization.state is RealizationState.REDACTED:
@@ -258,7 +274,14 @@ def check_inputs(platform: Platform, target: Target, manifest: Manifest, *, rebu
             return [failed, Check("rebuild", False, outcome_of_failure(why.kind), {"reason": str(exc)})], [], None
     expected = (manifest.content_hash, None if manifest.splits is None else manifest.splits.assignment_hash)
     got = (rebuilt.content_hash, rebuilt.assignment_hash if manifest.splits is not None else None)
-    detail = {"content_hash": got[0], "assignment_hash": got[1], "expected_content_hash": expected[0], "expected_assignment_hash": expected[1], "raw_batches": rebuilt.batches, "watermark": manifest.watermark}
+    detail = {
+        "content_hash": got[0],
+        "assignment_hash": got[1],
+        "expected_content_hash": expected[0],
+        "expected_assignment_hash": expected[1],
+        "raw_batches": rebuilt.batches,
+        "watermark": manifest.watermark,
+    }
     if got != expected:
         return [failed, Check("rebuild", False, Outcome.HASH_MISMATCH, detail)], [], None
     note = f"{target.ref} rebuilt from {rebuilt.batches} raw batches up to {manifest.watermark} ({why.kind.name})"
@@ -282,7 +305,8 @@ def rerun_training(
     except ConfigurationError as exc:
         return Check(name, False, Outcome.NOT_FOUND, {"trainer": trainer_of(run), "reason": str(exc)}), None
     key = tuple(manifest.contract["key"]) if manifest.contract else ()
-    data = TrainingData(_split(source, "train", key), _split(source, "validation", key), int(run["seed"]), {k: int(v) for k, v in dict(run["parameters"]).items()}, smoke)
+    parameters = {k: int(v) for k, v in dict(run["parameters"]).items()}
+    data = TrainingData(_split(source, "train", key), _split(source, "validation", key), int(run["seed"]), parameters, smoke)
     model = train(data)
     if smoke:
         return Check(name, model.finite, None if model.finite else Outcome.HASH_MISMATCH, {"finite_weights": model.finite}), None
@@ -344,7 +368,8 @@ def reproduce(
 
 
 def _finish(
-    registry: Registry, target: str, located: Target | None, checks: list[Check], rebuilt: list[str], env: EnvironmentDiff | None, output: OutputComparison | None, procedure: str, actor: str
+    registry: Registry, target: str, located: Target | None, checks: list[Check], rebuilt: list[str],
+    env: EnvironmentDiff | None, output: OutputComparison | None, procedure: str, actor: str,
 ) -> ReproductionReport:
     outcome = decide(checks, rebuilt=rebuilt)
     now = dt.datetime.now(dt.UTC).isoformat()

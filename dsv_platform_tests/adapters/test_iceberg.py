@@ -92,7 +92,8 @@ def test_concurrent_appends_retry_and_all_land(tables):
 
     def work(day):
         try:
-            _append(CanonicalTables(tables.catalog.__class__(tables.catalog.name, **tables.catalog.properties)), events.daily_batch(DOMAIN, "transactions", day))
+            catalog = tables.catalog.__class__(tables.catalog.name, **tables.catalog.properties)
+            _append(CanonicalTables(catalog), events.daily_batch(DOMAIN, "transactions", day))
         except BaseException as exc:
             errors.append(exc)
 

@@ -143,7 +143,7 @@ def test_registry_events_are_append_only(registry: Registry) -> None:
     rid = reach(registry, S.ELIGIBLE)
     events = registry.events(rid)
     assert [e.to_state for e in events] == [S.STAGING, S.SEALED, S.PUBLISHED, S.ELIGIBLE]
-    for prev, nxt in zip(events, events[1:]):
+    for prev, nxt in itertools.pairwise(events):
         assert nxt.from_state == prev.to_state and nxt.at >= prev.at and nxt.at.tzinfo is not None
     for statement in ("UPDATE realization_events SET reason = 'rewritten'", "DELETE FROM realization_events"):
         with pytest.raises(DBAPIError, match="append-only"), registry.engine.begin() as conn:
@@ -281,7 +281,7 @@ def test_registry_resolve_latest_readable_and_pinned(registry: Registry) -> None
 def test_registry_resolve_not_found_never_falls_through(registry: Registry) -> None:
     with pytest.raises(NotFoundError, match="no published realization"):
         registry.resolve(NAME, VERSION)
-    rid, manifest = published(registry)
+    _rid, manifest = published(registry)
     registry.register_definition(NAME, "v7", contract={}, recipe={}, owner="o")
     cases = [
         (NAME + "_x", VERSION, None, None),
@@ -295,7 +295,7 @@ def test_registry_resolve_not_found_never_falls_through(registry: Registry) -> N
         with pytest.raises(NotFoundError) as info:
             registry.resolve(name, version, digest, alias)
         assert info.value.exit_code == 3
-    unpublished, m_unpublished = sealed(registry)
+    _unpublished, m_unpublished = sealed(registry)
     with pytest.raises(NotFoundError):
         registry.resolve(NAME, VERSION, m_unpublished.manifest_hash)
 
@@ -331,7 +331,7 @@ def test_registry_resolve_access_control(registry: Registry) -> None:
 
 
 def test_registry_alias_compare_and_swap(registry: Registry) -> None:
-    a, ma = published(registry)
+    _a, ma = published(registry)
     b, mb = published(registry)
     first = registry.set_alias(NAME, VERSION, "production", ma.manifest_hash, expect=None, actor="ops")
     assert (first.target, first.generation) == (ma.manifest_hash, 1)
@@ -356,7 +356,7 @@ def test_registry_alias_compare_and_swap(registry: Registry) -> None:
 
 
 def test_registry_alias_only_to_published_targets(registry: Registry) -> None:
-    rid, manifest = sealed(registry)
+    _rid, manifest = sealed(registry)
     with pytest.raises(NotFoundError):
         registry.set_alias(NAME, VERSION, "candidate", manifest.manifest_hash, expect=None, actor="ops")
     q_rid, q_manifest = published(registry)

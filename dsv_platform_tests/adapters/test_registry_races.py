@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing as mp
 import queue as queue_mod
 import time
@@ -128,7 +129,7 @@ def test_registry_races_alias_cas_loses_no_update(registry_url: str) -> None:
     assert len(history) == 1 + PROCESSES * MOVES
     assert [m.generation for m in history] == list(range(1, len(history) + 1))
     assert history[0].old_target is None
-    for prev, nxt in zip(history, history[1:]):
+    for prev, nxt in itertools.pairwise(history):
         assert nxt.old_target == prev.new_target
     final = reg.get_alias(NAME, VERSION, "production")
     assert final is not None and (final.target, final.generation) == (history[-1].new_target, len(history))

@@ -2,8 +2,8 @@
 
 After deleting a subject: the canonical tables' current snapshots hold no row
 of it, older snapshots holding it are released (the REDACTED realization's
-tags removed) and expired, the raw batches that held it are gone from the
-object store and marked redacted in the landing index, a realization built
+tags removed) and expired, the raw batches that held it are crypto-erased
+(landed encrypted: their keys destroyed) and marked redacted in the landing index, a realization built
 afterwards excludes it, a rerun records nothing new, and a legal basis for
 ``raw_batch`` keeps the batches.
 """
@@ -58,8 +58,9 @@ def test_deletion_reaches_raw_batches_and_canonical_rows(tmp_path: Path) -> None
     assert {K.RAW_BATCH, K.CANONICAL_ROWS, K.REALIZATION} <= kinds
     assert subject not in str(plan.to_document())
     raw = sorted(d.descendant.id for d in plan.decisions if d.descendant.kind is K.RAW_BATCH)
-    assert raw and all(world.store.exists(digest) for digest in raw)
-    assert {d.outcome for d in plan.decisions if d.descendant.kind in (K.RAW_BATCH, K.CANONICAL_ROWS)} == {Outcome.DELETED}
+    assert raw and all(world.platform.store.exists(digest) and world.platform.store.is_encrypted(digest) for digest in raw)
+    assert {d.outcome for d in plan.decisions if d.descendant.kind is K.RAW_BATCH} == {Outcome.CRYPTO_ERASED}
+    assert {d.outcome for d in plan.decisions if d.descendant.kind is K.CANONICAL_ROWS} == {Outcome.DELETED}
 
     report = coordinator.apply(plan)
     by_kind: dict[str, list[dict]] = {}
@@ -83,11 +84,11 @@ def test_deletion_reaches_raw_batches_and_canonical_rows(tmp_path: Path) -> None
         assert not set(world.tables.tags(spec)) & set(detail["removed_tags"])
     assert world.registry.find_by_manifest_hash(before.manifest_hash).state is RealizationState.REDACTED  # type: ignore[union-attr]
 
-    # raw: the batch objects are gone and the landing index marks them redacted with the generation
+    # raw: the batch objects are crypto-erased and the landing index marks them redacted with the generation
     assert {o["id"] for o in by_kind["raw_batch"]} == set(raw)
-    assert {o["outcome"] for o in by_kind["raw_batch"]} == {"deleted"}
+    assert {o["outcome"] for o in by_kind["raw_batch"]} == {"crypto_erased"}
     for digest in raw:
-        assert not world.store.exists(digest)
+        assert not world.platform.store.exists(digest) and world.platform.store.keys.is_erased(digest)
         marked = [r for r in world.zone.records() if r.digest == digest]
         assert marked and all(r.redacted_generation == report.generation and not r.loadable for r in marked)
     assert all(not r.redacted for r in world.zone.records() if r.digest not in raw)
@@ -119,7 +120,7 @@ def test_legal_basis_for_raw_batches_keeps_them(tmp_path: Path) -> None:
     raw = [o for o in report.outcomes if o["kind"] == "raw_batch"]
     assert raw and {o["outcome"] for o in raw} == {"retained"} and {o["legal_basis"] for o in raw} == {"AML record keeping, 5 years"}
     for o in raw:
-        assert world.store.exists(o["id"])
+        assert world.platform.store.exists(o["id"])
         assert all(not r.redacted for r in world.zone.records() if r.digest == o["id"])
     assert current_rows(world, subject) == 0  # canonical rows are still deleted
     assert {o["outcome"] for o in report.outcomes if o["kind"] == "canonical_rows"} == {"deleted"}

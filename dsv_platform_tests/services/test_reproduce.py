@@ -118,7 +118,7 @@ def test_reproduce_expired_input_with_raw_gone(tmp_path: Path) -> None:
     lab.expire(build)
     zone = build_landing(lab.settings)
     for record in zone.records():
-        lab.world.store.delete(record.digest)
+        zone.store.delete(record.digest)  # raw batches land sealed: delete through the landing zone's store
     report = reproduce(lab.platform, run.run_hash)
     assert report.outcome is Outcome.EXPIRED
     assert "raw batch" in report.reason and "gone" in report.reason

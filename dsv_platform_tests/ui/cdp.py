@@ -22,7 +22,10 @@ from typing import Any
 from websockets.sync.client import ClientConnection, connect
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-MISSING = "Chromium is not installed (no /usr/bin/chromium): .ci/run installs it (apt-get install -y chromium); on a dev machine run `apt-get update && apt-get install -y chromium`, or point DSV_CHROMIUM at a Chromium/Chrome binary"
+MISSING = (
+    "Chromium is not installed (no /usr/bin/chromium): .ci/run installs it (apt-get install -y chromium); "
+    "on a dev machine run `apt-get update && apt-get install -y chromium`, or point DSV_CHROMIUM at a Chromium/Chrome binary"
+)
 FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -183,19 +186,15 @@ class Browser:
         return path
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self._closing.close()
-        except Exception:
-            pass
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, 15)
                 self.proc.wait(timeout=10)
             except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.proc.pid, 9)
-                except ProcessLookupError:
-                    pass
                 self.proc.wait(timeout=10)
         self.log.close()
         shutil.rmtree(self.profile, ignore_errors=True)

@@ -22,7 +22,7 @@ import time
 import urllib.request
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -120,16 +120,15 @@ def _webserver(home: Path, log: Path, timeout: float = 90.0) -> Iterator[str]:
                 os.killpg(proc.pid, 15)
                 proc.wait(timeout=15)
             except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
+                with suppress(ProcessLookupError):
                     os.killpg(proc.pid, 9)
-                except ProcessLookupError:
-                    pass
                 proc.wait(timeout=15)
 
 
 # -- GraphQL: only to learn what to look for -----------------------------------------------------------
 def _graphql(base: str, query: str, **variables: Any) -> dict[str, Any]:
-    req = urllib.request.Request(f"{base}/graphql", data=json.dumps({"query": query, "variables": variables}).encode(), headers={"Content-Type": "application/json"})
+    body = json.dumps({"query": query, "variables": variables}).encode()
+    req = urllib.request.Request(f"{base}/graphql", data=body, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=30) as r:
         reply = json.load(r)
     assert not reply.get("errors"), reply
@@ -168,7 +167,7 @@ class Pages:
 
     def wait(self, *needles: str, shot: str, timeout: float = 45.0, settle: float = 0.5) -> str:
         try:
-            text = self.browser.wait_for_text(*needles, timeout=timeout)
+            self.browser.wait_for_text(*needles, timeout=timeout)
         except AssertionError:
             self.browser.screenshot(self.shots / f"FAILED-{shot}.png")
             raise
@@ -244,7 +243,14 @@ def test_dagster_ui_shows_asset_graph_checks_and_materialization_metadata(tmp_pa
                 shot="04-snapshot-overview",
             )
             assert re.search(rf"manifest_hash\s+(?:\S.*\n\s*)?{snapshot['manifest_hash']}", text), text[:3000]
-            pages.open(f"/assets/{SNAPSHOT}?view=events", "Materialized in run", "manifest_hash", snapshot["manifest_hash"], snapshot["content_hash"], shot="05-snapshot-events")
+            pages.open(
+                f"/assets/{SNAPSHOT}?view=events",
+                "Materialized in run",
+                "manifest_hash",
+                snapshot["manifest_hash"],
+                snapshot["content_hash"],
+                shot="05-snapshot-events",
+            )
 
             # 4. The splits' entity-disjointness check and its outcome.
             for name, status in split_checks.items():

@@ -6,11 +6,11 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, func, insert, select, update
+from sqlalchemy import CursorResult, Row, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import schema as s
-from dsv_platform.core.errors import NotFoundError
+from dsv_platform.core.errors import DsvError, NotFoundError
 from dsv_platform.core.records import Definition, Realization, RealizationEvent
 from dsv_platform.core.states import ConcurrentTransitionError, RealizationState, check_transition
 
@@ -80,6 +80,14 @@ def find_definition(conn: Connection, name: str, version: str) -> Definition | N
     t = s.dataset_definitions
     row = conn.execute(select(t).where(t.c.name == name, t.c.version == version)).first()
     return None if row is None else definition_from_row(row)
+
+
+def inserted_id(result: CursorResult[Any]) -> int:
+    """The integer primary key a single-row INSERT created."""
+    key = result.inserted_primary_key
+    if key is None:
+        raise DsvError("the INSERT returned no primary key")
+    return int(key[0])
 
 
 def current_generation(conn: Connection) -> int:

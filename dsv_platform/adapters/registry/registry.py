@@ -42,6 +42,7 @@ from dsv_platform.core.records import (
 from dsv_platform.core.refs import DatasetRef, parse_ref
 from dsv_platform.core.states import ConcurrentTransitionError, RealizationState
 
+
 class Registry(RegistryBookkeeping):
     """Publication state, aliases, definitions and the records later issues add. Build one with :meth:`from_url`.
 

@@ -51,7 +51,7 @@ def add_record(conn: Connection, *, ref: str, manifest_hash: str, actor: str, ou
             ref=ref, manifest_hash=manifest_hash, actor=actor, at=now, outcome=outcome, details_json=canonical_json.dumps(dict(details)).decode()
         )
     )
-    return int(result.inserted_primary_key[0])  # type: ignore[index]
+    return q.inserted_id(result)
 
 
 def list_records(conn: Connection, *, manifest_hash: str | None = None, procedure: str | None = None, limit: int | None = None) -> list[ReproductionRecord]:

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Row, and_, func, insert, or_, select, update
 from sqlalchemy.engine import Connection
 
+from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.core.errors import ConfigurationError, NotFoundError
 from dsv_platform.core.records import RetentionRoot
@@ -51,7 +52,7 @@ def add_root(conn: Connection, *, kind: str, ref: str, reason: str, owner: str, 
     if existing is not None and (expires_at is None or _expiry(conn, existing[0]) == expires_at):
         return int(existing[0])  # idempotent: the same active root again
     result = conn.execute(insert(t).values(kind=kind, ref=ref, reason=reason, owner=owner, created_at=now, expires_at=expires_at))
-    return int(result.inserted_primary_key[0])
+    return q.inserted_id(result)
 
 
 def _expiry(conn: Connection, root_id: int) -> datetime | None:
