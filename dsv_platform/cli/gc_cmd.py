@@ -72,9 +72,15 @@ def _plan(args: argparse.Namespace, platform: Platform) -> int:
     if args.out:
         Path(args.out).write_text(json.dumps(doc))
     if args.json:
-        print(json.dumps({k: doc[k] for k in ("format", "created_at", "watermark", "safety_window_s", "figures", "dangling_roots")} | {
-            "collectable": [{"node": f"{d.kind}:{d.id}", "reason": d.reason, "action": d.action, "bytes": d.bytes} for d in plan.collectable()],
-        }, indent=2))
+        print(
+            json.dumps(
+                {k: doc[k] for k in ("format", "created_at", "watermark", "safety_window_s", "figures", "dangling_roots")}
+                | {
+                    "collectable": [{"node": f"{d.kind}:{d.id}", "reason": d.reason, "action": d.action, "bytes": d.bytes} for d in plan.collectable()],
+                },
+                indent=2,
+            )
+        )
         return 0
     print(f"GC plan at {plan.created_at.isoformat()} (safety window {plan.safety_window_s / 3600:g} h)")
     for key, value in plan.figures().items():
@@ -105,7 +111,7 @@ def _apply(args: argparse.Namespace, platform: Platform) -> int:
 
 @with_platform
 def _why(args: argparse.Namespace, platform: Platform) -> int:
-    b, inv = _inventory(args, platform)
+    _, inv = _inventory(args, platform)
     plan = _read_plan(args.plan) if args.plan else plan_gc(inv, _policy(args))
     explanations = plan.explain(args.object, build_graph(inv))
     if not explanations:
@@ -190,7 +196,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _common(p)
     p.set_defaults(handler=_cost)
 
-    ret = sub.add_parser("retention", help="retention roots: what GC must keep, who asked, until when").add_subparsers(dest="retention_command", metavar="ACTION")
+    ret = sub.add_parser("retention", help="retention roots: what GC must keep, who asked, until when").add_subparsers(
+        dest="retention_command", metavar="ACTION"
+    )
     ret.required = True
     p = ret.add_parser("add", help="add a root")
     p.add_argument("kind", choices=["model_version", "legal_hold", "report", "experiment", "alias", "rollback_window"])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from dsv_platform.services.lineage import lineage
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
+from dsv_platform.services.lineage import lineage
 
 
 @with_platform
@@ -30,7 +30,11 @@ def _lineage(args: argparse.Namespace, platform: Platform) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("lineage", help="provenance of a model, report or realization; --impact: everything depending on a node")
-    p.add_argument("query", metavar="REF-or-ID", help="NAME:VER[@...], KIND:ID (model_run:<hash>, raw_batch:<id@digest>, iceberg_snapshot:<table@id>, label_version:<name@ver>) or a bare id")
+    p.add_argument(
+        "query",
+        metavar="REF-or-ID",
+        help="NAME:VER[@...], KIND:ID (model_run:<hash>, raw_batch:<id@digest>, iceberg_snapshot:<table@id>, label_version:<name@ver>) or a bare id",
+    )
     p.add_argument("--impact", action="store_true", help="walk downstream instead of upstream")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_lineage)

@@ -6,10 +6,10 @@ import argparse
 import json
 from typing import Any
 
-from dsv_platform.services.privacy import PrivacyCoordinator, build_coordinator
-from dsv_platform.core.privacy import parse_legal_bases
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
+from dsv_platform.core.privacy import parse_legal_bases
+from dsv_platform.services.privacy import PrivacyCoordinator, build_coordinator
 
 
 def _coordinator(platform: Platform) -> PrivacyCoordinator:
@@ -41,7 +41,9 @@ def _delete(args: argparse.Namespace, platform: Platform) -> int:
 @with_platform
 def _status(args: argparse.Namespace, platform: Platform) -> int:
     doc = _coordinator(platform).status(args.subject)
-    text = f"subject {doc['subject_key_hash'][:16]}…: {'deleted' if doc['deleted'] else 'not deleted'}; {len(doc['outcomes'])} outcome(s); generation registry {doc['registry_generation']} / key store {doc['key_store_generation']}"
+    state = "deleted" if doc["deleted"] else "not deleted"
+    generations = f"generation registry {doc['registry_generation']} / key store {doc['key_store_generation']}"
+    text = f"subject {doc['subject_key_hash'][:16]}…: {state}; {len(doc['outcomes'])} outcome(s); {generations}"
     _print(doc, args.json, text)
     return 0
 
@@ -50,7 +52,12 @@ def _status(args: argparse.Namespace, platform: Platform) -> int:
 def _reconcile(args: argparse.Namespace, platform: Platform) -> int:
     report = _coordinator(platform).reconcile()
     doc = report.to_document()
-    _print(doc, args.json, f"reconciled: re-applied {len(report.reapplied)} erasure(s), redacted {len(report.redacted)} realization(s); registry generation {report.registry_generation}")
+    _print(
+        doc,
+        args.json,
+        f"reconciled: re-applied {len(report.reapplied)} erasure(s), redacted {len(report.redacted)} realization(s); "
+        f"registry generation {report.registry_generation}",
+    )
     return 0
 
 

@@ -50,7 +50,10 @@ def _resolve(args: argparse.Namespace, platform: Platform) -> int:
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
-        print(f"{realization.ref}\n  state {realization.state.name}  version {realization.human_version}  rows {manifest.rows:,}  partitions {len(manifest.partitions)}\n  content {realization.content_hash}\n  schema  {realization.schema_hash}")
+        print(
+            f"{realization.ref}\n  state {realization.state.name}  version {realization.human_version}  rows {manifest.rows:,}  "
+            f"partitions {len(manifest.partitions)}\n  content {realization.content_hash}\n  schema  {realization.schema_hash}"
+        )
     return 0
 
 
@@ -90,7 +93,11 @@ def _alias_set(args: argparse.Namespace, platform: Platform) -> int:
     args.expect = _manifest_hash_arg("--expect", args.expect) if args.expect else None
     reason = args.reason or ""
     move = platform.registry.set_alias(ref.name, ref.version, ref.alias or "", args.manifest_hash, expect=args.expect, actor=platform.actor, reason=reason)
-    print(json.dumps({"alias": str(ref), "target": args.manifest_hash, "generation": getattr(move, "generation", None)}) if args.json else f"{ref} -> {args.manifest_hash}")
+    print(
+        json.dumps({"alias": str(ref), "target": args.manifest_hash, "generation": getattr(move, "generation", None)})
+        if args.json
+        else f"{ref} -> {args.manifest_hash}"
+    )
     return 0
 
 
@@ -106,7 +113,7 @@ def _alias_history(args: argparse.Namespace, platform: Platform) -> int:
         print(json.dumps(docs, indent=2))
     else:
         for d in docs:
-            print(f"#{d['generation']:<3} {d['at'][:19]}  {d['old_target'] or '(created)'} -> {d['new_target']}  by {d['actor']}  {d['reason']}")
+            print(f"#{d['generation']:<3} {str(d['at'])[:19]}  {d['old_target'] or '(created)'} -> {d['new_target']}  by {d['actor']}  {d['reason']}")
     return 0
 
 

@@ -13,12 +13,12 @@ import argparse
 import json
 from typing import Any
 
+from dsv_platform.bootstrap import Platform
+from dsv_platform.cli.context import with_platform
 from dsv_platform.services.promotion import promote
 from dsv_platform.services.rehearsal import rehearse
 from dsv_platform.services.reproduce import ReproductionReport, reproduce
 from dsv_platform.services.status import platform_status
-from dsv_platform.bootstrap import Platform
-from dsv_platform.cli.context import with_platform
 
 
 def observe(platform: Platform, reports: list[ReproductionReport]) -> int:
@@ -74,7 +74,9 @@ def _rehearse(args: argparse.Namespace, platform: Platform) -> int:
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
-        print(f"reconstructable today: {doc['reconstructable']} of {doc['rehearsed']} rehearsed ({doc['fraction']:.0%}); {doc['retained_models']} retained models")
+        print(
+            f"reconstructable today: {doc['reconstructable']} of {doc['rehearsed']} rehearsed ({doc['fraction']:.0%}); {doc['retained_models']} retained models"
+        )
         for r in doc["results"]:
             print(f"  {r['outcome']:<26} {r['run_hash']}  {'' if r['outcome'].startswith('REPRODUCED') else r['reason']}")
     return 0 if not run.failures else 1
@@ -100,7 +102,10 @@ def _status(args: argparse.Namespace, platform: Platform) -> int:
         return 0
     for s in rows:
         print(f"{s['ref']}: usable {s['usable_ref'] or 'none'}; fresh {_fmt(s['freshness_seconds'])}; publication lag {_fmt(s['publication_lag_seconds'])}")
-        print(f"  build: {s['rows']} rows, {s['bytes']} bytes, {s['attempts']} attempts, {s['retries']} retries, {s['gate_failures']} gate failures, stages {s['stage_seconds']}")
+        print(
+            f"  build: {s['rows']} rows, {s['bytes']} bytes, {s['attempts']} attempts, {s['retries']} retries, "
+            f"{s['gate_failures']} gate failures, stages {s['stage_seconds']}"
+        )
         for version, c in sorted(s["consumption"].items()):
             print(f"  reads of {version}: {c['reads']} by {len(c['readers'])} readers, failed {c['failed'] or 0}")
     return 0

@@ -1,6 +1,5 @@
 """gc_plan_job: the daily reachability GC plan, its figures as metadata; apply only when configured."""
 
-
 from datetime import timedelta
 
 import dagster as dg
@@ -16,7 +15,7 @@ class GcConfig(dg.Config):
 
 
 @dg.op(out=dg.Out(dict, description="The GC plan's figures (kept / collectable per kind, bytes, roots)."))
-def gc_plan(context: dg.OpExecutionContext, config: GcConfig, platform: PlatformResource) -> dg.Output[dict]:
+def gc_plan(context: dg.OpExecutionContext, config: GcConfig, platform: PlatformResource) -> dg.Output[dict[str, object]]:
     """Plan garbage collection from the retention roots; apply it only when ``apply`` is configured."""
     policy = GcPolicy(safety_window=timedelta(hours=config.safety_window_hours))
     p = platform.get()
@@ -24,7 +23,7 @@ def gc_plan(context: dg.OpExecutionContext, config: GcConfig, platform: Platform
     inv = gc_adapter.collect_inventory(reg, store, tables=tables, landing=p.landing, policy=policy)
     plan = plan_gc(inv, policy)
     figures = plan.figures()
-    metadata: dict[str, object] = {k: dg.MetadataValue.int(v) if isinstance(v, int) else dg.MetadataValue.text(str(v)) for k, v in figures.items()}
+    metadata: dict[str, dg.MetadataValue] = {k: dg.MetadataValue.int(v) if isinstance(v, int) else dg.MetadataValue.text(str(v)) for k, v in figures.items()}
     metadata["dangling_roots"] = dg.MetadataValue.json(plan.dangling_roots)
     if config.apply:
         report = gc_adapter.apply_plan(plan, registry=reg, store=store, tables=tables, dry_run=False, actor=p.actor)
@@ -37,4 +36,6 @@ def gc_plan_job() -> None:
     gc_plan()
 
 
-gc_plan_schedule = dg.ScheduleDefinition(job=gc_plan_job, cron_schedule="30 3 * * *", execution_timezone="UTC", description="Plan GC daily (never applies unless configured).")
+gc_plan_schedule = dg.ScheduleDefinition(
+    job=gc_plan_job, cron_schedule="30 3 * * *", execution_timezone="UTC", description="Plan GC daily (never applies unless configured)."
+)

@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from dsv_platform.defs.metadata import md_table
+from dsv_platform.defs.metadata import AssetResult, md_table
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.services.rehearsal import integrity_scan, rehearse
 from dsv_platform.services.status import platform_status
@@ -21,17 +21,25 @@ class IntegrityConfig(dg.Config):
 
 @dg.asset(
     group_name="reproducibility",
-    check_specs=[dg.AssetCheckSpec(RECONSTRUCTABLE, asset="reconstructability", blocking=True, description="every rehearsed retained model was reconstructable today")],
+    check_specs=[
+        dg.AssetCheckSpec(RECONSTRUCTABLE, asset="reconstructability", blocking=True, description="every rehearsed retained model was reconstructable today")
+    ],
     description="The fraction of retained models reconstructable today: a dry reconstruction of each (resolve, verify object, "
     "content and split-assignment hashes, training smoke test), one reproduction record each. The fraction over time is "
     "this asset's `reconstructable_fraction` metadata; failures name the typed reason (EXPIRED, REDACTED, CORRUPT, NOT_FOUND, "
     "HASH_MISMATCH, ENVIRONMENT_DRIFT, ...).",
 )
-def reconstructability(context: dg.AssetExecutionContext, config: RehearsalConfig, platform: PlatformResource) -> dg.MaterializeResult:
+def reconstructability(context: dg.AssetExecutionContext, config: RehearsalConfig, platform: PlatformResource) -> AssetResult:
     run = rehearse(platform.get(), period_days=config.period_days, actor="rehearsal")
     for r in run.reports:
         if r.asset_key:
-            context.log_event(dg.AssetObservation(r.asset_key, description=f"rehearsal: {r.outcome.value}", metadata={"outcome": r.outcome.value, "run_hash": r.run_hash or "", "reason": r.reason, "record_id": r.record_id}))
+            context.log_event(
+                dg.AssetObservation(
+                    r.asset_key,
+                    description=f"rehearsal: {r.outcome.value}",
+                    metadata={"outcome": r.outcome.value, "run_hash": r.run_hash or "", "reason": r.reason, "record_id": r.record_id},
+                )
+            )
     rows = [(r.run_hash, r.outcome.value, r.reason if not r.reconstructable else "", r.record_id) for r in run.reports]
     reasons = sorted({r.outcome.value for r in run.failures})
     return dg.MaterializeResult(
@@ -46,7 +54,10 @@ def reconstructability(context: dg.AssetExecutionContext, config: RehearsalConfi
                 check_name=RECONSTRUCTABLE,
                 passed=not run.failures,
                 description="all reconstructable" if not run.failures else f"not reconstructable: {', '.join(reasons)}",
-                metadata={"failures": md_table(["run manifest", "outcome", "reason"], [(r.run_hash, r.outcome.value, r.reason) for r in run.failures]), "reasons": ", ".join(reasons) or "none"},
+                metadata={
+                    "failures": md_table(["run manifest", "outcome", "reason"], [(r.run_hash, r.outcome.value, r.reason) for r in run.failures]),
+                    "reasons": ", ".join(reasons) or "none",
+                },
             )
         ],
     )
@@ -58,17 +69,23 @@ def reconstructability(context: dg.AssetExecutionContext, config: RehearsalConfi
     description="Integrity scan: a rotating sample of readable realizations re-hashed; a mismatch quarantines the realization "
     "('integrity: object <digest>') and names the object.",
 )
-def realization_integrity(config: IntegrityConfig, platform: PlatformResource) -> dg.MaterializeResult:
+def realization_integrity(config: IntegrityConfig, platform: PlatformResource) -> AssetResult:
     scan = integrity_scan(platform.get(), period_days=config.period_days)
     bad = scan.mismatches
     return dg.MaterializeResult(
-        metadata={"scanned": dg.MetadataValue.int(len(scan.findings)), "population": dg.MetadataValue.int(scan.population), "mismatches": dg.MetadataValue.int(len(bad))},
+        metadata={
+            "scanned": dg.MetadataValue.int(len(scan.findings)),
+            "population": dg.MetadataValue.int(scan.population),
+            "mismatches": dg.MetadataValue.int(len(bad)),
+        },
         check_results=[
             dg.AssetCheckResult(
                 check_name=INTEGRITY,
                 passed=not bad,
                 description="all sampled realizations verified" if not bad else "; ".join(f"{f.outcome.value}: {f.ref} object {f.object}" for f in bad),
-                metadata={"mismatches": md_table(["ref", "outcome", "object", "quarantined"], [(f.ref, f.outcome.value, f.object, f.quarantined) for f in bad])},
+                metadata={
+                    "mismatches": md_table(["ref", "outcome", "object", "quarantined"], [(f.ref, f.outcome.value, f.object, f.quarantined) for f in bad])
+                },
             )
         ],
     )
@@ -79,9 +96,12 @@ def realization_integrity(config: IntegrityConfig, platform: PlatformResource) -
     description="Per dataset definition: usable freshness (age of the newest realization that passed every gate), publication lag "
     "(publication time minus watermark), build health (rows, bytes, attempts, retries, gate failures, time per stage) and consumption.",
 )
-def dataset_observability(platform: PlatformResource) -> dg.MaterializeResult:
+def dataset_observability(platform: PlatformResource) -> AssetResult:
     rows = [s.to_document() for s in platform_status(platform.get())]
-    table = [(s["ref"], s["usable_ref"] or "none", s["freshness_seconds"], s["publication_lag_seconds"], s["rows"], s["bytes"], s["retries"], s["gate_failures"]) for s in rows]
+    table = [
+        (s["ref"], s["usable_ref"] or "none", s["freshness_seconds"], s["publication_lag_seconds"], s["rows"], s["bytes"], s["retries"], s["gate_failures"])
+        for s in rows
+    ]
     return dg.MaterializeResult(
         metadata={
             "definitions": md_table(["definition", "usable", "freshness s", "publication lag s", "rows", "bytes", "retries", "gate failures"], table),
@@ -91,6 +111,22 @@ def dataset_observability(platform: PlatformResource) -> dg.MaterializeResult:
 
 
 rehearsal_job = dg.define_asset_job("rehearsal_job", selection=[reconstructability], description="Dry reconstruction of retained models.")
-integrity_scan_job = dg.define_asset_job("integrity_scan_job", selection=[realization_integrity, dataset_observability], description="Re-hash a rotating sample of realizations; refresh the status figures.")
-rehearsal_schedule = dg.ScheduleDefinition(name="rehearsal_schedule", job=rehearsal_job, cron_schedule="0 5 * * *", execution_timezone="UTC", description="Rehearse reconstruction of retained models daily.")
-integrity_scan_schedule = dg.ScheduleDefinition(name="integrity_scan_schedule", job=integrity_scan_job, cron_schedule="30 5 * * *", execution_timezone="UTC", description="Integrity scan daily (full coverage every 7 days).")
+integrity_scan_job = dg.define_asset_job(
+    "integrity_scan_job",
+    selection=[realization_integrity, dataset_observability],
+    description="Re-hash a rotating sample of realizations; refresh the status figures.",
+)
+rehearsal_schedule = dg.ScheduleDefinition(
+    name="rehearsal_schedule",
+    job=rehearsal_job,
+    cron_schedule="0 5 * * *",
+    execution_timezone="UTC",
+    description="Rehearse reconstruction of retained models daily.",
+)
+integrity_scan_schedule = dg.ScheduleDefinition(
+    name="integrity_scan_schedule",
+    job=integrity_scan_job,
+    cron_schedule="30 5 * * *",
+    execution_timezone="UTC",
+    description="Integrity scan daily (full coverage every 7 days).",
+)

@@ -24,6 +24,7 @@ from dsv_platform.adapters.encrypted_store import EncryptingObjectStore
 from dsv_platform.adapters.landing import LandingZone
 from dsv_platform.adapters.object_store import ObjectStore
 from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.core.errors import ObjectStoreError
 from dsv_platform.core.gc import GcPolicy, Inventory
 from dsv_platform.core.lineage import manifest_edges
 from dsv_platform.core.states import RealizationState
@@ -79,7 +80,7 @@ def scan_backends(
 def _present(store: ObjectStore, digest: str) -> bool:
     try:
         return store.exists(digest)
-    except Exception:  # an erased or unreadable object is not present
+    except ObjectStoreError:  # an erased or unreadable object is not present
         return False
 
 

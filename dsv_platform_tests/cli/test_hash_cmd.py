@@ -42,15 +42,17 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pa.Table]:
     root = tmp_path_factory.mktemp("events")
     rng = random.Random(20260314)
     n = 3000
-    base = dt.datetime(2026, 3, 12, tzinfo=dt.timezone.utc)
+    base = dt.datetime(2026, 3, 12, tzinfo=dt.UTC)
     ids = rng.sample(range(-(10**12), 10**12), n)
     table = pa.table(
         {
             "event_id": pa.array(ids, pa.int64()),
             "day": pa.array([dt.date(2026, 3, 12 + rng.randint(0, 3)) for _ in range(n)], pa.date32()),
             "user": pa.array([rng.choice(["ann", "bob\tby", "zoë", "zoe\u0308", "back\\slash", "nl\n"]) for _ in range(n)]),
-            "amount": pa.array([None if rng.random() < 0.1 else Decimal(rng.randint(-10**6, 10**6)).scaleb(-2) for _ in range(n)], pa.decimal128(10, 2)),
-            "score": pa.array([None if rng.random() < 0.1 else rng.choice([rng.uniform(-5, 5), 0.0005, -0.0005, float("nan")]) for _ in range(n)], pa.float64()),
+            "amount": pa.array([None if rng.random() < 0.1 else Decimal(rng.randint(-(10**6), 10**6)).scaleb(-2) for _ in range(n)], pa.decimal128(10, 2)),
+            "score": pa.array(
+                [None if rng.random() < 0.1 else rng.choice([rng.uniform(-5, 5), 0.0005, -0.0005, float("nan")]) for _ in range(n)], pa.float64()
+            ),
             "at": pa.array([base + dt.timedelta(milliseconds=rng.randint(0, 10**9)) for _ in range(n)], pa.timestamp("ms", tz="UTC")),
         }
     )
@@ -63,14 +65,20 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pa.Table]:
     rng.shuffle(order)
     shuffled = table.take(pa.array(order))
     bounds = sorted(rng.sample(range(1, n), 4))
-    for i, (start, end) in enumerate(zip([0, *bounds], [*bounds, n])):
+    for i, (start, end) in enumerate(zip([0, *bounds], [*bounds, n], strict=True)):
         sub = copy / f"day_part={i % 2}"
         sub.mkdir(exist_ok=True)
         part = shuffled.slice(start, end - start)
         # different writer settings: row groups, compression, dictionary, large types, int96-free
         if i % 2:
             part = part.cast(pa.schema([f.with_type(pa.large_string()) if f.type == pa.string() else f for f in part.schema]))
-        pq.write_table(part, sub / f"f{i}.parquet", row_group_size=rng.randint(7, 500), compression=["zstd", "gzip", "none", "brotli", "snappy"][i], use_dictionary=bool(i % 2))
+        pq.write_table(
+            part,
+            sub / f"f{i}.parquet",
+            row_group_size=rng.randint(7, 500),
+            compression=["zstd", "gzip", "none", "brotli", "snappy"][i],
+            use_dictionary=bool(i % 2),
+        )
     return root, table
 
 
@@ -110,7 +118,9 @@ def test_hash_cmd_canonical_text_hashes_to_the_partition_hash(dataset: tuple[Pat
     root, _ = dataset
     digest = json.loads(dsv("hash", "copy", "--contract", "contract.yaml", "--json", cwd=root).stdout)
     leaf = digest["partitions"][1]
-    text = subprocess.run([DSV, "canonical", "copy", "--contract", "contract.yaml", "--partition", leaf["key"]], capture_output=True, cwd=root, check=True).stdout
+    text = subprocess.run(
+        [DSV, "canonical", "copy", "--contract", "contract.yaml", "--partition", leaf["key"]], capture_output=True, cwd=root, check=True
+    ).stdout
     assert hashlib.sha256(text).hexdigest() == leaf["hash"]
     assert text.count(b"\n") == leaf["rows"]
     everything = subprocess.run([DSV, "canonical", "original.parquet", "--contract", "contract.yaml"], capture_output=True, cwd=root, check=True).stdout

@@ -14,8 +14,8 @@ from dsv_platform.adapters.registry import Registry
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.core.states import RealizationState
 from dsv_platform_tests.services import publisher_worker as pw
-from dsv_platform_tests.services.test_publisher import backend_url, cli_env, dsv
 from dsv_platform_tests.services.test_datasets import flip_byte
+from dsv_platform_tests.services.test_publisher import backend_url, cli_env, dsv
 
 __all__ = ["backend_url"]
 
@@ -35,15 +35,26 @@ def test_resolution_failures_through_the_cli(backend_url: str, tmp_path: Path) -
     store = LocalObjectStore(tmp_path / "objects")
     with Registry.from_url(backend_url) as reg:
         pw.register(reg)
-        built = {tag: pw.build(reg, store, f"r-{tag}", logical_key=tag, parts=pw.partitions(seed=seed)) for tag, seed in [("redact", 3), ("expire", 5), ("good", 7), ("tamper", 9)]}
+        built = {
+            tag: pw.build(reg, store, f"r-{tag}", logical_key=tag, parts=pw.partitions(seed=seed))
+            for tag, seed in [("redact", 3), ("expire", 5), ("good", 7), ("tamper", 9)]
+        }
         h = {tag: b.manifest.manifest_hash for tag, b in built.items()}
         reg.set_alias(pw.NAME, pw.VERSION, "production", h["good"], expect=None, actor="t")
         gen = reg.raise_redaction_generation("subject-hash", reason="erasure request", actor="privacy")
         reg.transition(built["redact"].realization.id, S.REDACTED, reason="erasure", actor="privacy", redaction_generation=gen)
         reg.transition(built["expire"].realization.id, S.EXPIRED, reason="retention", actor="gc")
         with reg.engine.begin() as conn:
-            conn.execute(update(s.manifests).where(s.manifests.c.manifest_hash == h["tamper"]).values(canonical_json=conn.execute(
-                s.manifests.select().where(s.manifests.c.manifest_hash == h["tamper"])).mappings().one()["canonical_json"].replace('"rows":', '"rows": ', 1)))
+            conn.execute(
+                update(s.manifests)
+                .where(s.manifests.c.manifest_hash == h["tamper"])
+                .values(
+                    canonical_json=conn.execute(s.manifests.select().where(s.manifests.c.manifest_hash == h["tamper"]))
+                    .mappings()
+                    .one()["canonical_json"]
+                    .replace('"rows":', '"rows": ', 1)
+                )
+            )
     env = cli_env(tmp_path, backend_url)
 
     ok = dsv("resolve", f"{BASE}@production", "--json", env=env)
@@ -52,7 +63,11 @@ def test_resolution_failures_through_the_cli(backend_url: str, tmp_path: Path) -
     versions = dsv("versions", pw.NAME, "--json", env=env)
     assert versions.returncode == 0, versions.stderr
     assert {(v["manifest_hash"], v["state"]) for v in json.loads(versions.stdout)} == {
-        (h["redact"], "REDACTED"), (h["expire"], "EXPIRED"), (h["good"], "PUBLISHED"), (h["tamper"], "PUBLISHED")}
+        (h["redact"], "REDACTED"),
+        (h["expire"], "EXPIRED"),
+        (h["good"], "PUBLISHED"),
+        (h["tamper"], "PUBLISHED"),
+    }
 
     unknown_hash = "0" * 64
     for ref in ["no_such_dataset:v1", f"{pw.NAME}:v9", f"{BASE}@sha256:{unknown_hash}", f"{BASE}@staging"]:
@@ -81,12 +96,13 @@ def test_resolution_failures_through_the_cli(backend_url: str, tmp_path: Path) -
 
 @pytest.mark.s3
 def test_verify_flipped_byte_on_s3(s3_server, s3_bucket: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from dsv_platform.adapters.s3_store import S3ObjectStore
     from dsv_platform.adapters.object_store import object_key
+    from dsv_platform.adapters.s3_store import S3ObjectStore
 
     url = f"sqlite:///{tmp_path / 'registry.db'}"
-    store = S3ObjectStore(s3_bucket, "dsv", endpoint_url=s3_server.endpoint_url, region=s3_server.region,
-                          access_key=s3_server.access_key, secret_key=s3_server.secret_key)
+    store = S3ObjectStore(
+        s3_bucket, "dsv", endpoint_url=s3_server.endpoint_url, region=s3_server.region, access_key=s3_server.access_key, secret_key=s3_server.secret_key
+    )
     with Registry.from_url(url) as reg:
         pw.register(reg)
         built = pw.build(reg, store, "r-s3")

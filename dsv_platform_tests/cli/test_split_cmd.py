@@ -33,7 +33,7 @@ def test_split_assign_cli_matches_reference_line_by_line() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stderr == b""
     expected = [reference_split(unicodedata.normalize("NFC", i)) for i in ids]
-    assert result.stdout.decode().split("\n") == expected + [""]
+    assert result.stdout.decode().split("\n") == [*expected, ""]
 
 
 def test_split_assign_cli_strips_only_crlf_and_keeps_last_unterminated_line() -> None:
