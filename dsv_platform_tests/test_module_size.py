@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "dsv_platform"
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
+MAX_MODULE_DOCSTRING_LINES = 10  # the why in a few lines; the details go to docs/
 
 # Offenders waiting for their split, OUTSIDE core/ only: a module as its path, a function as
 # "path::Qualified.name". Remove an entry when its split lands (the stale-entry test says when).
@@ -61,3 +62,13 @@ def test_pending_split_has_no_stale_entries() -> None:
 
 def test_core_has_no_pending_split() -> None:
     assert not [k for k in PENDING_SPLIT if k.startswith("dsv_platform/core/")]
+
+
+def test_module_docstrings_are_short() -> None:
+    long_docs = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"), filename=rel))
+        if doc and len(doc.splitlines()) > MAX_MODULE_DOCSTRING_LINES:
+            long_docs.append(f"{rel}: module docstring has {len(doc.splitlines())} lines (limit {MAX_MODULE_DOCSTRING_LINES})")
+    assert not long_docs, "shorten these (what and why in a few lines, then 'Details: docs/<page>.md'):\n" + "\n".join(long_docs)

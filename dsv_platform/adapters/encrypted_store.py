@@ -1,34 +1,10 @@
 """An ObjectStore that encrypts every object it writes under the object's own key (crypto-erasure).
 
-Manifests stay deterministic: an object is still addressed by the SHA-256 of
-its PLAINTEXT. What is stored is ``nonce || AES-256-GCM(plaintext)`` with the
-plaintext digest as associated data, in a separate ``sealed`` store (the plain
-store rooted at ``<root>/encrypted``), under its ciphertext digest; the key
-store maps the plaintext digest to its key and to that ciphertext object.
+Objects stay addressed by the SHA-256 of their PLAINTEXT, so manifests stay deterministic;
+destroying an object's key (privacy's ``erase``) makes every copy noise, while GC's
+``delete`` is a plain, re-creatable removal. Staged parts are encrypted too.
 
-The nonce is derived from the key and the digest (HMAC-SHA256): a key encrypts
-exactly one plaintext, so the derived nonce is never reused with another
-message, and writers racing on one object produce identical ciphertext.
-
-Reads decrypt (GCM authenticates the ciphertext and the digest it is bound to)
-and the base class re-hashes the plaintext. A destroyed key raises
-:class:`ObjectErasedError` (the reader answers REDACTED).
-
-Two ways to remove an object, kept apart: :meth:`~EncryptingObjectStore.erase`
-is privacy's crypto-erasure (key destroyed, tombstone left, the bytes may never
-be stored again); :meth:`~EncryptingObjectStore.delete` is GC's plain delete
-(ciphertext and key removed, no tombstone: the same bytes may be put again, and
-a reader meets a missing object, never "crypto-erased"). Objects that were
-never encrypted are read from the inner plain store, so one reader serves both.
-
-Staged parts are encrypted too: a part is staged as ``STAGED_MAGIC || digest
-|| nonce || AES-GCM(plaintext)`` in the inner store's staging namespace, under
-the key of its plaintext digest (the key its promoted object gets), so a
-killed build leaves no plaintext behind and erasing that digest (``erase``)
-makes the staged part noise as well. Parts staged in the clear before this
-read as they are. ``abandon`` removes an attempt (the publisher abandons every
-attempt it finishes; GC abandons the rest after its safety window).
-Encryption is in memory: one object at a time.
+Details: docs/storage.md
 """
 
 from __future__ import annotations

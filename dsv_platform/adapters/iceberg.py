@@ -1,20 +1,10 @@
 """Canonical tables on Apache Iceberg (pyiceberg SqlCatalog): two clocks, append-only corrections, pins.
 
-Every canonical table holds the contract's columns plus two system columns:
-``_recorded_at`` (when we learned the row; the contract names the valid-time
-column) and ``_batch`` (which landed batch the row came from). A correction or
-a late event is a new row, never a rewrite, so two reads exist:
+A correction or a late event is a new row, never a rewrite, so a table can be read as known
+at any time (``as_of``) or as corrected now; appends are idempotent and retried on a lost
+commit race, and ``pin`` tags the snapshot a realization needs.
 
-* ``read(..., as_of=T)``: the rows known at ``T`` (``_recorded_at <= T``), the
-  latest version per natural key;
-* ``read(...)``: as corrected now (the latest version per key of everything).
-
-Appends are idempotent: a batch already in the table is skipped, and rows
-equal to the key's latest version are not appended again. A commit that loses
-a race (``CommitFailedException``) reloads the table and retries, recomputing
-what to append, a bounded number of times. ``pin`` protects the current
-snapshot with a tag named after the realization that needs it; ``read`` with
-``snapshot_id`` reads a pinned snapshot.
+Details: docs/storage.md
 """
 
 from __future__ import annotations

@@ -4,22 +4,7 @@ Every subject-bearing object is encrypted under its own 256-bit key (see
 :mod:`encrypted_store`). Destroying that key is the erasure: the ciphertext may
 stay in the object store and in every backup of it, and is noise without the key.
 
-Layout of :class:`LocalKeyStore` (a folder the platform owns, mode 0700)::
-
-    keys/ab/<digest>.key      32 random bytes, created once (create-if-absent via os.link)
-    keys/ab/<digest>.sealed   the digest of the ciphertext object that holds <digest>
-    erased/ab/<digest>        tombstone of a destroyed key (no key material)
-    generation                the redaction generation this store has applied (watermark)
-    salt                      secret salt of subject-key hashes (created once)
-
-Failure semantics: every file is written to a temporary name, fsynced and
-renamed (or linked) into place, then the folder is fsynced. ``destroy`` (privacy's
-crypto-erasure) overwrites the key file with zeros, fsyncs, unlinks it and writes the
-tombstone; a crash in between leaves either a readable key (rerun destroys it)
-or no key (the object is unreadable either way). ``forget`` (GC's plain,
-re-creatable delete) unlinks the key and the binding and writes no tombstone:
-the same bytes may be stored again later. An S3/KMS implementation
-would keep the same interface.
+Details: docs/storage.md
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """Raw landing: source batches written once under content-derived keys, plus a small landing index.
 
-``land(batch, spec)`` puts the bytes into the object store (``objects/sha256/...``)
-and records ``(source, day, batch id, digest, rows, recorded_at, landed_at,
-status, reason)`` in a SQLite index under the platform home, once per
-partition day the batch's accepted rows touch (``spec.partition_by``). Landing the same
-bytes again for the same batch id is a no-op (the existing record comes back
-with ``status`` UNCHANGED); other bytes for the same batch id are a new object
-and a new index entry (REVISED), never an overwrite. A batch that cannot be
-read as its source's format is kept (raw is kept longest) but QUARANTINED with
-the reason, and canonical loading skips it.
+Raw is what everything else can be rebuilt from, so a batch is never overwritten: the same
+bytes again are a no-op, other bytes a revision, an unreadable batch is kept but quarantined,
+and a privacy deletion crypto-erases a batch and marks it redacted for good.
 
-The platform lands through its encrypting store (``Platform.landing``): each
-batch is sealed under its own key, like every object. A privacy deletion
-crypto-erases a batch's object (destroys its key; a batch landed in the clear
-before is deleted) and marks its digest redacted in the index with the
-redaction generation (``mark_redacted``): the mark is written once and never
-overwritten, a redacted batch is no longer loadable, and landing the same bytes
-again does not bring the object back (nothing is written for a redacted digest).
+Details: docs/storage.md
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """Content-addressed, write-once object store: the interface and the logic every backend shares.
 
-Layout relative to the store root (a folder, or ``s3://bucket/prefix``)::
+An object's key is the SHA-256 of its bytes, so a stored object can never change under a
+reader: every put and every read re-hashes, and a key is never overwritten.
+Staged parts belong to one build attempt until ``promote`` copies them into their address.
 
-    objects/sha256/ab/cdef...      write-once objects; the key is the lowercase hex
-                                   SHA-256 of the bytes (2 hex chars of folder, 62 of name)
-    staging/<attempt_id>/<name>    one build attempt's private parts, before promotion
-    tmp/                           (local store only) partial writes; never read
-
-Guarantees of every implementation:
-
-* ``put`` hashes while it streams (8 MiB chunks), creates the key only if it is
-  absent, then reads the object back and re-hashes it (verify-after-write).
-* An existing key with identical bytes makes ``put`` a no-op success; an
-  existing key holding other bytes (corruption) raises
-  :class:`ObjectConflictError` and is never overwritten.
-* ``get`` / ``open`` / ``verify`` re-hash what they read and raise
-  :class:`ObjectVerificationError` naming the digest on a mismatch; a missing
-  key raises :class:`ObjectNotFoundError`.
-* Staged parts may be rewritten until promoted; ``promote`` copies a staged part
-  into its content address (the staged part stays until ``abandon``).
+Details: docs/storage.md
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """The object store on S3 (AWS, or any S3-speaking server through ``endpoint_url``).
 
-Write-once: an object key is created by ``PutObject`` or
-``CompleteMultipartUpload`` with ``If-None-Match: *``. On 412 PreconditionFailed
-the existing object is read back and re-hashed: same digest, no-op; other bytes,
-:class:`ObjectConflictError` and nothing is overwritten. A server that answers a
-conditional write with 501 NotImplemented is remembered as lacking them and gets
-head-then-put instead (a concurrent writer of *different* bytes could then slip
-between the head and the put; identical bytes are harmless). A server that
-silently ignores ``If-None-Match`` cannot be detected.
+Write-once through conditional writes (``If-None-Match: *``), with the same guarantees as
+the local store: the key is the digest, known before the upload; large objects go in parts.
 
-The key is the digest, so it is known before the upload: bytes and files are
-hashed in a first pass, non-seekable streams are spooled to a temporary file
-while hashed. Uploads above ``multipart_threshold`` go in ``part_size`` parts
-(one part in memory at a time). ``promote`` is a server-side multipart copy,
-pinned to the staged part's ETag, completed conditionally like a put.
+Details: docs/storage.md
 """
 
 from __future__ import annotations

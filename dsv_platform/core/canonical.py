@@ -1,22 +1,11 @@
 """Canonical row text, `dsv-canon/1` (CANONICAL-ENCODING.md), vectorized over Arrow.
 
 Each column becomes an Arrow string array of canonical value texts; the
-columns are joined by TAB and every row ends in LF. No Python loop runs per
-row or per value, except for the rare float values that sit within rounding
-error of a half-way point (and non-finite ones), which are formatted exactly
-by Python's correctly rounded ``%.*f``, and wide decimals (precision > 18)
-whose magnitude is below 1e-6 (Arrow prints those in scientific notation),
-fixed exactly per value.
-
-Fast paths (each checked against a per-value reference in
-``test_canonical_fastpaths.py``): strings are escaped with numpy over the data
-buffer (one insertion pass, only when a special byte exists); decimals of
-precision <= 18 and rounded floats are printed from int64 unscaled values
-(integer cast, a decimal point inserted, a leading ``1`` turned into ``0`` for
-magnitudes below one); rows are joined with one Arrow kernel whose trailing
-TAB is overwritten by LF in place.
-
+columns are joined by TAB and every row ends in LF, with no Python loop per row
+except for a few exactly formatted edge values.
 The optional compiled path lives in :mod:`dsv_platform.core.canonical_native`.
+
+Details: docs/hashing.md
 """
 
 from __future__ import annotations

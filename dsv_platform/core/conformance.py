@@ -1,23 +1,10 @@
 """Conformance vectors for `dsv-canon/1` and `hash-split/1` (CANONICAL-ENCODING.md).
 
-A vector is plain JSON: a contract document, rows in a typed JSON form, and
-the expected canonical row text, partition hashes, content hash and schema
-hash (or the expected error class). Any implementation can read the rows,
-encode them and compare. :func:`build_vectors` computes the expected values
-with this package's encoder; :func:`check_vectors` recomputes a document's
-vectors and lists every mismatch. Row values in JSON:
+A vector is plain JSON that any implementation can read, encode and compare:
+:func:`build_vectors` computes the expected values with this package's encoder;
+:func:`check_vectors` recomputes a document's vectors and lists every mismatch.
 
-- integers: JSON integers (uint64 max included); bool: true/false; null: null
-- string: JSON string (the file escapes non-ASCII, so NFD survives editors)
-- decimal: a plain decimal string with at most ``scale`` fraction digits
-- float32/float64: a decimal string read as the nearest binary64 (what
-  ``strtod`` does), or ``NaN``, ``Infinity``, ``-Infinity``, ``-0.0``; every
-  float32 value given is exactly representable in float32
-- timestamp: ``{"unit": s|ms|us|ns, "epoch": int, "tz": name or null}`` (the
-  stored unit may differ from the contract's resolution)
-- date: ``YYYY-MM-DD``; binary: lowercase hex of the bytes
-
-A column no row mentions is absent from the input (the missing-column case).
+Details: docs/hashing.md
 """
 
 from __future__ import annotations

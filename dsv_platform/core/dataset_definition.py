@@ -1,14 +1,9 @@
 """Declarative dataset definitions (``datasets/<name>_<version>.yaml``) parsed into frozen values.
 
-A definition is a governed recipe: one example per row of the ``base`` source,
-point-in-time ``as_of_joins`` to other sources, an optional pinned label
-version, the observation window, the population filter, the split policy, the
-output contract and the as-of watermark rule. A semantic change is a new
-definition version, i.e. a new file. Cross-checks against the sources live in
-:mod:`dsv_platform.core.platform_config`.
+A definition is a governed recipe; a semantic change is a new definition version, i.e. a
+new file. Cross-checks against the sources live in :mod:`dsv_platform.core.platform_config`.
 
-Recipes registered before the generic shape (``sources: [...]`` instead of
-``base``) still parse, so registered recipes keep their hash.
+Details: docs/lineage-and-reproduction.md
 """
 
 from __future__ import annotations

@@ -1,33 +1,11 @@
 """Garbage collection as reachability: a pure plan (ARCHITECTURE.md, "Garbage collection is reachability").
 
-Input: an :class:`Inventory` of everything the platform owns (realizations and
-their manifests, content-addressed objects, staging leftovers, Iceberg
-snapshots, tags and data files, raw batches), the recorded lineage, the
-aliases and the retention roots, plus the registry watermark it was read at.
+Whatever a retention root, an alias or the platform itself still needs is kept; only what
+no root reaches, outside the safety window, is collectable. The plan carries the registry
+watermark it was computed at. Nothing here touches storage. The graph is built in
+``gc_graph``, roots in ``gc_roots``, decisions in ``gc_decide``.
 
-Roots, in the order they claim what they reach:
-
-1. explicit retention roots active at ``observed_at`` (model versions,
-   reports, legal holds, experiments, rollback windows, aliases), each with
-   owner, reason and optional expiry;
-2. every alias (it may move only to a readable realization);
-3. implicit roots the platform itself needs: the newest readable realization
-   of every definition version (``name:v6`` must keep resolving; policy
-   ``keep_heads``), quarantined realizations (pending review), every table's
-   current snapshot, raw batches not yet loaded or quarantined (raw is kept
-   longest).
-
-The plan walks dependencies upstream from the roots (multi-source breadth
-first; the first root to reach a node is the one reported, with the path).
-A node not reached is collectable unless it is inside the safety window
-(created or modified less than ``safety_window`` before ``observed_at``,
-which also protects builds in flight), in which case it is kept "by the
-safety window". Manifests are metadata kept for the audit: an EXPIRED answer
-still names its manifest.
-
-The plan carries the watermark; the adapter refuses to apply it once the
-registry has moved on (see services/gc.py). Nothing here touches storage.
-The graph is built in ``gc_graph``, roots in ``gc_roots``, decisions in ``gc_decide``.
+Details: docs/gc-and-privacy.md
 """
 
 from __future__ import annotations

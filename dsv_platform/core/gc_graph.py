@@ -2,19 +2,9 @@
 
 Built from an :class:`Inventory`: manifests (authoritative), recorded lineage,
 Iceberg structure (tags, snapshots, data files) and landing (raw batches).
-
-The rule that keeps everything a retained root needs: every SHA-256 digest
-(64 lowercase hex characters) found ANYWHERE in a realization manifest or a
-model run manifest document is an ``object`` the realization (or the
-``model_run``) depends on, whatever the field is called: partitions, the split
-assignment, attachments, the environment lock (``environment.lockfile_hash``),
-and any pinned object a future format adds. A digest that is not an object
-(``content_hash``, ``schema_hash``) names no stored object and is ignored; a
-digest that is a known realization's manifest hash (a run manifest's
-realization) is followed to that realization as well. A realization also keeps
-the quality report recorded for it (``quality_report --reports_on-->``), and a
-``model_run`` its run manifest object (``run_object`` on the ``trained`` edge).
 Keeping too much is the safe direction: nothing a manifest names is collected.
+
+Details: docs/gc-and-privacy.md
 """
 
 from __future__ import annotations

@@ -1,26 +1,10 @@
 """Partition hashes and the content hash (CANONICAL-ENCODING.md, "Hashes").
 
-A partition is sorted by its natural key (typed comparison), checked for null
-and duplicate keys, encoded chunk by chunk into canonical row text and fed to
-one SHA-256. Two worker threads encode the next chunks while the main thread
-hashes the current one (Arrow compute, numpy and hashlib release the GIL).
-Memory stays bounded by one partition plus a few encoded chunks.
+A partition is sorted by its natural key, checked for null and duplicate keys, encoded
+chunk by chunk into canonical row text and fed to one SHA-256, with encoding overlapped
+with hashing and memory bounded by one partition plus a few encoded chunks.
 
-Performance notes (see docs/benchmarks.md):
-- a single integer, timestamp or date key is sorted with numpy: no sort at all
-  when the key is already strictly increasing, else one ``np.sort`` of the
-  key packed with the row number into an int64 (ties keep row order, as a
-  stable sort does), falling back to a stable argsort when the key's range
-  leaves no room for the row number;
-- each chunk gathers only the columns it encodes, in sorted order; fixed-width
-  strings (every value the same length, single-chunk columns) are gathered as
-  fixed-size records with numpy instead of Arrow's variable-length take;
-  many-chunk columns are taken chunked, never combined (no partition copy);
-- with the compiled encoder (``dsv_platform._native``, see canonical.py's
-  :func:`native_rows`), a chunk is gathered, formatted and joined in one C
-  pass that prefetches the rows ahead and releases the GIL; the per-column
-  gathers above then only serve float/date columns and the pure fallback.
-  ``set_native(False)`` forces the pure path.
+Details: docs/hashing.md
 """
 
 from __future__ import annotations

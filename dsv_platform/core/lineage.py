@@ -1,23 +1,9 @@
 """Lineage: the edge vocabulary and graph walks over an in-memory edge list (pure).
 
-A node is ``(kind, id)``. Every relation has a direction of dependency: for
-most, the source is the input and the destination depends on it
-(``iceberg_snapshot --pinned_by--> realization``); ``reports_on`` is the
-exception (a quality report depends on the realization it reports on).
-:func:`dependency` normalizes an edge to ``(upstream, downstream)`` so that
+A node is ``(kind, id)``; :func:`dependency` normalizes an edge to ``(upstream, downstream)``
+so that provenance, impact and garbage collection all walk one graph.
 
-* provenance walks upstream (what a model, report or realization was made of);
-* impact walks downstream (everything that depends on a raw batch, snapshot,
-  label version or realization);
-* garbage collection walks upstream from the retention roots.
-
-Node ids: realization and manifest = manifest hash; object, split_assignment,
-quality_report, raw_batch object = SHA-256 digest; model_run = run manifest
-hash (the model's name is in the ``trained`` edge's attributes; the legacy
-``model:<name>@<hash>`` is read as ``model_run:<hash>``); iceberg_snapshot =
-``table@snapshot_id``; iceberg_tag = ``table#tag``; label_version =
-``name@version``; raw_batch = ``batch_id@digest``; alias =
-``name:version@alias``; data_file = its path.
+Details: docs/lineage-and-reproduction.md
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """The realization manifest (`dsv-manifest/1`): what exactly a realization is.
 
-A manifest lists the partitions (content leaves and the Parquet objects that
-hold them), the content and schema hashes, and everything needed to rebuild
-the realization: pinned sources, labels, splits, code, environment,
-parameters and seed. It holds no wall-clock build time and no builder
-identity (those live in the registry's record), so the same inputs rebuilt
-into the same bytes give the same manifest hash.
+It names the partitions and everything needed to rebuild the realization, and nothing
+about when or by whom it was built, so the same inputs give the same ``manifest_hash``
+(the SHA-256 of its one canonical JSON form).
 
-``manifest_hash`` is the SHA-256 of the canonical JSON of :meth:`Manifest.to_document`
-(CANONICAL-ENCODING.md). Every key is always present (``null`` when unset), so a
-document has exactly one canonical form; :meth:`Manifest.from_document` accepts
-only that form. A new key is a new format (`dsv-manifest/2`).
+Details: docs/publication.md
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Privacy deletion planning: which descendants of a subject get which one outcome, and why (pure).
 
-A subject (an account id in the demo) is never logged or stored raw: it is
-known by :func:`subject_key_hash`, a salted SHA-256. The subject index lists
-its descendants; :func:`plan_deletion` gives each exactly one outcome:
+A subject is never logged or stored raw (:func:`subject_key_hash`, a salted SHA-256);
+:func:`plan_deletion` gives each descendant exactly one outcome:
+CRYPTO_ERASED, DELETED, ANONYMIZED or RETAINED (under a named legal basis).
 
-- CRYPTO_ERASED: an encrypted object whose key is destroyed;
-- DELETED: a plain object removed, a realization made REDACTED, a raw landing
-  batch removed from the store (its landing index entry marked redacted), or
-  canonical rows removed by a row-level delete on the table's current snapshot;
-- ANONYMIZED: rows whose subject column is replaced (reserved for row stores);
-- RETAINED: kept under a named legal basis the requester supplied.
+Details: docs/gc-and-privacy.md
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Dataset references: ``name:version``, ``name:version@sha256:<hex>``, ``name:version@<alias>``.
 
-Grammar (the whole string, no white space)::
+``parse_ref`` accepts the whole string or nothing; ``str(ref)`` writes the canonical
+text back, so ``parse_ref(str(ref)) == ref``.
 
-    ref     = name ":" version [ "@" ( "sha256:" hex64 | alias ) ]
-    name    = [a-z0-9_][a-z0-9_.-]*
-    version = [A-Za-z0-9_.-]+
-    hex64   = 64 of [0-9a-f]          (lowercase only)
-    alias   = [A-Za-z][A-Za-z0-9_.-]*  (not "sha256", which would read as a missing hash)
-
-``DatasetRef`` keeps the manifest hash as its 64 hex digits; ``str(ref)`` writes
-the canonical text back, so ``parse_ref(str(ref)) == ref``.
+Details: docs/publication.md
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """Split policies and their assignment (CANONICAL-ENCODING.md, `hash-split/1`).
 
-Every policy is a frozen value with a canonical JSON document (``to_document``,
-``policy_from_document``) whose SHA-256 is its ``policy_hash``; the document goes
-into the manifest. ``hash-split/1``, for an identifier ``id``:
+Every policy is a frozen value with a canonical JSON document whose SHA-256 is its
+``policy_hash``; the document goes into the manifest. The vectorized hash path lives in
+:mod:`dsv_platform.core.hash_split`, the shared ranges and constants in
+:mod:`dsv_platform.core.split_common`; both are re-exported here.
 
-    bytes   = NFC(id).encode("utf-8") for strings, ASCII base 10 for integers
-    bucket  = int.from_bytes(sha256(salt.encode() + b":" + bytes).digest(), "big") % modulus
-    split   = first range (in order) whose cumulative upper bound is > bucket
-
-The vectorized hash path lives in :mod:`dsv_platform.core.hash_split`, the shared
-ranges and constants in :mod:`dsv_platform.core.split_common`; both are re-exported here.
+Details: docs/hashing.md
 """
 
 from __future__ import annotations

@@ -4,13 +4,7 @@ Pure rules: which state may follow which. The registry applies them inside
 its transactions and records every change as an event; nothing here touches
 storage.
 
-    STAGING -> SEALED | FAILED | ABANDONED
-    SEALED -> PUBLISHED | FAILED | ABANDONED | QUARANTINED
-    PUBLISHED -> ELIGIBLE | QUARANTINED | REDACTED | EXPIRED
-    ELIGIBLE -> PUBLISHED (approval revoked) | QUARANTINED | REDACTED | EXPIRED
-    QUARANTINED -> PUBLISHED (released after review) | REDACTED | EXPIRED
-    FAILED | ABANDONED -> EXPIRED (collected)
-    REDACTED, EXPIRED: terminal
+Details: docs/publication.md
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
-"""Load a dataset by reference from training code.
-
-    import dsv_platform
-    ds = dsv_platform.open_dataset("fraud_training_set:v6@production")   # or open_dataset(platform, ref)
-    train = ds.to_pandas(split="train")
-    ds.manifest_hash   # pin this in your run manifest
+"""Load a dataset by reference from training code: ``dsv_platform.open_dataset(ref)``.
 
 A handle resolves its reference once and stays pinned to that realization for
 its lifetime. Every object is re-hashed as it is read; a mismatch raises
-:class:`CorruptError` naming the partition and object. ``verify_content()``
-also recomputes the canonical content hash.
+:class:`CorruptError` naming the partition and object.
+
+Details: docs/publication.md
 """
 
 from __future__ import annotations

@@ -1,34 +1,10 @@
 """Garbage collection against the real backends: inventory, then a guarded apply of a pure plan (core/gc.py).
 
-:func:`collect_inventory` reads the registry (realizations, manifests, aliases,
-retention roots, lineage and the state watermark, in one read transaction),
-the object store (objects with modification times, staging attempts; the
-bytes staged by attempts inside the safety window are hashed so that an
-object a build in flight is about to reference is never collected), the
-Iceberg catalog (snapshots, tags, the data files each snapshot references,
-the files present under each table's ``data/`` folder, and the ``_batch``
-values each live data file holds) and the raw landing index.
+:func:`collect_inventory` reads the registry, object store, Iceberg catalog and landing index;
+:func:`apply_plan` (gc_apply.py) is a dry run unless asked, refuses a stale plan, and deletes
+in a crash-safe order, so a reader meets a realization readable or EXPIRED, never half-deleted.
 
-:func:`apply_plan` (gc_apply.py) is a dry run unless ``dry_run=False``. It deletes
-objects with the store's plain, re-creatable ``delete`` (never privacy's
-``erase``: no tombstone is left; the same bytes may be published again).
-Failure semantics:
-
-* the plan is refused (:class:`GcPlanStaleError`) unless the registry's state
-  watermark still equals the one the plan was computed from; the watermark is
-  read again before every batch of deletions, and apply stops as soon as the
-  registry moves on (a concurrent publish could need what the plan collects);
-* ordering is crash-safe: (1) every collectable realization is marked EXPIRED
-  in the registry first (STAGING/SEALED go through ABANDONED), so resolution
-  answers EXPIRED before any byte goes; (2) Iceberg tags no kept realization
-  pins are removed, then unreferenced snapshots expired, then data files no
-  live snapshot references (re-checked against the table after expiry) are
-  deleted; (3) objects and abandoned staging attempts are deleted;
-* only collectable decisions are acted on, and only their own node: objects
-  that kept realizations share are kept by the plan, so a reader never sees a
-  half-deleted kept realization; a process killed at any point leaves
-  realizations either readable with all their objects or EXPIRED; a rerun
-  (a fresh plan, then apply) finishes the remaining deletions.
+Details: docs/gc-and-privacy.md
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Do the registry and the object store agree? The integrity scan kill-safety tests (and operators) run after a crash.
 
-``missing``: an object a readable (PUBLISHED/ELIGIBLE) realization needs is not
-in the store: a partition object, its split assignment or its quality report
-(REDACTED realizations are crypto-erased on purpose; EXPIRED ones were collected).
+It reports ``missing`` objects that a readable realization needs and ``orphaned`` things
+nothing live names (only beyond the safety window: younger ones may belong to a build in flight).
 
-``orphaned``, only beyond the safety window (younger things may belong to a
-build in flight): a stored object nothing live names (no manifest of a
-realization that is not EXPIRED, no recorded lineage, no landed raw batch), a
-staging attempt nobody finished or abandoned, a STAGING/SEALED candidate never
-reconciled, and, for the encrypting store, a ciphertext no key store entry
-binds or a key whose ciphertext is gone.
+Details: docs/gc-and-privacy.md
 """
 
 from __future__ import annotations

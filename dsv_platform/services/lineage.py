@@ -1,15 +1,10 @@
 """Deriving lineage edges from what the pipeline recorded (never typed by hand).
 
-* :func:`record_realization_lineage`: a published manifest -> edges into its
-  realization (core/lineage.py ``manifest_edges``), plus the alias if named.
-* :func:`record_load_lineage`: one canonical append -> ``raw_batch
-  --loaded_into--> iceberg_snapshot`` and ``parent --succeeded_by--> child``.
-* :func:`record_label_lineage`: one label append -> ``input snapshot
-  --derived_from--> label snapshot`` (and its parent edge).
-* :func:`record_model_lineage`: ``realization --trained--> model_run:<run hash>``.
-* :func:`record_canonical_lineage`: the backfill, from every table's metadata.
+One recorder per event (a published realization, a canonical load, a label append, a
+trained model, the backfill). Recording is idempotent: edges already in the registry are
+not added again.
 
-Recording is idempotent: edges already in the registry are not added again.
+Details: docs/lineage-and-reproduction.md
 """
 
 from __future__ import annotations

@@ -1,39 +1,10 @@
 """Privacy deletion: the subject index built from data, and the idempotent deletion coordinator.
 
-Plan, then guarded apply (STYLE.md "Destructive operations"):
+Plan, then guarded apply (STYLE.md "Destructive operations"): ``refresh_index``, ``plan``,
+``apply``. A crash anywhere leaves every read refused until a rerun or ``reconcile`` finishes
+the work; erasing, deleting and redacting are idempotent; one deletion runs at a time.
 
-1. ``refresh_index`` scans every published manifest not yet scanned for a
-   subject column (the entity columns of the dataset's configured sources) and records, per salted
-   subject hash, the partition and split objects and the realization; with a
-   landing zone, it also scans every landed raw object not yet scanned and
-   records the raw batches (RAW_BATCH, by object digest) holding each subject.
-2. ``plan`` turns the subject's index entries into one decision per descendant;
-   with canonical tables, it adds one CANONICAL_ROWS descendant per canonical
-   table whose current snapshot holds the subject (an Iceberg scan with
-   ``EqualTo(<the source's entity column>, key)``).
-3. ``apply`` first reconciles a key store that is behind the registry, refuses
-   a plan computed at another redaction generation (unless it reruns a
-   recorded request), records the request with a new redaction generation in
-   one transaction, then per decision: destroys the key (CRYPTO_ERASED),
-   deletes a plain object (DELETED), marks a realization REDACTED with the
-   generation, crypto-erases a raw batch's object (CRYPTO_ERASED; a batch
-   landed in the clear before landing was encrypted is deleted: DELETED) and
-   marks it redacted in the landing index, or keeps it (RETAINED under a legal
-   basis for ``raw_batch``), and records the outcome. Canonical rows go last: a row-level
-   delete on the current snapshot (copy-on-write, so new realizations cannot
-   see them); then the tags of REDACTED realizations that pin an older snapshot
-   still holding the subject are removed, and every such snapshot no tag
-   protects any more is expired (its data files are left to GC's orphan-file
-   collection). Snapshots a live (e.g. retained) realization still pins stay,
-   and the outcome lists them with their tags. Finally the key store's
-   watermark is advanced and the request completed.
-
-Failure semantics: a crash anywhere leaves the registry's generation ahead of
-the key store's watermark, so every read is refused (RedactionNotReconciledError)
-until a rerun (same request id: no new generation, already-recorded outcomes
-are kept) or ``reconcile`` finishes the work. Erasing, deleting and redacting
-are idempotent. The coordinator assumes one deletion runs at a time (the
-Dagster job runs with concurrency 1).
+Details: docs/gc-and-privacy.md
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """Copies of a subject's rows that no manifest names: staged parts of killed or failed builds, and the
 files of expired Iceberg snapshots.
 
-A build killed between ``stage`` and ``publish`` leaves its staging attempt
-behind (and the objects it promoted, unreferenced). Staged parts are sealed
-under the key of their plaintext digest (see :mod:`encrypted_store`), so
-:func:`sweep_staging` opens every staged part, and for each one holding the
-subject's key in any column destroys that key (``erase``: the staged part and
-an object promoted from it become noise, and a tombstone records it) and
-removes the part. A part staged in the clear (before staging was encrypted)
-that holds the subject is removed. Digests kept under a legal basis are left.
+:func:`sweep_staging` erases the subject from staged parts and
+:func:`purge_unreferenced_files` deletes the files of expired snapshots, instead of leaving
+them to GC's orphan-file collection.
 
-:func:`purge_unreferenced_files` deletes the data, manifest and manifest-list
-files of expired snapshots that no remaining snapshot of the table references
-(they may hold the subject's rows or its value in column bounds), instead of
-leaving them to GC's orphan-file collection.
+Details: docs/gc-and-privacy.md
 """
 
 from __future__ import annotations

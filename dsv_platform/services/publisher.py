@@ -1,20 +1,10 @@
 """The build protocol: every dataset realization goes through here.
 
-1. allocate a candidate (idempotent by request id) and a private staging namespace;
-2. write each partition as sorted Parquet under an attempt-independent content
-   key, verified after writing;
-3. build the manifest from completed parts (duplicate partitions or schema
-   disagreement reject the candidate) and seal it;
-4. run the dataset-level gates; store the quality report beside the manifest;
-5. publish with one conditional insert, idempotent by request id and manifest hash;
-6. only then move an alias, by compare-and-swap.
+Stage, seal, gate, publish with one conditional insert, then move an alias: a builder
+killed at any step leaves nothing a reader can see, and a rerun with the same request id
+converges to one published version with the same manifest hash.
 
-Failure semantics: a builder killed at any step leaves at most a STAGING or
-SEALED candidate and staged or content-addressed objects no manifest names;
-no reader can see them. Rerunning with the same request id resumes the same
-candidate and converges to one published version with the same manifest hash.
-A builder whose publish call timed out calls :meth:`Publisher.reconcile`
-before retrying. A candidate that fails a gate becomes FAILED (collectable).
+Details: docs/publication.md
 """
 
 from __future__ import annotations

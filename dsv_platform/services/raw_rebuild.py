@@ -1,15 +1,9 @@
 """Rebuilding one realization's examples from raw landing, up to its recorded watermark, in a scratch catalog.
 
-The audit's last resort when an input no longer hashes (or was collected):
-replay every loadable landed batch recorded at or before the watermark into
-fresh canonical tables under ``workdir`` (the definition's sources and its
-label's input sources), recompute the pinned label version as of the
-watermark, and assemble the examples with the definition registered
-for the manifest's dataset version (the recorded transform version: its recipe
-hash must equal the one in the manifest's parameters). Nothing is published;
-the caller compares the rebuilt content and split-assignment hashes with the
-manifest. A recipe registered in the legacy shape (``sources: [...]``) takes
-its joins from the configured definition of the same name and version.
+The audit's last resort when an input no longer hashes (or was collected). Nothing is
+published; the caller compares the rebuilt content and split-assignment hashes with the manifest.
+
+Details: docs/lineage-and-reproduction.md
 """
 
 from __future__ import annotations

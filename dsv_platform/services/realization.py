@@ -1,21 +1,10 @@
 """Building a dataset realization from a declarative definition.
 
-1. note the current snapshot of every input table (the base source, the
-   as-of-joined sources, the pinned label version if any); the logical build
-   key is the hash of the recipe and those ids;
-2. protect each snapshot with the tag ``<name>-<version>-<logical key>`` (the
-   manifest hash is not known yet; the tag names are recorded in the manifest);
-3. read every table at its pinned snapshot, as known at the watermark, and
-   assemble the examples point in time (core.assembly);
-4. apply the split policy and store the assignment as a content-addressed
-   Parquet object;
-5. publish through :class:`Publisher` with the gates (split invariants and
-   row count, and label coverage for a labelled dataset, block; proportions
-   warn), pinning code commit, dirty flag, environment hash, runner timezone,
-   parameters, seed, watermark.
+Pin every input snapshot, assemble the examples point in time, split, and publish through
+:class:`Publisher` with the gates. Rebuilding over unchanged snapshots reuses the published
+realization (the request id is the logical key), so the same inputs give one realization.
 
-Rebuilding over unchanged snapshots reuses the published realization (the
-request id is the logical key), so the same inputs give one realization.
+Details: docs/lineage-and-reproduction.md
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Scheduled reconstruction rehearsals and the integrity scan.
 
-``rehearse``: the dry audit of retained models (active ``model_version``
-retention roots, joined to the ``trained`` lineage edges): resolve, verify the
-object and content hashes and the split assignment, run a training smoke test.
-It never rebuilds (a rehearsal reports what an auditor would meet today). A
-rotating sample with ``period_days`` covers every retained model once per
-period. The figure: the fraction of the sampled models that are reconstructable.
+``rehearse`` is the dry audit of retained models (never rebuilds: it reports what an
+auditor would meet today); ``integrity_scan`` re-hashes a rotating sample of readable
+realizations and quarantines a mismatch. Both write one reproduction record per manifest checked.
 
-``integrity_scan``: re-hash a rotating sample of readable realizations; a
-mismatch moves the realization to QUARANTINED with the reason
-``integrity: object <digest>`` (there is no CORRUPT state in core/states.py)
-and is recorded. Both write one reproduction record per manifest checked.
+Details: docs/lineage-and-reproduction.md
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """``reproduce``: the audit procedure for one realization or one model run (ARCHITECTURE.md, "Rehearsal and reproduction").
 
-1. locate the manifest: a dataset reference, a realization manifest hash, or a
-   model's run-manifest hash (the run manifest names the realization);
-2. the recorded code commit must exist here and the build must not be dirty
-   (a dirty build is NOT_REPRODUCIBLE_DIRTY by construction; we stop there);
-3. compare the environment lockfile hash with the current one and diff the
-   package lists (each build stores its lockfile as an object named by its hash);
-4. resolve every input and re-hash it (objects, canonical content, split
-   assignment); an input that no longer hashes, or was collected (EXPIRED),
-   is rebuilt from raw landing up to the recorded watermark at the recorded
-   transform version and compared again; a REDACTED input is never rebuilt;
-5. for a model run, rerun training with the recorded parameters and seed and
-   compare the output (exact unless the run manifest records a tolerance);
-6. write a reproduction record into the registry (the caller may also report
-   it to Dagster as an observation on :attr:`ReproductionReport.asset_key`).
+Locate the manifest, check code and environment, re-hash (or rebuild from raw) every input,
+rerun training for a model, and write a reproduction record.
+Data problems become a typed :class:`Outcome` and a record; code errors propagate.
 
-Failure semantics: data problems become a typed :class:`Outcome` and a
-record; code errors propagate.
+Details: docs/lineage-and-reproduction.md
 """
 
 from __future__ import annotations

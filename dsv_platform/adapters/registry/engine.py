@@ -1,14 +1,9 @@
 """SQLAlchemy engines for the registry: SQLite (embedded default) and PostgreSQL.
 
-SQLite: WAL journal, a long busy timeout and pysqlite's own transaction
-handling switched off, so that every write transaction starts with
-``BEGIN IMMEDIATE`` (it takes the write lock up front and waits for it,
-instead of failing half-way when two processes write). Reads use a plain
-deferred ``BEGIN`` and see a consistent snapshot next to a writer.
-A connection opts into write mode with ``execution_options(dsv_write=True)``.
+SQLite writers take the write lock up front (``BEGIN IMMEDIATE``) instead of failing
+half-way; on PostgreSQL correctness comes from unique constraints and conditional updates.
 
-PostgreSQL: READ COMMITTED; correctness comes from unique constraints and
-conditional ``UPDATE ... WHERE`` (see registry.py).
+Details: docs/storage.md
 """
 
 from __future__ import annotations

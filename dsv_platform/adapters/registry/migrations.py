@@ -1,15 +1,9 @@
 """Versioned schema migrations: a tiny runner of our own.
 
-``schema_version`` records every applied migration. Each migration runs in its
-own transaction (DDL is transactional on SQLite and PostgreSQL), under a lock
-(SQLite ``BEGIN IMMEDIATE``; a PostgreSQL transaction-level advisory lock), and
-re-checks ``schema_version`` inside it, so :func:`upgrade` is idempotent and
-safe when several processes open the registry at once. An old database is
-upgraded in place.
+:func:`upgrade` is idempotent and safe when several processes open the registry at once;
+an old database is upgraded in place. Migrations never change once released.
 
-Rule for authors: migrations never change once released. A migration may
-create a table from :mod:`schema` only while no later migration alters it;
-when one does, freeze the earlier shape here (as ``_definitions_v1`` is).
+Details: docs/storage.md
 """
 
 from __future__ import annotations

@@ -1,27 +1,10 @@
 """Candidates, sealing and publication (ARCHITECTURE.md, "Publication is a transaction").
 
-Each function runs inside one write transaction opened by :class:`Registry`.
+Each function runs inside one write transaction opened by :class:`Registry`. Publication is
+one conditional insert whose unique constraints make exactly one winner; every racing or
+retrying builder ends with the same answer (CREATED, REPLAYED, SAME_MANIFEST or LOST_RACE).
 
-Publication is one conditional insert into ``publication_claims``. Its unique
-constraints, on (dataset, version, logical_key), (dataset, version,
-manifest_hash), (dataset, version, human_version) and request_id, make exactly
-one winner on SQLite and PostgreSQL alike. A publisher that loses a unique
-constraint on PostgreSQL gets an IntegrityError; the registry rolls back and
-runs :func:`publish` again, which then finds the winner and reconciles to it.
-
-Outcomes of ``publish(candidate, request_id)``, checked in this order:
-1. the request id already published this candidate: REPLAYED (same answer);
-   request ids are single-use, reuse for another candidate is a PublicationError;
-2. the candidate itself was already published (other request id): REPLAYED;
-3. the same manifest is already published for this name and version:
-   SAME_MANIFEST, the winner is returned and the candidate becomes ABANDONED;
-4. another manifest already holds the logical key: LOST_RACE, the winner is
-   returned (the caller compares manifest hashes) and the candidate becomes
-   ABANDONED (collectable). We return rather than raise, so that every racing
-   builder, and a builder retrying after a timeout, ends with the same answer;
-5. otherwise the candidate (SEALED, or QUARANTINED before it was ever
-   published) is published: CREATED, with a human version ``YYYY-MM-DD.N``
-   (UTC date, per-day sequence per name and version).
+Details: docs/publication.md
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Resolution: a reference answers with one readable realization or a typed failure.
 
-- NOT_FOUND: no such definition, manifest hash (published for this name and
-  version) or alias. Never falls through to a similar name or another version.
-- ACCESS_DENIED: the definition has an allowed-readers list and the actor is
-  not on it; also a QUARANTINED realization (it exists and is intact, but
-  reading is blocked pending review; neither "missing" nor "corrupt").
-- REDACTED (detail: the redaction generation) and EXPIRED.
-- CORRUPT is the reader's call: it re-hashes ``get_manifest`` and the objects.
+Never a near miss: NOT_FOUND, ACCESS_DENIED, REDACTED or EXPIRED (CORRUPT is the
+reader's call), and ``name:version`` alone means the newest readable realization.
 
-``name:version`` with no hash and no alias means the newest published
-realization of that definition version that is readable (PUBLISHED or
-ELIGIBLE); if none is readable, the newest one's failure is raised.
+Details: docs/publication.md
 """
 
 from __future__ import annotations

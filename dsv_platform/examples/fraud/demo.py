@@ -1,15 +1,10 @@
 """The fraud demo (``dsv demo``): the platform end to end through recorded Dagster runs.
 
-Writes a month of generated source batches (from 2026-06-01) as files and lands
-and loads them with one ranged ``raw_*`` + ``canonical_*`` run, builds both label
-versions, publishes fraud_training_set:v5 and :v6 and trains the fraud model,
-then plays the failure modes (late events, a feature backfill, label v5 -> v6,
-a renamed column, a malformed batch), each landed by a run, rebuilding after
-each. For each it prints the old realization's reference and content hash
-re-read and re-verified from storage, and the new one's. Every step is a run on
-the instance under ``DAGSTER_HOME`` (default ``$DSV_HOME/dagster``): ``make ui``
-shows them with their checks. Run twice on one home, it reuses the home when
-its registry was built from the same configuration, else moves it aside.
+Lands a month of generated batches, builds and publishes the training sets, trains the
+model, then plays the failure modes, showing each time that the old realization still
+re-reads and re-verifies from storage beside the new one.
+
+Details: docs/lineage-and-reproduction.md
 """
 
 from __future__ import annotations
