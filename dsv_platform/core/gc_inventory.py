@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from dsv_platform.core.lineage import Edge, Node, NodeKind
 
@@ -36,8 +36,7 @@ class RootSpec:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class RealizationInfo:
+class RealizationInfo(NamedTuple):
     id: int
     dataset: str
     version: str
@@ -48,8 +47,7 @@ class RealizationInfo:
     published_at: datetime | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class StoredObject:
+class StoredObject(NamedTuple):
     digest: str
     size: int
     modified_at: datetime | None = None  # None: unknown, never collected (treated as new)

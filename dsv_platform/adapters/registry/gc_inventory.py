@@ -40,7 +40,7 @@ def read_inventory(registry: Registry, *, now: datetime) -> RegistryInventory:
                 s.publication_claims, s.publication_claims.c.realization_id == r.c.id
             )
         )
-        realizations = [RealizationInfo(m.id, m.dataset, m.version, m.state, m.manifest_hash, m.logical_key, m.created_at, m.published_at) for m in rows]
+        realizations = list(map(RealizationInfo._make, rows))  # the select lists RealizationInfo's fields in order
         manifests = {row[0]: json.loads(row[1]) for row in conn.execute(select(s.manifests.c.manifest_hash, s.manifests.c.canonical_json))}
         aliases = [AliasInfo(m.dataset, m.version, m.alias, m.target_manifest_hash) for m in conn.execute(select(s.aliases))]
         roots = [RootSpec(str(rt.id), rt.kind, rt.ref, rt.reason, rt.owner, rt.expires_at) for rt in reg_retention.list_roots(conn, active_at=now)]
