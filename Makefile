@@ -18,7 +18,12 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/dsv demo
 
-test: $(STAMP)
+# PostgreSQL server binaries, Chromium, Redis, make: apt-get installs the missing ones (a no-op when all are present).
+.PHONY: prereqs
+prereqs:
+	.ci/prereqs
+
+test: prereqs $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 # ruff check (not ruff format: formatting is not enforced) and mypy, strict on dsv_platform.core (pyproject.toml).
@@ -26,8 +31,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check dsv_platform dsv_platform_tests benchmarks
 	$(BIN)/mypy dsv_platform
 
+# The webserver and the daemon (queue, schedules, sensors) on the embedded instance, whose dagster.yaml (telemetry
+# off) is written if absent. Not `dagster dev`: Dagster 1.13 marks it superseded by `dg dev` (dagster-dg-cli).
 ui: $(STAMP)
-	DAGSTER_HOME=$(CURDIR)/.dsv/dagster $(BIN)/dagster dev -w workspace.yaml
+	mkdir -p .dsv/dagster && (test -e .dsv/dagster/dagster.yaml || printf 'telemetry:\n  enabled: false\n' > .dsv/dagster/dagster.yaml)
+	DAGSTER_HOME=$(CURDIR)/.dsv/dagster sh -c '$(BIN)/dagster-daemon run -w workspace.yaml & trap "kill $$! 2>/dev/null" EXIT INT TERM; $(BIN)/dagster-webserver -w workspace.yaml'
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run

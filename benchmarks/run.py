@@ -12,11 +12,20 @@ import json
 import time
 from pathlib import Path
 
-from benchmarks import bench_dvc, bench_memory, bench_naive, bench_ratio, bench_splits
+from benchmarks import bench_contract, bench_diff, bench_dvc, bench_memory, bench_naive, bench_ratio, bench_splits, bench_startup
 from benchmarks.common import Result, machine
 from benchmarks.data import DATA_DIR, dataset
 
-BENCHMARKS = {"a": bench_ratio, "b": bench_naive, "c": bench_dvc, "d": bench_splits, "e": bench_memory}
+BENCHMARKS = {
+    "a": bench_ratio,
+    "b": bench_naive,
+    "c": bench_dvc,
+    "d": bench_splits,
+    "e": bench_memory,
+    "f": bench_diff,
+    "s": bench_contract,
+    "t": bench_startup,
+}
 
 
 def render(results: list[Result], facts: dict[str, str], rows: int, seconds: float) -> str:
@@ -34,7 +43,7 @@ def render(results: list[Result], facts: dict[str, str], rows: int, seconds: flo
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run")
     parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the generated transactions table (default 10M)")
-    parser.add_argument("--only", default="a,b,c,d,e", help="comma-separated benchmark letters")
+    parser.add_argument("--only", default="a,b,c,d,e,f,s,t", help="comma-separated benchmark letters")
     parser.add_argument("--markdown", type=Path, help="also write the results as Markdown to this file")
     args = parser.parse_args()
     started = time.perf_counter()

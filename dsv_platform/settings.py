@@ -33,6 +33,8 @@ class Settings:
     config_dir: Path = field(default_factory=lambda: DEFAULT_CONFIG_DIR)
     dagster_home: Path = _FOLLOW_HOME
     """The Dagster instance folder (``DAGSTER_HOME``); left unset it is ``home / "dagster"``."""
+    openlineage: bool = False
+    """Emit OpenLineage run events (:func:`openlineage_configured`; the client reads its own configuration, docs/interop.md)."""
 
     def __post_init__(self) -> None:
         if self.dagster_home == _FOLLOW_HOME:
@@ -91,4 +93,12 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         actor=env.get("DSV_ACTOR") or env.get("USER") or "unknown",
         config_dir=Path(env.get("DSV_CONFIG_DIR") or DEFAULT_CONFIG_DIR).resolve(),
         dagster_home=Path(env.get("DAGSTER_HOME") or defaults["dagster_home"]).resolve(),  # type: ignore[arg-type]
+        openlineage=openlineage_configured(env),
     )
+
+
+def openlineage_configured(env: Mapping[str, str]) -> bool:
+    """``OPENLINEAGE_URL``, ``OPENLINEAGE_CONFIG`` or an ``OPENLINEAGE__TRANSPORT__*`` variable is set, and ``OPENLINEAGE_DISABLED`` is not true."""
+    if env.get("OPENLINEAGE_DISABLED", "").strip().lower() == "true":
+        return False
+    return bool(env.get("OPENLINEAGE_URL") or env.get("OPENLINEAGE_CONFIG")) or any(k.startswith("OPENLINEAGE__TRANSPORT") for k in env)

@@ -31,6 +31,8 @@ ONLY_IN = {
     "pyiceberg": ("adapters/iceberg.py",),
     "boto3": ("adapters/s3_store.py",),
     "botocore": ("adapters/s3_store.py",),
+    "openlineage": ("adapters/openlineage.py",),
+    "duckdb": ("adapters/duckdb_iceberg.py",),
 }
 SETTINGS_IMPORTERS = ("bootstrap.py", "cli/", "defs/", "definitions.py", "__init__.py", "settings.py")
 

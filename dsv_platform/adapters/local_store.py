@@ -19,9 +19,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO, cast
-
-import pyarrow.fs as pafs
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 from dsv_platform.adapters.object_store import (
     ObjectInfo,
@@ -34,6 +32,9 @@ from dsv_platform.adapters.object_store import (
     object_key,
 )
 from dsv_platform.core.errors import ObjectConflictError, ObjectNotFoundError, ObjectStoreError
+
+if TYPE_CHECKING:  # imported where used: opening the store (`dsv resolve`) needs no pyarrow
+    import pyarrow.fs as pafs
 
 _HEX = frozenset("0123456789abcdef")
 
@@ -159,6 +160,8 @@ class LocalObjectStore(ObjectStore):
         return self.path(digest).as_uri()
 
     def arrow_filesystem(self) -> pafs.FileSystem:
+        import pyarrow.fs as pafs
+
         return pafs.LocalFileSystem()
 
     def arrow_path(self, digest: str) -> str:

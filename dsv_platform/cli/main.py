@@ -23,31 +23,108 @@ from dsv_platform.core.errors import INTERNAL_ERROR_EXIT, DsvError, FileAccessEr
 # Modules that contribute sub-commands, in help order.
 COMMAND_MODULES = (
     "dsv_platform.cli.hash_cmd",
+    "dsv_platform.cli.contract_cmd",
     "dsv_platform.cli.split_cmd",
     "dsv_platform.cli.conformance_cmd",
     "dsv_platform.cli.registry_cmd",
+    "dsv_platform.cli.approve_cmd",
     "dsv_platform.cli.ingest_cmd",
     "dsv_platform.cli.build_cmd",
     "dsv_platform.cli.demo_cmd",
     "dsv_platform.cli.lineage_cmd",
+    "dsv_platform.cli.diff_cmd",
+    "dsv_platform.cli.schema_cmd",
+    "dsv_platform.cli.consumers_cmd",
     "dsv_platform.cli.gc_cmd",
     "dsv_platform.cli.privacy_cmd",
     "dsv_platform.cli.reproduce_cmd",
+    "dsv_platform.cli.table_location_cmd",
 )
 
+# The static index: command -> (module registering it, its one-line help), in help order.
+# `dsv --help` lists it without importing any command module; only the chosen command's module
+# is imported (start-up: the command modules pull in pyiceberg, pyarrow, pandas, dagster).
+# dsv_platform_tests/cli/test_startup.py checks it equals what COMMAND_MODULES register.
+_HASH, _REG, _REPRO = "dsv_platform.cli.hash_cmd", "dsv_platform.cli.registry_cmd", "dsv_platform.cli.reproduce_cmd"
+COMMANDS: dict[str, tuple[str, str]] = {
+    "hash": (_HASH, "content hash, schema hash and partition hashes of Parquet data"),
+    "canonical": (_HASH, "write the canonical row text to stdout (per partition, in key order); sha256sum of one partition's text is its hash"),
+    "contract": ("dsv_platform.cli.contract_cmd", "contract tools: check a contract's semantic rules on Parquet data"),
+    "split": ("dsv_platform.cli.split_cmd", "split assignment (hash-split/1)"),
+    "conformance": (
+        "dsv_platform.cli.conformance_cmd",
+        "conformance vectors for dsv-canon/1 and hash-split/1: print them, write them, or check another implementation's file",
+    ),
+    "resolve": (_REG, "resolve a reference to exactly one realization, or a typed failure"),
+    "versions": (_REG, "realizations of a dataset with their states, newest first"),
+    "alias": (_REG, "move or inspect an alias"),
+    "verify": (_REG, "re-hash every object and the content of a realization (exit 6 CORRUPT names the partition)"),
+    "approve": ("dsv_platform.cli.approve_cmd", "approve a PUBLISHED realization: it becomes ELIGIBLE (protected aliases may point only there)"),
+    "revoke": ("dsv_platform.cli.approve_cmd", "revoke an approval: ELIGIBLE -> PUBLISHED; refused while a protected alias points at it"),
+    "ingest": ("dsv_platform.cli.ingest_cmd", "land batch files of a source and load its canonical table (one Dagster run)"),
+    "build": ("dsv_platform.cli.build_cmd", "materialize a dataset's snapshot and splits (one Dagster run) and print its identity"),
+    "demo": ("dsv_platform.cli.demo_cmd", "run the configuration's demo (the fraud example: --days N --rows-per-day N)"),
+    "lineage": ("dsv_platform.cli.lineage_cmd", "provenance of a model, report or realization; --impact: everything depending on a node"),
+    "diff": (
+        "dsv_platform.cli.diff_cmd",
+        "rows added/removed/changed, partitions, columns, label flips and split moves between two realizations",
+    ),
+    "schema": ("dsv_platform.cli.schema_cmd", "schema evolution: classify the changes between two contracts"),
+    "consumers": ("dsv_platform.cli.consumers_cmd", "register who reads a definition and which columns"),
+    "gc": ("dsv_platform.cli.gc_cmd", "reachability garbage collection: plan, apply (dry run by default), why"),
+    "retention": ("dsv_platform.cli.gc_cmd", "retention roots: what GC must keep, who asked, until when"),
+    "privacy": ("dsv_platform.cli.privacy_cmd", "privacy deletion of a data subject"),
+    "reproduce": (_REPRO, "audit: reproduce a realization or a model run from its manifest"),
+    "rehearse": (_REPRO, "dry reconstruction of the retained models; prints the reconstructable fraction"),
+    "promote": (_REPRO, "move a model's training set to the production alias, behind the promotion gate"),
+    "status": (_REPRO, "freshness, publication lag, build health and consumption per dataset definition"),
+    "table-location": (
+        "dsv_platform.cli.table_location_cmd",
+        "a canonical table's Iceberg metadata file and the DuckDB query reading it (docs/interop.md)",
+    ),
+}
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(command: str | None = None, *, load_all: bool = False) -> argparse.ArgumentParser:
+    """The ``dsv`` parser: every command listed from :data:`COMMANDS`; real sub-parsers only for
+    ``command``'s module (or every module with ``load_all``), the others are help-only placeholders."""
     parser = argparse.ArgumentParser(prog="dsv", description="dsv_platform: dataset versioning and reproducibility")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    chosen = COMMANDS[command][0] if command in COMMANDS else None
+    registered: set[str] = set()
+    for name, (module, help_text) in COMMANDS.items():
+        if module in registered:
+            continue
+        if load_all or module == chosen:
+            importlib.import_module(module).register(sub)  # adds all of the module's commands, in index order
+            registered.add(module)
+        else:
+            sub.add_parser(name, help=help_text, add_help=False)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The sub-command argparse will pick: the first argument that is not an option (``dsv`` has only -h)."""
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return argv[i + 1] if i + 1 < len(argv) else None
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+def _parse(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace, list[str]]:
+    parser = build_parser(_command_of(argv))
     args, extra = parser.parse_known_args(argv)
+    if not hasattr(args, "handler"):  # a help-only placeholder was picked: build that command for real
+        parser = build_parser(args.command)
+        args, extra = parser.parse_known_args(argv)
+    return parser, args, extra
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser, args, extra = _parse(list(sys.argv[1:] if argv is None else argv))
     if extra and not getattr(args, "passthrough", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = extra

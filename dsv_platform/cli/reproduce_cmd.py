@@ -102,6 +102,9 @@ def _status(args: argparse.Namespace, platform: Platform) -> int:
         return 0
     for s in rows:
         print(f"{s['ref']}: usable {s['usable_ref'] or 'none'}; fresh {_fmt(s['freshness_seconds'])}; publication lag {_fmt(s['publication_lag_seconds'])}")
+        if s["approval"]:
+            a = s["approval"]
+            print(f"  state {a['state']}" + (f", approved by {a['approved_by']}: {a['approval_reason']}" if a["approved_by"] else " (not approved)"))
         print(
             f"  build: {s['rows']} rows, {s['bytes']} bytes, {s['attempts']} attempts, {s['retries']} retries, "
             f"{s['gate_failures']} gate failures, stages {s['stage_seconds']}"

@@ -11,6 +11,7 @@ import datetime as dt
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -35,9 +36,24 @@ class RunFailedError(DsvError):
     exit_code = 1
 
 
+DAGSTER_YAML = "telemetry:\n  enabled: false\n"
+"""The embedded default's Dagster instance configuration: default storage, no telemetry."""
+
+
+def ensure_dagster_yaml(dagster_home: Path) -> bool:
+    """Write ``dagster.yaml`` (telemetry disabled) into ``dagster_home`` if it has none; never overwrite one. True when written."""
+    dagster_home.mkdir(parents=True, exist_ok=True)
+    try:
+        with (dagster_home / "dagster.yaml").open("x", encoding="utf-8") as f:
+            f.write(DAGSTER_YAML)
+    except FileExistsError:
+        return False
+    return True
+
+
 def open_instance(settings: Settings) -> dg.DagsterInstance:
-    """The persistent Dagster instance in ``settings.dagster_home`` (created on first use)."""
-    settings.dagster_home.mkdir(parents=True, exist_ok=True)
+    """The persistent Dagster instance in ``settings.dagster_home`` (created on first use, with its dagster.yaml if absent)."""
+    ensure_dagster_yaml(settings.dagster_home)
     return dg.DagsterInstance.from_config(str(settings.dagster_home))
 
 

@@ -1,7 +1,7 @@
 """Declarative contracts: one YAML file per table or dataset.
 
 A contract names the columns, their logical types and parameters, the natural
-key, and (reserved for semantic checks) units, allowed values and ranges. From
+key, units, and the semantic expectations (core/semantic.py, docs/contracts.md). From
 it the code derives the Arrow schema, the Pandera schema and the canonical
 encoding parameters (see CANONICAL-ENCODING.md).
 """
@@ -11,15 +11,19 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 import yaml
 
 from dsv_platform.core import canonical_json
 from dsv_platform.core.config_yaml import StrictLoader
 from dsv_platform.core.errors import ContractError
+from dsv_platform.core.semantic import SEMANTIC_COLUMN_KEYS, document_of, parse_column_expect, parse_drift, parse_expectations, read_reference
+
+if TYPE_CHECKING:  # imported where used: loading a contract (`dsv resolve`) needs no pyarrow
+    import pyarrow as pa
 
 
 class LogicalType(enum.Enum):
@@ -52,24 +56,30 @@ class LogicalType(enum.Enum):
 TIMESTAMP_RESOLUTIONS = ("s", "ms", "us", "ns")
 
 # Keys a column may carry. ``allowed_values`` and ``range`` are enforced by the
-# Pandera schema; ``drift`` and ``description`` are reserved for the semantic
-# expectations a later issue adds and are recorded (not yet enforced).
-COLUMN_KEYS = frozenset(
-    {"name", "type", "nullable", "unit", "precision", "scale", "resolution", "description", "allowed_values", "range", "drift"}
+# Pandera schema; they, ``drift`` and the semantic keys (core/semantic.py) are
+# rules of the publication gate. None of them enters the schema hash.
+COLUMN_KEYS = (
+    frozenset({"name", "type", "nullable", "unit", "precision", "scale", "resolution", "description", "allowed_values", "range", "drift", "renamed_from"})
+    | SEMANTIC_COLUMN_KEYS
 )
-CONTRACT_KEYS = frozenset({"name", "key", "columns", "description", "owner", "partition_by", "version"})
+CONTRACT_KEYS = frozenset({"name", "key", "columns", "description", "owner", "partition_by", "version", "expectations"})
 RANGE_KEYS = frozenset({"min", "max"})
 
-_INTEGER_ARROW = {
-    LogicalType.INT8: pa.int8(),
-    LogicalType.INT16: pa.int16(),
-    LogicalType.INT32: pa.int32(),
-    LogicalType.INT64: pa.int64(),
-    LogicalType.UINT8: pa.uint8(),
-    LogicalType.UINT16: pa.uint16(),
-    LogicalType.UINT32: pa.uint32(),
-    LogicalType.UINT64: pa.uint64(),
-}
+
+@cache
+def _integer_arrow() -> dict[LogicalType, pa.DataType]:
+    import pyarrow as pa
+
+    return {
+        LogicalType.INT8: pa.int8(),
+        LogicalType.INT16: pa.int16(),
+        LogicalType.INT32: pa.int32(),
+        LogicalType.INT64: pa.int64(),
+        LogicalType.UINT8: pa.uint8(),
+        LogicalType.UINT16: pa.uint16(),
+        LogicalType.UINT32: pa.uint32(),
+        LogicalType.UINT64: pa.uint64(),
+    }
 
 
 @dataclass(frozen=True)
@@ -87,6 +97,8 @@ class Column:
     value_range: tuple[Any, Any] | None = None
     drift: Mapping[str, Any] | None = field(default=None, compare=False)
     description: str | None = field(default=None, compare=False)
+    expect: Mapping[str, Any] | None = field(default=None, compare=False)  # the semantic keys, normalized
+    renamed_from: str | None = field(default=None, compare=False)  # a declared rename (docs/schema-evolution.md); not hashed
 
     @property
     def params(self) -> dict[str, Any]:
@@ -100,9 +112,11 @@ class Column:
 
     @property
     def arrow_type(self) -> pa.DataType:
+        import pyarrow as pa
+
         t = self.type
         if t.is_integer:
-            return _INTEGER_ARROW[t]
+            return _integer_arrow()[t]
         if t is LogicalType.BOOL:
             return pa.bool_()
         if t is LogicalType.STRING:
@@ -135,6 +149,7 @@ class Contract:
     owner: str | None = None
     description: str | None = field(default=None, compare=False)
     source: str | None = field(default=None, compare=False)
+    expectations: Mapping[str, Any] | None = field(default=None, compare=False)  # table-level semantic rules
 
     @property
     def column_names(self) -> list[str]:
@@ -148,6 +163,8 @@ class Contract:
 
     @property
     def arrow_schema(self) -> pa.Schema:
+        import pyarrow as pa
+
         fields = [pa.field(c.name, c.arrow_type, nullable=c.nullable) for c in self.columns]
         return pa.schema(fields, metadata={b"dsv.contract": self.name.encode(), b"dsv.schema_hash": self.schema_hash.encode()})
 
@@ -166,7 +183,7 @@ class Contract:
             entry: dict[str, Any] = {"name": c.name, "type": c.type.value}
             if c.nullable:
                 entry["nullable"] = True
-            for attr in ("unit", "precision", "scale", "resolution", "description"):
+            for attr in ("unit", "precision", "scale", "resolution", "description", "renamed_from"):
                 if getattr(c, attr) is not None:
                     entry[attr] = getattr(c, attr)
             if c.allowed_values is not None:
@@ -175,12 +192,15 @@ class Contract:
                 lo, hi = c.value_range
                 entry["range"] = {k: v for k, v in (("min", lo), ("max", hi)) if v is not None}
             if c.drift is not None:
-                entry["drift"] = dict(c.drift)
+                entry["drift"] = document_of(dict(c.drift))
+            entry.update(document_of(dict(c.expect or {})))
             cols.append(entry)
         doc: dict[str, Any] = {"name": self.name, "key": list(self.key), "columns": cols}
         for attr in ("partition_by", "owner", "description"):
             if getattr(self, attr) is not None:
                 doc[attr] = getattr(self, attr)
+        if self.expectations is not None:
+            doc["expectations"] = document_of(dict(self.expectations))
         return doc
 
 
@@ -216,7 +236,16 @@ def _parse_column(raw: Any, *, file: str | None, index: int) -> Column:
         raise ContractError(f"'unit' must be a string, got {unit!r}", file=file, column=name)
     precision, scale, resolution = _type_params(raw, ltype, file=file, column=name)
     allowed_values, value_range, drift = _semantic_params(raw, file=file, column=name)
+    numeric = ltype.is_integer or ltype.is_float or ltype is LogicalType.DECIMAL
+    if "allowed_values_ref" in raw:
+        if allowed_values is not None:
+            raise ContractError("give 'allowed_values' or 'allowed_values_ref', not both", file=file, column=name)
+        allowed_values = read_reference(raw["allowed_values_ref"], file=file, column=name, integer=ltype.is_integer)
+    drift = parse_drift(drift, file=file, column=name, numeric=numeric) if drift is not None else None
     description = raw.get("description")
+    renamed_from = raw.get("renamed_from")
+    if renamed_from is not None and (not isinstance(renamed_from, str) or not renamed_from or renamed_from == name):
+        raise ContractError(f"'renamed_from' must name the column's previous name, got {renamed_from!r}", file=file, column=name)
     return Column(
         name=name,
         type=ltype,
@@ -229,6 +258,8 @@ def _parse_column(raw: Any, *, file: str | None, index: int) -> Column:
         value_range=value_range,
         drift=dict(drift) if drift is not None else None,
         description=description,
+        renamed_from=renamed_from,
+        expect=parse_column_expect(raw, file=file, column=name, numeric=numeric),
     )
 
 
@@ -259,7 +290,7 @@ def _type_params(raw: Mapping[str, Any], ltype: LogicalType, *, file: str | None
 def _semantic_params(
     raw: Mapping[str, Any], *, file: str | None, column: str
 ) -> tuple[tuple[Any, ...] | None, tuple[Any, Any] | None, Mapping[str, Any] | None]:
-    """``(allowed_values, range, drift)`` of a column: reserved for semantic checks, validated in shape only."""
+    """``(allowed_values, range, drift)`` of a column, in shape (core/semantic_rules.py evaluates them)."""
     name = column
     allowed_values = raw.get("allowed_values")
     if allowed_values is not None:
@@ -324,6 +355,7 @@ def parse_contract(doc: Any, *, source: str | None = None) -> Contract:
         owner=owner,
         description=doc.get("description"),
         source=source,
+        expectations=parse_expectations(doc.get("expectations"), file=source, columns=[c.name for c in columns], key=raw_key),
     )
 
 

@@ -13,11 +13,7 @@ import importlib
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING, Any
 
 from dsv_platform.core import canonical_json
 from dsv_platform.core.errors import SplitPolicyError
@@ -32,6 +28,10 @@ from dsv_platform.core.split_common import (
     is_int,
     parse_bounds,
 )
+
+if TYPE_CHECKING:  # imported where used: loading a split policy (`dsv resolve`) needs neither numpy nor pyarrow
+    import numpy as np
+    import pyarrow as pa
 
 BATCH_ROWS = 1 << 18
 
@@ -121,6 +121,10 @@ class HashSplitPolicy:
 
     def buckets(self, values: Any) -> np.ndarray:
         """Bucket numbers (int64) of an Arrow array/chunked array, numpy array or sequence of identifiers."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         arr = as_identifier_array(values)
         if pa.types.is_dictionary(arr.type):
             if arr.null_count:
@@ -138,11 +142,16 @@ class HashSplitPolicy:
         return out
 
     def splits_of_buckets(self, buckets: np.ndarray) -> pa.DictionaryArray:
+        import numpy as np
+        import pyarrow as pa
+
         uppers = np.array([r.upper for r in self.ranges], dtype=np.int64)
         indices = np.searchsorted(uppers, buckets, side="right").astype(np.int32)
         return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), pa.array(self.names, pa.string()))
 
     def assign_values(self, values: Any) -> SplitAssignment:
+        import pyarrow as pa
+
         buckets = self.buckets(values)
         return SplitAssignment(self.splits_of_buckets(buckets), pa.array(buckets, pa.int64()))
 
@@ -157,10 +166,14 @@ def identifier_bytes(identifier: object) -> bytes:
 
 
 def _first_null(arr: pa.Array) -> int:
+    import numpy as np
+
     return int(np.flatnonzero(np.asarray(arr.is_null()))[0])
 
 
 def as_identifier_array(values: Any) -> pa.Array:
+    import pyarrow as pa
+
     if isinstance(values, pa.ChunkedArray):
         return values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
     if isinstance(values, pa.Array):
@@ -172,6 +185,8 @@ def as_identifier_array(values: Any) -> pa.Array:
 
 
 def _iterate(values: Any) -> Iterable[Any]:
+    import numpy as np
+
     if isinstance(values, np.ndarray):
         items: list[Any] = values.tolist()
         return items
@@ -181,6 +196,9 @@ def _iterate(values: Any) -> Iterable[Any]:
 
 def _identifier_text(arr: pa.Array, offset: int) -> pa.Array:
     """Identifier texts (large_string, NFC) of one batch; ``offset`` is the batch's first row, for errors."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if arr.null_count:
         raise SplitPolicyError(f"identifier at row {offset + _first_null(arr)} is null; identifiers must be strings or integers")
     if pa.types.is_integer(arr.type):
@@ -200,6 +218,8 @@ def _identifier_text(arr: pa.Array, offset: int) -> pa.Array:
 
 def _reduce_digests(digests: bytes, modulus: int) -> np.ndarray:
     """Each 32-byte big-endian digest modulo ``modulus`` (<= 2**31), Horner's rule over 64-bit words."""
+    import numpy as np
+
     words = np.frombuffer(digests, dtype=">u8").reshape(-1, 4).astype(np.uint64)
     m, radix = np.uint64(modulus), np.uint64(pow(2, 64, modulus))
     acc = words[:, 0] % m

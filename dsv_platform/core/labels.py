@@ -12,16 +12,17 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from dsv_platform.core.config_yaml import ConfigError, check_keys, need
 from dsv_platform.core.contract import Contract
 from dsv_platform.core.source import contract_of
 
+if TYPE_CHECKING:  # annotations only: loading the configuration needs no pyarrow
+    import pyarrow as pa
+
 LABEL_FILE_KEYS = frozenset({"name", "description", "module", "contract"})
-LabelCompute = Callable[[Mapping[str, pa.Table]], pa.Table]
+LabelCompute = Callable[[Mapping[str, "pa.Table"]], "pa.Table"]
 
 
 @dataclass(frozen=True)

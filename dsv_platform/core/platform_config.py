@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dsv_platform.core.config_yaml import ConfigError, read_yaml
+from dsv_platform.core.contract import Column, LogicalType
 from dsv_platform.core.dataset_definition import AsOfJoin, DatasetDefinition, load_definition
 from dsv_platform.core.labels import LabelFile, LabelVersion, load_label_versions, parse_label_file
 from dsv_platform.core.platform_options import PlatformOptions, load_options
@@ -120,6 +121,15 @@ def _file(definition: DatasetDefinition) -> str:
     return str(definition.contract.source or definition.ref)
 
 
+def arrow_identity(column: Column) -> tuple[object, ...]:
+    """What decides ``column.arrow_type``, compared without importing pyarrow (loading the configuration stays light)."""
+    if column.type is LogicalType.DECIMAL:
+        return (column.type, column.precision, column.scale)
+    if column.type is LogicalType.TIMESTAMP:
+        return (column.type, column.resolution or "us")
+    return (column.type,)
+
+
 def _check_join(definition: DatasetDefinition, i: int, join: AsOfJoin, base: SourceSpec, sources: dict[str, SourceSpec]) -> None:
     file, where = _file(definition), f"as_of_joins[{i}]"
     other = sources.get(join.source)
@@ -129,7 +139,7 @@ def _check_join(definition: DatasetDefinition, i: int, join: AsOfJoin, base: Sou
         for spec in (base, other):
             if col not in spec.contract.column_names:
                 raise ConfigError(f"{col!r} is not a column of source {spec.name!r}", file=file, key=f"{where}.on")
-        if base.contract.column(col).arrow_type != other.contract.column(col).arrow_type:
+        if arrow_identity(base.contract.column(col)) != arrow_identity(other.contract.column(col)):
             raise ConfigError(f"{col!r} has different types in {base.name!r} and {other.name!r}", file=file, key=f"{where}.on")
     if join.time not in base.contract.column_names or base.contract.column(join.time).type not in TIME_TYPES:
         raise ConfigError(f"{join.time!r} must be a timestamp or date column of the base source {base.name!r}", file=file, key=f"{where}.time")

@@ -11,11 +11,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from dsv_platform.core.errors import SplitPolicyError
+
+if TYPE_CHECKING:  # annotations only: loading a split policy needs no pyarrow
+    import pyarrow as pa
 
 HASH_SPLIT = "hash-split/1"
 GROUP_SPLIT = "group-split/1"

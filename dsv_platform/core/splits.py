@@ -13,11 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
-
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING, Any
 
 from dsv_platform.core import canonical_json
 from dsv_platform.core.errors import SplitPolicyError
@@ -44,6 +40,10 @@ from dsv_platform.core.split_common import (
     parse_utc,
     utc_text,
 )
+
+if TYPE_CHECKING:  # imported where used: loading a split policy (`dsv resolve`) needs neither numpy nor pyarrow
+    import numpy as np
+    import pyarrow as pa
 
 __all__ = [
     "ALGORITHM",
@@ -118,6 +118,10 @@ class TimeSplitPolicy:
 
     def split_indices(self, times: pa.Array | pa.ChunkedArray) -> np.ndarray:
         """0 train, 1 validation, 2 test for a timezone-aware timestamp column without nulls."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         t = times.type
         if not pa.types.is_timestamp(t) or t.tz is None:
             raise SplitPolicyError(f"time split column {self.column!r} has type {t}; it must be a timezone-aware timestamp")
@@ -128,6 +132,8 @@ class TimeSplitPolicy:
         return np.searchsorted(bounds, counts, side="right").astype(np.int32)
 
     def assign_values(self, times: pa.Array | pa.ChunkedArray) -> SplitAssignment:
+        import pyarrow as pa
+
         indices = pa.array(self.split_indices(times), pa.int32())
         return SplitAssignment(pa.DictionaryArray.from_arrays(indices, pa.array(self.names, pa.string())), None)
 
@@ -156,6 +162,9 @@ class GroupSplitPolicy:
         return canonical_json.sha256_hex(self.to_document())
 
     def assign_values(self, groups: Any) -> SplitAssignment:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         arr = as_identifier_array(groups)
         if not pa.types.is_dictionary(arr.type) and arr.null_count == 0:
             arr = pc.dictionary_encode(arr)  # one hash per distinct group
@@ -190,6 +199,8 @@ class SeededRandomSplitPolicy:
     @property
     def hash_policy(self) -> HashSplitPolicy:
         """The equivalent ``hash-split/1`` policy: salt ``seeded-random/1:<seed>``, cumulative parts."""
+        import numpy as np
+
         cumulative = np.cumsum([p.upper for p in self.parts]).tolist() if self.parts else []
         ranges = tuple(SplitRange(p.name, int(c)) for p, c in zip(self.parts, cumulative, strict=True))
         return HashSplitPolicy(f"{SEEDED_RANDOM}:{self.seed}", ranges, int(cumulative[-1]) if cumulative else 1)
@@ -260,6 +271,10 @@ def assign(table: pa.Table, policy: SplitPolicy, id_column: str | None = None, *
     ``id_column`` names the identifier column of a :class:`HashSplitPolicy`; the other
     policies record their column, and ``id_column``, if given, must match it.
     """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     recorded = _recorded_column(policy)
     if isinstance(policy, HashSplitPolicy):
         if id_column is None:

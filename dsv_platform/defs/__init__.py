@@ -34,6 +34,8 @@ def config_assets(config: PlatformConfig) -> list[dg.AssetsDefinition]:
 def build_defs(settings: Settings, config: PlatformConfig | None = None) -> dg.Definitions:
     """The platform's Definitions over the stores ``settings`` names and the configuration in ``settings.config_dir``."""
     from dsv_platform.defs.automation import build_automation
+    from dsv_platform.defs.datasets import build_publication_job
+    from dsv_platform.defs.executor import build_executor
     from dsv_platform.defs.gc import gc_plan_job, gc_plan_schedule
     from dsv_platform.defs.options import extra_definitions, partitions_start
     from dsv_platform.defs.partitions import daily_partitions
@@ -53,9 +55,10 @@ def build_defs(settings: Settings, config: PlatformConfig | None = None) -> dg.D
     auto = build_automation(config.sources, daily_partitions(partitions_start(config)))
     platform_defs = dg.Definitions(
         assets=[*config_assets(config), reconstructability, realization_integrity, dataset_observability],
-        jobs=[*auto.jobs, privacy_deletion_job, gc_plan_job, rehearsal_job, integrity_scan_job],
+        jobs=[*auto.jobs, *map(build_publication_job, config.datasets), privacy_deletion_job, gc_plan_job, rehearsal_job, integrity_scan_job],
         schedules=[*auto.schedules, gc_plan_schedule, rehearsal_schedule, integrity_scan_schedule],
         sensors=auto.sensors,
         resources=build_resources(settings),
+        executor=build_executor(config),
     )
     return dg.Definitions.merge(platform_defs, *extra_definitions(config))

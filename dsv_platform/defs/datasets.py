@@ -1,10 +1,14 @@
 """Dataset assets from declarative definitions: one `<name>_<version>_snapshot` and `_splits` per file."""
 
+from typing import Any
+
 import dagster as dg
 
 from dsv_platform.core.dataset_definition import DatasetDefinition
 from dsv_platform.defs.metadata import AssetResult, md_table
 from dsv_platform.defs.resources import PlatformResource
+from dsv_platform.defs.semantic_checks import semantic_check_specs, with_semantic_checks
+from dsv_platform.services.approval import approval_of_ref, approval_text
 from dsv_platform.services.realization import RealizationBuild, SplitsCheck, build_realization, check_splits
 
 SPLITS_ARE_ENTITY_DISJOINT = "splits_are_entity_disjoint"
@@ -28,15 +32,18 @@ def snapshot_deps(definition: DatasetDefinition) -> list[dg.AssetDep]:
     return deps
 
 
-def snapshot_result(build: RealizationBuild) -> AssetResult:
+def snapshot_result(build: RealizationBuild, approval: dict[str, str | None] | None = None) -> AssetResult:
     m = build.manifest
+    approval = approval or {"state": "PUBLISHED"}
     return dg.MaterializeResult(
         data_version=dg.DataVersion(build.manifest_hash),
         metadata={
             REF: dg.MetadataValue.text(build.ref),
             "manifest_hash": dg.MetadataValue.text(build.manifest_hash),
             "content_hash": dg.MetadataValue.text(build.content_hash),
-            "state": dg.MetadataValue.text("published (reused: same pinned inputs)" if build.reused else "published"),
+            "state": dg.MetadataValue.text(str(approval["state"])),  # PUBLISHED, ELIGIBLE (approved), ...
+            "approval": dg.MetadataValue.text(approval_text(approval)),
+            "reused": dg.MetadataValue.bool(build.reused),  # True: same pinned inputs, the realization already published
             "label_version": dg.MetadataValue.text(f"{m.labels.name}:{m.labels.version}" if m.labels else "none"),
             "watermark": dg.MetadataValue.text(m.watermark or ""),
             "rows": dg.MetadataValue.int(m.rows),
@@ -75,12 +82,14 @@ def build_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
         group_name="datasets",
         kinds={"parquet"},
         deps=snapshot_deps(definition),
+        check_specs=semantic_check_specs(definition, f"{definition.asset_prefix}_snapshot"),
         description=f"{definition.ref}: {definition.description} Each materialization pins the source snapshots with an Iceberg tag, "
         "reads them as known at the watermark, joins the pinned label version (if any) and publishes an immutable realization. "
         "Data version = manifest hash; open it with `open_dataset(<ref>)`.",
     )
     def _snapshot(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
-        return snapshot_result(build_realization(platform.get(), definition))
+        build = build_realization(platform.get(), definition)
+        return with_semantic_checks(snapshot_result(build, approval_of_ref(platform.get().registry, build.ref)), definition, platform.get(), build)
 
     return _snapshot
 
@@ -108,3 +117,18 @@ def build_splits_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
 
 def build_dataset_assets(definition: DatasetDefinition) -> list[dg.AssetsDefinition]:
     return [build_snapshot_asset(definition), build_splits_asset(definition)]
+
+
+PUBLICATION_TAG = "dsv/publication"
+"""Run tag of the jobs that publish realizations; deploy/dagster.yaml lets one such run execute at a time."""
+
+
+def build_publication_job(definition: DatasetDefinition) -> Any:  # an unresolved asset job
+    """``publish_<dataset>_<version>``: the snapshot and its splits in one run tagged :data:`PUBLICATION_TAG`."""
+    prefix = definition.asset_prefix
+    return dg.define_asset_job(
+        f"publish_{prefix}",
+        selection=dg.AssetSelection.assets(f"{prefix}_snapshot", f"{prefix}_splits"),
+        tags={PUBLICATION_TAG: definition.ref},
+        description=f"Build and publish {definition.ref} and check its splits; one publication run at a time on the production instance.",
+    )

@@ -16,6 +16,7 @@ from dsv_platform.core.source import SourceSpec
 from dsv_platform.defs.metadata import AssetResult, md_table
 from dsv_platform.defs.partitions import partition_days
 from dsv_platform.defs.resources import PlatformResource
+from dsv_platform.services import openlineage
 
 BATCH_IS_READABLE = "batch_is_readable"
 DIGEST_COLUMNS = ["batch", "day", "digest", "rows", "recorded_at", "status"]
@@ -124,9 +125,11 @@ def build_raw_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition) -> dg
     )
     def _raw(context: dg.AssetExecutionContext, config: RawBatchConfig, platform: PlatformResource) -> AssetResult:
         days = partition_days(context)
-        zone = platform.get().landing
+        p = platform.get()
+        zone = p.landing
         skipped: list[str] = []
-        landed = land_files(zone, spec, batch_files(spec, config, Path(platform.drop_folder), days, skipped), config)
+        files = batch_files(spec, config, Path(platform.drop_folder), days, skipped)
+        landed = openlineage.landing(p, spec, files, lambda: land_files(zone, spec, files, config))
         for reason in skipped:
             context.log.warning(f"not landed: {reason}")
         every = [r for d in days for r in zone.records(spec.name, d)]

@@ -30,6 +30,7 @@ class PlatformResource(dg.ConfigurableResource[Any]):
     s3_endpoint_url: str | None = None
     s3_region: str = "us-east-1"
     actor: str = "dagster"
+    openlineage: bool = False
 
     _platform: Platform | None = PrivateAttr(default=None)
 
@@ -48,6 +49,7 @@ class PlatformResource(dg.ConfigurableResource[Any]):
             s3_endpoint_url=settings.s3_endpoint_url,
             s3_region=settings.s3_region,
             actor=settings.actor,
+            openlineage=settings.openlineage,
         )
 
     def settings(self) -> Settings:
@@ -64,6 +66,7 @@ class PlatformResource(dg.ConfigurableResource[Any]):
             config_dir=Path(self.config_dir),
             dagster_home=Path(self.dagster_home),
             actor=self.actor,
+            openlineage=self.openlineage,
         )
 
     def get(self) -> Platform:

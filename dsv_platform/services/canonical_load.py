@@ -27,6 +27,7 @@ from dsv_platform.core.hashing import DatasetDigest, hash_table
 from dsv_platform.core.labels import LabelVersion
 from dsv_platform.core.source import DerivedTableSpec, SourceSpec, TableSpecLike
 from dsv_platform.core.validation import FailureCase
+from dsv_platform.services import openlineage
 from dsv_platform.services.lineage import record_label_build, record_partition_load
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ class PartitionLoad:
         return sum(b.rejected for b in self.batches)
 
 
+@openlineage.emits(openlineage.load_job, openlineage.load_io)
 def load_partition(platform: Platform, spec: SourceSpec, day: dt.date) -> PartitionLoad:
     """Apply the landed batches of ``spec`` indexed under ``day`` to its canonical table (idempotent), recording raw_batch lineage."""
     load = load_landed(platform.landing, platform.tables, spec, day)
@@ -131,6 +133,7 @@ def watermark(tables: CanonicalTables, *specs: TableSpecLike) -> dt.datetime | N
     return max(marks) if marks else None
 
 
+@openlineage.emits(openlineage.label_job, openlineage.label_io)
 def build_labels(platform: Platform, label: LabelVersion, *, as_of: dt.datetime | None = None) -> LabelBuild:
     """Compute ``label`` over its input sources as known at their watermark (at most ``as_of``), recording its lineage."""
     inputs = [platform.config.sources[name] for name in label.inputs]

@@ -14,21 +14,17 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
 from dsv_platform.adapters.object_store import ObjectStore
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.contract import Contract, parse_contract
 from dsv_platform.core.errors import CorruptError, DsvError, ObjectErasedError, ObjectNotFoundError, ObjectVerificationError, RedactedError, ResolutionError
-from dsv_platform.core.hashing import digest_of, hash_partition
 from dsv_platform.core.manifest import Manifest, PartitionEntry
 from dsv_platform.core.records import Realization
 from dsv_platform.core.refs import DatasetRef
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pyarrow and the hashing are imported where used: `dsv resolve` needs neither
     import pandas as pd
+    import pyarrow as pa
 
     from dsv_platform.bootstrap import Platform
 
@@ -66,6 +62,9 @@ def read_object(store: ObjectStore, ref: str, partition: PartitionEntry) -> pa.T
         raise CorruptError(f"{where} does not hash to its name", ref=ref, detail=detail) from exc
     except ObjectNotFoundError as exc:
         raise CorruptError(f"{where} is missing from {store.location}", ref=ref, detail=detail) from exc
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     return pq.read_table(pa.BufferReader(data))
 
 
@@ -126,6 +125,9 @@ class Dataset:
         return read_object(self.store, self.ref, entry)
 
     def to_arrow(self, split: str | None = None) -> pa.Table:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         tables = [t for _, t in self.iter_partitions()]
         table = pa.concat_tables(tables) if tables else self.contract.arrow_schema.empty_table()
         if split is None:
@@ -144,6 +146,8 @@ class Dataset:
 
     def verify_content(self) -> str:
         """Re-hash every partition canonically; raise CORRUPT naming the partition on mismatch."""
+        from dsv_platform.core.hashing import digest_of, hash_partition
+
         leaves = []
         for entry, table in self.iter_partitions():
             leaf = hash_partition(table, self.contract, key=entry.key)

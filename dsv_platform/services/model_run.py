@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsv_platform.core import canonical_json
 from dsv_platform.core.model_run import Trainer, TrainingData, run_manifest, run_manifest_hash, trainer_path
+from dsv_platform.services import openlineage
 from dsv_platform.services.datasets import open_dataset
 from dsv_platform.services.lineage import record_model_lineage
 
@@ -42,6 +43,7 @@ class ModelRun:
         return dict(self.run_manifest["metrics"])
 
 
+@openlineage.emits(openlineage.training_job, openlineage.training_io)
 def train_model(
     platform: Platform,
     ref: str,

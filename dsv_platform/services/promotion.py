@@ -3,7 +3,8 @@
 ``promote(platform, run_hash)`` refuses, saying which, when
 - the run manifest is missing (or does not hash to its name): RUN_MANIFEST_MISSING / HASH_MISMATCH;
 - the realization it was trained on does not resolve (NOT_FOUND, EXPIRED, REDACTED, ...): REALIZATION_UNRESOLVED;
-- the realization's hashes do not match (manifest, objects, content, split assignment): HASH_MISMATCH.
+- the realization's hashes do not match (manifest, objects, content, split assignment): HASH_MISMATCH;
+- the realization is not ELIGIBLE (not approved: ``dsv approve REF --reason TEXT``): NOT_ELIGIBLE.
 Otherwise it moves the training set's ``production`` alias to that realization
 (compare-and-swap through :meth:`Publisher.move_alias`) and records a lineage
 edge ``model_run:<run hash> --promoted_to--> alias``.
@@ -19,6 +20,7 @@ from dsv_platform.core.errors import CorruptError, DsvError, ResolutionError
 from dsv_platform.core.lineage import NodeKind, Relation, node_label
 from dsv_platform.core.records import Realization
 from dsv_platform.core.reproduction import Check, Outcome
+from dsv_platform.core.states import RealizationState
 from dsv_platform.services.datasets import open_dataset
 from dsv_platform.services.publisher import Publisher
 from dsv_platform.services.reproduce import locate, verify_dataset
@@ -33,6 +35,7 @@ class Refusal(enum.Enum):
     RUN_MANIFEST_MISSING = "RUN_MANIFEST_MISSING"
     REALIZATION_UNRESOLVED = "REALIZATION_UNRESOLVED"
     HASH_MISMATCH = "HASH_MISMATCH"
+    NOT_ELIGIBLE = "NOT_ELIGIBLE"
 
 
 class PromotionRefusedError(DsvError):
@@ -80,6 +83,12 @@ def check_promotable(platform: Platform, run_hash: str, *, actor: str) -> tuple[
     if realization.manifest_hash != recorded["manifest_hash"]:
         raise PromotionRefusedError(
             Refusal.HASH_MISMATCH, f"run records manifest {recorded['manifest_hash']}, {recorded['ref']} resolves to {realization.manifest_hash}"
+        )
+    if realization.state is not RealizationState.ELIGIBLE:
+        raise PromotionRefusedError(
+            Refusal.NOT_ELIGIBLE,
+            f"the model was trained on {realization.ref}, which is {realization.state.value}, not ELIGIBLE; "
+            f"approve it first: dsv approve {realization.ref} --reason TEXT",
         )
     try:
         verify_dataset(open_dataset(platform, realization.ref, actor=actor))

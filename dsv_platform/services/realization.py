@@ -24,6 +24,7 @@ from dsv_platform.core.gates import GateResult, rows_at_least
 from dsv_platform.core.manifest import CodePin, EnvironmentPin, LabelPin, Manifest, SourcePin, SplitsEntry
 from dsv_platform.core.split_checks import CheckReport, assignment_hash, expected_parts, proportions_within_tolerance, splits_are_entity_disjoint
 from dsv_platform.core.splits import assign
+from dsv_platform.services import openlineage
 from dsv_platform.services.datasets import load_manifest, open_dataset
 from dsv_platform.services.privacy import PrivacyCoordinator
 from dsv_platform.services.publisher import BuildRequest, Publisher, parquet_bytes
@@ -44,6 +45,7 @@ from dsv_platform.services.realization_inputs import (
     pinned_watermark,
     runner_timezone,
 )
+from dsv_platform.services.semantic_gate import semantic_gates
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -135,6 +137,7 @@ def split_assignment(platform: Platform, definition: DatasetDefinition, examples
     return assignment, splits
 
 
+@openlineage.emits(openlineage.realization_job, openlineage.realization_io)
 def build_realization(
     platform: Platform, definition: DatasetDefinition, *, code: CodePin | None = None, environment: EnvironmentPin | None = None
 ) -> RealizationBuild:
@@ -165,6 +168,7 @@ def build_realization(
         examples = coordinator.exclusion_filter(realization_subjects(platform, definition))(examples)
     assignment, splits = split_assignment(platform, definition, examples)
     gates = _gates(definition, assignment, population)
+    gates += semantic_gates(platform, definition.name, definition.version, definition.contract, examples)  # docs/contracts.md
     request = BuildRequest(
         dataset=definition.name,
         version=definition.version,

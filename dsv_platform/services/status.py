@@ -6,7 +6,8 @@
 - build health: rows, bytes, retries (attempts beyond the first for the same
   logical key), gate failures (FAILED candidates), time per stage (staging ->
   sealed -> published, from the registry's events);
-- consumption: readers and reads per version, failed reads by kind.
+- consumption: readers and reads per version, failed reads by kind;
+- approval: the usable realization's state (PUBLISHED or ELIGIBLE) and who approved it why.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dsv_platform.core.errors import ObjectStoreError
 from dsv_platform.core.manifest import Manifest
 from dsv_platform.core.records import Realization
 from dsv_platform.core.states import RealizationState, is_readable
+from dsv_platform.services.approval import approval_metadata
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -41,6 +43,8 @@ class DefinitionStatus:
     gate_failures: int
     stage_seconds: dict[str, float]
     consumption: dict[str, dict[str, Any]]
+    approval: dict[str, str | None] | None = None
+    """The usable realization's ``state`` (PUBLISHED, ELIGIBLE) and its approval (services/approval.py)."""
 
     def to_document(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -92,6 +96,7 @@ def definition_status(registry: Registry, store: ObjectStore, definition: Datase
         gate_failures=sum(r.state is RealizationState.FAILED for r in every),
         stage_seconds=_stages(registry, usable),
         consumption=versions,
+        approval=approval_metadata(registry, usable),
     )
 
 

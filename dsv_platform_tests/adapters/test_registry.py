@@ -331,8 +331,10 @@ def test_registry_resolve_access_control(registry: Registry) -> None:
 
 
 def test_registry_alias_compare_and_swap(registry: Registry) -> None:
-    _a, ma = published(registry)
+    a, ma = published(registry)
     b, mb = published(registry)
+    for rid in (a, b):
+        registry.approve(rid, reason="reviewed", actor="ops")  # production is protected: it points only at ELIGIBLE realizations
     first = registry.set_alias(NAME, VERSION, "production", ma.manifest_hash, expect=None, actor="ops")
     assert (first.target, first.generation) == (ma.manifest_hash, 1)
     with pytest.raises(StaleAliasError) as info:

@@ -121,7 +121,10 @@ def test_registry_races_publish_same_logical_version_has_one_winner(registry_url
 
 def test_registry_races_alias_cas_loses_no_update(registry_url: str) -> None:
     reg = _setup(registry_url)
-    targets = [published(reg, f"target-{i}")[1].manifest_hash for i in range(5)]
+    built = [published(reg, f"target-{i}") for i in range(5)]
+    for rid, _ in built:
+        reg.approve(rid, reason="release candidate", actor="ops")  # production is protected: only ELIGIBLE targets
+    targets = [manifest.manifest_hash for _, manifest in built]
     reg.set_alias(NAME, VERSION, "production", targets[0], expect=None, actor="ops")
     out = _run(_alias_worker, lambda i: (registry_url, i, targets))
     assert sum(r[1] for r in out) == PROCESSES * MOVES

@@ -40,6 +40,7 @@ def test_resolution_failures_through_the_cli(backend_url: str, tmp_path: Path) -
             for tag, seed in [("redact", 3), ("expire", 5), ("good", 7), ("tamper", 9)]
         }
         h = {tag: b.manifest.manifest_hash for tag, b in built.items()}
+        reg.approve(built["good"].realization.id, reason="reviewed", actor="t")  # production points only at ELIGIBLE realizations
         reg.set_alias(pw.NAME, pw.VERSION, "production", h["good"], expect=None, actor="t")
         gen = reg.raise_redaction_generation("subject-hash", reason="erasure request", actor="privacy")
         reg.transition(built["redact"].realization.id, S.REDACTED, reason="erasure", actor="privacy", redaction_generation=gen)
@@ -65,7 +66,7 @@ def test_resolution_failures_through_the_cli(backend_url: str, tmp_path: Path) -
     assert {(v["manifest_hash"], v["state"]) for v in json.loads(versions.stdout)} == {
         (h["redact"], "REDACTED"),
         (h["expire"], "EXPIRED"),
-        (h["good"], "PUBLISHED"),
+        (h["good"], "ELIGIBLE"),  # approved before production pointed at it
         (h["tamper"], "PUBLISHED"),
     }
 

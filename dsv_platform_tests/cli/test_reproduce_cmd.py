@@ -34,6 +34,10 @@ def test_reproduce_cmd_audits_rehearses_promotes_and_reports(lab: Lab, monkeypat
     code, out, _ = dsv(lab, monkeypatch, capsys, "rehearse", "--json")
     assert code == 0 and json.loads(out)["fraction"] == 1.0
 
+    code, _, err = dsv(lab, monkeypatch, capsys, "promote", run.run_hash)
+    assert code == 8 and "NOT_ELIGIBLE" in err and "dsv approve" in err, err  # not approved yet
+    code, out, _ = dsv(lab, monkeypatch, capsys, "approve", run.ref, "--reason", "audit reproduced it")
+    assert code == 0 and "ELIGIBLE" in out
     code, out, _ = dsv(lab, monkeypatch, capsys, "promote", run.run_hash, "--json")
     assert code == 0 and json.loads(out)["alias_ref"] == "fraud_training_set:v6@production"
 
@@ -43,8 +47,9 @@ def test_reproduce_cmd_audits_rehearses_promotes_and_reports(lab: Lab, monkeypat
     assert code == 0 and v6["usable_ref"] is not None and v6["rows"] > 0 and v6["bytes"] > 0
     assert v6["publication_lag_seconds"] > 0 and "build_and_seal" in v6["stage_seconds"]
     assert any("auditor" in c["readers"] for c in v6["consumption"].values())
+    assert (v6["approval"]["state"], v6["approval"]["approved_by"], v6["approval"]["approval_reason"]) == ("ELIGIBLE", "auditor", "audit reproduced it")
     code, out, _ = dsv(lab, monkeypatch, capsys, "status")
-    assert code == 0 and "fraud_training_set:v6: usable" in out
+    assert code == 0 and "fraud_training_set:v6: usable" in out and "state ELIGIBLE, approved by auditor" in out
 
 
 def test_reproduce_cmd_failures_exit_nonzero(lab: Lab, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

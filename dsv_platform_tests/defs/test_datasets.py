@@ -11,6 +11,7 @@ from dsv_platform.core.platform_config import load_config
 from dsv_platform.defs import build_defs
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.generator import FraudDomain
+from dsv_platform.services.approval import approve
 from dsv_platform_tests.defs.support import FRAUD_SOURCES, drop, range_tags, settings_at
 from dsv_platform_tests.scenarios.support import definition
 
@@ -74,3 +75,18 @@ def test_splits_check_passes_and_model_records_its_run(materialized):
     roots = Registry.from_url(settings.registry_url).list_retention_roots(kind="model_version")
     assert [r.ref for r in roots if r.id == model["retention_root_id"].value] == [f"model_run:{model['run_manifest_hash'].value}"]
     assert definition("v6").entity_column == "account_id"
+
+
+def test_snapshot_metadata_shows_the_state_and_the_approval(materialized):
+    settings, result = materialized
+    mat = {e.materialization.asset_key.to_user_string(): e.materialization for e in result.get_asset_materialization_events()}
+    snap = mat["fraud_training_set_v5_snapshot"].metadata
+    assert snap["state"].value == "PUBLISHED" and snap["approval"].value.startswith("not approved")
+    with Registry.from_url(settings.registry_url) as reg:
+        approve(reg, snap["ref"].value, reason="reviewed the v5 report", actor="release")
+    defs = build_defs(settings)
+    with dg.DagsterInstance.ephemeral() as instance:  # same pinned inputs: the approved realization is reused
+        again = dg.materialize([*defs.assets], selection="fraud_training_set_v5_snapshot", instance=instance, resources=defs.resources)
+    meta = again.asset_materializations_for_node("fraud_training_set_v5_snapshot")[0].metadata
+    assert meta["ref"].value == snap["ref"].value and meta["reused"].value is True
+    assert meta["state"].value == "ELIGIBLE" and "approved by release" in meta["approval"].value and "reviewed the v5 report" in meta["approval"].value

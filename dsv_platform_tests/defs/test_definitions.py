@@ -126,7 +126,7 @@ def test_sensor_requests_landing_for_new_and_changed_files(env):
     [name] = drop(settings.drop_folder, [events.daily_batch(DOMAIN, "transactions", DOMAIN.start)])
     (settings.drop_folder / "notes__bad.csv").write_text("x")
     (settings.drop_folder / name.replace(".csv", ".jsonl")).write_text("{}\n")  # transactions land as CSV
-    sensor = defs.get_sensor_def("drop_folder_sensor")
+    sensor = defs.resolve_sensor_def("drop_folder_sensor")
     resources = {"platform": defs.resources["platform"]}
     with dg.build_sensor_context(instance=instance, resources=resources) as ctx:  # the platform resource is context-managed (closed after use)
         result = sensor(ctx)
@@ -144,7 +144,7 @@ def test_sensor_requests_landing_for_new_and_changed_files(env):
 
 
 def test_schedule_requests_the_previous_day(tmp_path):
-    schedule = build_defs(settings_at(tmp_path)).get_schedule_def("daily_ingest_schedule")
+    schedule = build_defs(settings_at(tmp_path)).resolve_schedule_def("daily_ingest_schedule")
     ctx = dg.build_schedule_context(scheduled_execution_time=dt.datetime(2026, 6, 10, 3, tzinfo=dt.UTC))
     [req] = list(schedule.evaluate_tick(ctx).run_requests)
     assert req.partition_key == "2026-06-09"

@@ -44,7 +44,7 @@ def test_sensor_skips_a_symlink_out_of_the_drop_folder_with_a_logged_reason(env:
     target, name = _outside_batch(tmp_path)
     settings.drop_folder.mkdir(parents=True, exist_ok=True)
     (settings.drop_folder / name).symlink_to(target)
-    sensor = defs.get_sensor_def("drop_folder_sensor")
+    sensor = defs.resolve_sensor_def("drop_folder_sensor")
     with dg.build_sensor_context(instance=instance, resources={"platform": defs.resources["platform"]}) as ctx:
         result = sensor(ctx)
     assert isinstance(result, dg.SensorResult) and isinstance(result.cursor, str)

@@ -58,6 +58,7 @@ def _publisher(url: str, store_root: str, index: int, baseline: str, barrier: An
         result = publisher.build(request)
         target = result.realization.manifest_hash
         assert target is not None
+        reg.approve(result.realization.id, reason=f"release {index}", actor=f"publisher-{index}")  # production: ELIGIBLE targets only
         barrier.wait(timeout=TIMEOUT)
         conflict = None
         try:  # strict: from what everyone saw before the race
@@ -106,6 +107,7 @@ def test_four_publishers_race_on_one_alias(registry_url: str, tmp_path: Path) ->
         pw.register(reg)
         base = pw.build(reg, LocalObjectStore(store_root), "req-base", logical_key="lk-base", parts=pw.partitions(rows=ROWS, seed=3))
         baseline = base.manifest.manifest_hash
+        reg.approve(base.realization.id, reason="baseline release", actor="ops")
         reg.set_alias(pw.NAME, pw.VERSION, ALIAS, baseline, expect=None, actor="ops")
 
     out = _race(registry_url, store_root, baseline)
@@ -133,9 +135,9 @@ def test_four_publishers_race_on_one_alias(registry_url: str, tmp_path: Path) ->
         _check_history(reg, out, baseline)
         published = reg.versions(pw.NAME)
         assert sorted(r.manifest_hash or "" for r in published) == sorted({baseline} | {t for v in by_content.values() for _, t in v})
-        assert all(r.state is S.PUBLISHED for r in published)
+        assert all(r.state is S.ELIGIBLE for r in published)  # each approved before its move of the protected alias
         candidates = reg.versions(pw.NAME, include_candidates=True)
-        assert sorted(r.state.value for r in candidates if r.state is not S.PUBLISHED) == [S.ABANDONED.value] * 2
+        assert sorted(r.state.value for r in candidates if r.state is not S.ELIGIBLE) == [S.ABANDONED.value] * 2
 
 
 def _check_history(reg: Registry, out: list[Any], baseline: str) -> None:

@@ -32,7 +32,9 @@ def test_open_dataset_by_alias_hash_and_version(backend_url: str, tmp_path: Path
     store = LocalObjectStore(settings.object_store)
     with Registry.from_url(backend_url) as reg:
         pw.register(reg)
-        old = pw.build(reg, store, "r-old", logical_key="a", parts=pw.partitions(seed=3), alias="production")
+        old = pw.build(reg, store, "r-old", logical_key="a", parts=pw.partitions(seed=3))
+        reg.approve(old.realization.id, reason="reviewed", actor="release")  # production points only at ELIGIBLE realizations
+        reg.set_alias(pw.NAME, pw.VERSION, "production", old.manifest.manifest_hash, expect=None, actor="release")
         new = pw.build(reg, store, "r-new", logical_key="b")
     name = f"{pw.NAME}:{pw.VERSION}"
 

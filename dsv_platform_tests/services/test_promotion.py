@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from dsv_platform.services.approval import approve
 from dsv_platform.services.promotion import PromotionRefusedError, Refusal, promote
 from dsv_platform_tests.services.reproduce_support import Lab, corrupted
 
@@ -16,6 +17,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Lab:
 def test_promote_moves_production_alias_for_a_sound_model(lab: Lab) -> None:
     build = lab.fresh()
     run = lab.model(build)
+    approve(lab.world.registry, build.ref, reason="quality report reviewed", actor="release")
     done = promote(lab.platform, run.run_hash, actor="release")
     alias = lab.world.registry.get_alias("fraud_training_set", "v6", "production")
     assert alias is not None and alias.target == build.manifest_hash
@@ -42,9 +44,24 @@ def test_promote_refuses_unresolvable_realization(lab: Lab) -> None:
 def test_promote_refuses_hash_mismatch(lab: Lab) -> None:
     build = lab.fresh()
     run = lab.model(build)
+    approve(lab.world.registry, build.ref, reason="quality report reviewed", actor="release")
     victim = build.manifest.partitions[0].object
     before = lab.world.registry.get_alias("fraud_training_set", "v6", "production")
     with corrupted(lab.world.store, victim), pytest.raises(PromotionRefusedError) as err:
         promote(lab.platform, run.run_hash)
     assert err.value.refusal is Refusal.HASH_MISMATCH and victim in str(err.value)
     assert lab.world.registry.get_alias("fraud_training_set", "v6", "production") == before, "a refusal moves nothing"
+
+
+def test_promote_refuses_a_model_whose_realization_is_not_eligible(lab: Lab) -> None:
+    build = lab.fresh()
+    run = lab.model(build)
+    before = lab.world.registry.get_alias("fraud_training_set", "v6", "production")
+    with pytest.raises(PromotionRefusedError) as err:
+        promote(lab.platform, run.run_hash)
+    assert err.value.refusal is Refusal.NOT_ELIGIBLE and err.value.exit_code == 8
+    assert build.ref in str(err.value) and "PUBLISHED" in str(err.value) and "dsv approve" in str(err.value)
+    assert lab.world.registry.get_alias("fraud_training_set", "v6", "production") == before, "a refusal moves nothing"
+    approve(lab.world.registry, build.ref, reason="reviewed", actor="release")
+    promote(lab.platform, run.run_hash, actor="release")
+    assert lab.world.registry.get_alias("fraud_training_set", "v6", "production").target == build.manifest_hash  # type: ignore[union-attr]

@@ -58,7 +58,7 @@ def dsv(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 def test_publish_end_to_end(reg: Registry, store: LocalObjectStore) -> None:
     seen: list[str] = []
     publisher = Publisher(reg, store, actor="builder", on_step=lambda step, detail: seen.append(step.value))
-    result = publisher.build(pw.request("req-e2e", alias="production"))
+    result = publisher.build(pw.request("req-e2e", alias="candidate"))  # not a protected alias: a fresh build is PUBLISHED, not ELIGIBLE
     assert result.outcome.result is PublishResult.CREATED and result.outcome.created
     assert result.realization.state is S.PUBLISHED
     assert result.realization.manifest_hash == result.manifest.manifest_hash
@@ -71,7 +71,7 @@ def test_publish_end_to_end(reg: Registry, store: LocalObjectStore) -> None:
         store.verify(part.object)
     resolved = reg.resolve(pw.NAME, pw.VERSION)
     assert resolved.id == result.realization.id
-    assert reg.resolve(pw.NAME, pw.VERSION, alias="production").manifest_hash == result.manifest.manifest_hash
+    assert reg.resolve(pw.NAME, pw.VERSION, alias="candidate").manifest_hash == result.manifest.manifest_hash
     states = [e.to_state for e in reg.events(result.realization.id)]
     assert states == [S.STAGING, S.SEALED, S.PUBLISHED]
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}\.1", result.realization.human_version or "")
@@ -149,6 +149,9 @@ def test_alias_moves_only_to_published_versions_by_cas(reg: Registry, store: Loc
 
     env = cli_env(tmp_path, backend_url)
     ref = f"{pw.NAME}:{pw.VERSION}@production"
+    for digest in (h1, h2):  # production is protected: approve first, as a release manager would
+        approved = dsv("approve", f"{pw.NAME}:{pw.VERSION}@sha256:{digest}", "--reason", "reviewed", env=env)
+        assert approved.returncode == 0, approved.stderr
     assert dsv("alias", "set", ref, h1, env=env).returncode == 0
     refused = dsv("alias", "set", ref, failed.manifest_hash, "--expect", h1, env=env)
     assert refused.returncode != 0 and refused.returncode in (2, 3)

@@ -4,11 +4,13 @@
 ``expect=<hash>`` moves it only if it still points there. The CAS is one
 conditional statement (INSERT ... ON CONFLICT DO NOTHING, or UPDATE ... WHERE
 target = expect), checked by its row count, in the same transaction as the
-history row, so no move is lost and history has no gaps.
+history row, so no move is lost and history has no gaps. A protected alias moves
+only to an ELIGIBLE target, its state re-read share-locked in that transaction (approval.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -16,10 +18,12 @@ from sqlalchemy import Row, insert, select, update
 from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import schema as s
+from dsv_platform.adapters.registry.approval import locked_state
 from dsv_platform.adapters.registry.publication import insert_ignore
+from dsv_platform.core.approval import DEFAULT_PROTECTED_ALIASES, check_protected_target
 from dsv_platform.core.errors import NotFoundError, PublicationError
 from dsv_platform.core.records import AliasMove, AliasRecord, StaleAliasError
-from dsv_platform.core.states import RealizationState, alias_targetable
+from dsv_platform.core.states import alias_targetable
 
 A = s.aliases
 H = s.alias_history
@@ -62,17 +66,25 @@ def alias_history(conn: Connection, name: str, version: str, alias: str) -> list
 
 
 def set_alias(
-    conn: Connection, name: str, version: str, alias: str, target: str, *, expect: str | None, actor: str, reason: str, now: datetime
+    conn: Connection,
+    name: str,
+    version: str,
+    alias: str,
+    target: str,
+    *,
+    expect: str | None,
+    actor: str,
+    reason: str,
+    now: datetime,
+    protected: Collection[str] = DEFAULT_PROTECTED_ALIASES,
 ) -> AliasRecord:
     ref = f"{name}:{version}@sha256:{target}"
-    r, c = s.realizations, s.publication_claims
-    state = conn.execute(
-        select(r.c.state).join(c, c.c.realization_id == r.c.id).where(c.c.dataset == name, c.c.version == version, c.c.manifest_hash == target)
-    ).scalar()
+    state = locked_state(conn, name, version, target)  # re-read inside this transaction, row share-locked (approval.py)
     if state is None:
         raise NotFoundError(f"alias {alias!r} cannot point to {ref}: no such published realization", ref=ref)
-    if not alias_targetable(RealizationState(state)):
-        raise PublicationError(f"alias {alias!r} may point only to PUBLISHED or ELIGIBLE realizations; {ref} is {state}")
+    if not alias_targetable(state):
+        raise PublicationError(f"alias {alias!r} may point only to PUBLISHED or ELIGIBLE realizations; {ref} is {state.value}")
+    check_protected_target(alias, ref, state, protected)
     where = (A.c.dataset == name, A.c.version == version, A.c.alias == alias)
     if expect is None:
         moved = insert_ignore(

@@ -117,11 +117,16 @@ def _v4(conn: Connection) -> None:
     s.subject_index_raw_scans.create(conn)
 
 
+def _v5(conn: Connection) -> None:
+    s.dataset_consumers.create(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "definitions, realizations, events, manifests, publication claims, aliases", _v1),
     Migration(2, "reader ACL, redaction generation; lineage, retention, consumption, redaction, reproduction tables", _v2),
     Migration(3, "privacy deletion: subject index, scans, requests, per-descendant outcomes", _v3),
     Migration(4, "privacy deletion: subject index scans of raw landed batches", _v4),
+    Migration(5, "registered consumers of a definition and the columns they read", _v5),
 )
 LATEST = MIGRATIONS[-1].version
 

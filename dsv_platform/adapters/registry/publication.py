@@ -9,13 +9,13 @@ Details: docs/publication.md
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import insert, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import queries as q
@@ -30,7 +30,8 @@ S = RealizationState
 
 def insert_ignore(conn: Connection, table: Any, **values: Any) -> bool:
     """INSERT ... ON CONFLICT DO NOTHING; True when the row was inserted."""
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    # The backend's own dialect module, imported here: loading sqlalchemy's postgresql dialect costs start-up on SQLite.
+    dialect = importlib.import_module(f"sqlalchemy.dialects.{'postgresql' if conn.dialect.name == 'postgresql' else 'sqlite'}")
     result = conn.execute(dialect.insert(table).values(**values).on_conflict_do_nothing())
     return bool(result.rowcount == 1)
 

@@ -9,14 +9,15 @@ records and redaction generations in bookkeeping.py; see publication.py for publ
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import aliases as al
-from dsv_platform.adapters.registry import migrations
+from dsv_platform.adapters.registry import approval as ap
+from dsv_platform.adapters.registry import consumers, migrations
 from dsv_platform.adapters.registry import publication as pub
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import resolution as res
@@ -25,6 +26,7 @@ from dsv_platform.adapters.registry.bookkeeping import RegistryBookkeeping
 from dsv_platform.adapters.registry.engine import create_registry_engine
 from dsv_platform.adapters.registry.transactions import Clock, utcnow
 from dsv_platform.core import canonical_json
+from dsv_platform.core.approval import DEFAULT_PROTECTED_ALIASES
 from dsv_platform.core.errors import IllegalTransitionError, NotFoundError
 from dsv_platform.core.manifest import Manifest
 from dsv_platform.core.records import (
@@ -50,13 +52,20 @@ class Registry(RegistryBookkeeping):
     and privacy records from :class:`RegistryBookkeeping` (bookkeeping.py).
     """
 
+    protected_aliases: frozenset[str] = frozenset(DEFAULT_PROTECTED_ALIASES)
+    """Aliases that may point only to ELIGIBLE realizations (platform.yaml ``protected_aliases``)."""
+
     @classmethod
-    def from_url(cls, url: str, *, clock: Clock = utcnow, upgrade: bool = True) -> Registry:
+    def from_url(
+        cls, url: str, *, clock: Clock = utcnow, upgrade: bool = True, protected_aliases: Iterable[str] = DEFAULT_PROTECTED_ALIASES
+    ) -> Registry:
         """Open the registry at a SQLAlchemy URL, applying missing migrations unless ``upgrade`` is False."""
         engine = create_registry_engine(url)
         if upgrade:
             migrations.upgrade(engine)
-        return cls(engine, clock=clock)
+        registry = cls(engine, clock=clock)
+        registry.protected_aliases = frozenset(protected_aliases)
+        return registry
 
     def close(self) -> None:
         self.engine.dispose()
@@ -101,6 +110,8 @@ class Registry(RegistryBookkeeping):
                 conn.execute(insert(s.dataset_definitions).values(created_at=self._now(), **values))
                 return q.find_definition(conn, name, version)  # type: ignore[return-value]
             if (existing.contract_hash, existing.recipe_hash) != (values["contract_hash"], values["recipe_hash"]):
+                if existing.contract_hash != values["contract_hash"]:  # breaking a registered consumer: refused naming it
+                    consumers.refuse_breaking_change(conn, existing, contract)
                 raise DefinitionConflictError(
                     f"{name}:{version} is already registered with another contract or recipe; a semantic change is a new definition version"
                 )
@@ -239,7 +250,20 @@ class Registry(RegistryBookkeeping):
         """
         check_alias_name(alias)
         return self._retrying(
-            lambda conn: al.set_alias(conn, name, version, alias, manifest_hash, expect=expect, actor=actor, reason=reason, now=self._now())
+            lambda conn: al.set_alias(
+                conn, name, version, alias, manifest_hash, expect=expect, actor=actor, reason=reason, now=self._now(), protected=self.protected_aliases
+            )
+        )
+
+    def approve(self, realization_id: int, *, reason: str, actor: str) -> tuple[Realization, bool]:
+        """PUBLISHED -> ELIGIBLE as an event (actor, reason); False when already ELIGIBLE (approval.py)."""
+        return self._retrying(lambda conn: ap.approve(conn, realization_id, reason=reason, actor=actor, now=self._now()), also=(ConcurrentTransitionError,))
+
+    def revoke(self, realization_id: int, *, reason: str, actor: str, force: bool = False) -> tuple[Realization, bool, list[str]]:
+        """ELIGIBLE -> PUBLISHED as an event; refused while a protected alias points at it unless ``force`` (approval.py)."""
+        return self._retrying(
+            lambda conn: ap.revoke(conn, realization_id, reason=reason, actor=actor, now=self._now(), protected=self.protected_aliases, force=force),
+            also=(ConcurrentTransitionError,),
         )
 
     def get_alias(self, name: str, version: str, alias: str) -> AliasRecord | None:

@@ -299,3 +299,15 @@ privacy_outcomes = Table(  # one outcome per descendant per request
     UniqueConstraint("request_id", "kind", "descendant_id", name="uq_privacy_outcomes_descendant"),
     Index("ix_privacy_outcomes_generation", "generation"),
 )
+
+# ---- v5: registered consumers of a definition and the columns they read (schema evolution gate)
+
+dataset_consumers = Table(
+    "dataset_consumers",
+    metadata,
+    Column("dataset", NAME, primary_key=True),
+    Column("name", NAME, primary_key=True),
+    Column("columns_json", Text, nullable=False),
+    Column("created_by", NAME, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+)

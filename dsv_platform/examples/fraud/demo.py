@@ -23,14 +23,21 @@ from dsv_platform.cli.context import open_platform
 from dsv_platform.cli.runs import Runner
 from dsv_platform.core.batch import RawBatch
 from dsv_platform.examples.fraud import events
+from dsv_platform.examples.fraud.demo_diff import label_diff
 from dsv_platform.examples.fraud.demo_home import prepare_home
+from dsv_platform.examples.fraud.demo_rehearsal import rehearse_once
+from dsv_platform.examples.fraud.demo_schema import report_rename
+from dsv_platform.examples.fraud.demo_semantic import play as play_semantic
 from dsv_platform.examples.fraud.generator import FraudDomain
+from dsv_platform.services.approval import approve
 from dsv_platform.services.datasets import open_dataset
+from dsv_platform.services.promotion import promote
 
 START = dt.date(2026, 6, 1)
 BUGGY_FEATURE_DAYS = 3  # the feature job ran with the cents bug for three days mid-month
 MAIN = "fraud_training_set_v6_snapshot"
 SOURCES = ("transactions", "chargebacks", "account_features")
+APPROVAL_REASON = "demo: gates passed, old realizations re-verified after every failure mode"
 
 
 class Demo:
@@ -147,14 +154,23 @@ def _failure_modes(demo: Demo, base: dict[str, dict[str, Any]]) -> dict[str, dic
     renamed_day = demo.days[len(demo.days) // 2]
     demo.ingest([events.renamed_column_batch(demo.domain, renamed_day)], "renamed-column")
     renamed = demo.publish()
-    title = f"renamed column: {renamed_day} re-sent with merchant_risk renamed merchant_risk_score (compatibility view)"
+    title = f"renamed column: {renamed_day} re-sent with merchant_risk renamed merchant_risk_score, now a vendor score (compatibility view)"
     demo.show(title, backfill[MAIN], renamed[MAIN], expect_change=False)
+    demo.failures += report_rename(demo.platform.config)  # same bytes, changed meaning: the schema diff flags what the hash cannot
 
     bad_day = demo.days[-2]
     demo.ingest([events.malformed_batch(demo.domain, bad_day)], "malformed-batch")
     malformed = demo.publish()
     demo.show(f"malformed batch: {bad_day} re-sent with 4 broken rows (quarantined, nothing else lost)", renamed[MAIN], malformed[MAIN], expect_change=False)
     return malformed
+
+
+def _release(platform: Platform, model: dict[str, Any]) -> None:
+    """Approve the model's training realization (actor "demo"), then promote the model: ``production`` moves only to ELIGIBLE."""
+    approval = approve(platform.registry, str(model["ref"]), reason=APPROVAL_REASON, actor="demo")
+    print(f"\napproval\n  {approval.realization.ref}: {approval.realization.state.value}; {approval.note}")
+    promoted = promote(platform, str(model["run_manifest_hash"]), actor="demo").to_document()
+    print(f"  promoted {promoted['model']} to {promoted['alias_ref']} (a protected alias: it points only at ELIGIBLE realizations)")
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -179,6 +195,10 @@ def main(argv: Sequence[str]) -> int:
             print(f"dsv demo under {settings.home}: {args.days} days x {args.rows_per_day} transactions, Dagster instance {settings.dagster_home}")
             demo = Demo(platform, runner, days=args.days, rows_per_day=args.rows_per_day, reused=reused)
             final = _failure_modes(demo, _base(demo))
+            final = label_diff(demo)  # later chargebacks arrive; dsv diff v5 -> v6 shows the label flips
+            _release(platform, final["fraud_model"])
+            demo.failures += play_semantic(platform)  # cents and test-account leaks, blocked at publication (a scratch home)
+            rehearse_once(runner)  # a point of the reconstructability time series in the UI
         finally:
             runner.close()
     _lineage(final["fraud_model"], final[MAIN])

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import open_platform
+from dsv_platform.cli.runs import ensure_dagster_yaml
 from dsv_platform.core import canonical_json
 
 
@@ -46,14 +47,19 @@ def move_aside(home: Path) -> Path:
 
 
 def prepare_home() -> bool:
-    """Reuse, start fresh or move the home aside, and say which; True when an existing home is reused."""
+    """Reuse, start fresh or move the home aside, and say which; True when an existing home is reused.
+
+    The Dagster home gets its ``dagster.yaml`` (telemetry disabled) unless it has one.
+    """
     with open_platform() as platform:
-        home = platform.settings.home
+        home, dagster_home = platform.settings.home, platform.settings.dagster_home
         state = home_state(platform)
     if state.conflict is not None:
         moved = move_aside(home)
         print(f"DSV_HOME={home} is incompatible with this configuration ({state.conflict}): moved it aside to {moved}; starting fresh")
+        ensure_dagster_yaml(dagster_home)
         return False
+    ensure_dagster_yaml(dagster_home)
     if state.realizations:
         print(f"reusing DSV_HOME={home} ({state.realizations} realizations built from this configuration)")
         return True

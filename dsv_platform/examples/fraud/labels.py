@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING
 
 from dsv_platform.core.labels import LabelFunction
 from dsv_platform.examples.fraud.specs import FRAUD_LABELS
+
+if TYPE_CHECKING:  # imported where used: loading the configuration (`dsv resolve`) needs no pyarrow
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,9 @@ def compute_labels(transactions: pa.Table, chargebacks: pa.Table, definition: La
     if it has a ``confirmed`` chargeback whose ``charged_back_at`` day is at most
     ``window_days`` after the transaction day. Rows come out sorted by id.
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     tx = transactions.select(["transaction_id", "event_date"])
     cb = chargebacks.select(["transaction_id", "chargeback_id", "status", "charged_back_at"])
     cb = cb.append_column("charged_back_date", pc.cast(pc.cast(cb.column("charged_back_at"), pa.timestamp("us")), pa.date32())).drop_columns(

@@ -1,0 +1,75 @@
+"""Approval, revocation and the protected-alias check, inside the registry's write transactions.
+
+The state an alias move depends on is read with ``SELECT ... FOR SHARE`` on
+PostgreSQL (SQLite serializes writers with ``BEGIN IMMEDIATE``), so a revocation
+committing in another connection either happens before the move (the move then
+reads PUBLISHED and is refused) or waits for it (and then sees the alias).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.engine import Connection
+
+from dsv_platform.adapters.registry import queries as q
+from dsv_platform.adapters.registry import schema as s
+from dsv_platform.core.approval import check_approvable, check_revocable, check_revoke_aliases
+from dsv_platform.core.records import Realization
+from dsv_platform.core.states import ConcurrentTransitionError, RealizationState
+
+S = RealizationState
+
+
+def locked_state(conn: Connection, name: str, version: str, manifest_hash: str) -> RealizationState | None:
+    """The state of the published realization ``name:version@sha256:manifest_hash``, its row share-locked until commit."""
+    r, c = s.realizations, s.publication_claims
+    stmt = (
+        select(r.c.state)
+        .join(c, c.c.realization_id == r.c.id)
+        .where(c.c.dataset == name, c.c.version == version, c.c.manifest_hash == manifest_hash)
+        .with_for_update(read=True, of=r)
+    )
+    state = conn.execute(stmt).scalar()
+    return None if state is None else RealizationState(state)
+
+
+def aliases_at(conn: Connection, realization: Realization, among: Collection[str]) -> list[str]:
+    """The aliases in ``among`` that point at ``realization`` now."""
+    a = s.aliases
+    rows = conn.execute(
+        select(a.c.alias).where(a.c.dataset == realization.dataset, a.c.version == realization.version, a.c.target_manifest_hash == realization.manifest_hash)
+    )
+    return sorted(alias for (alias,) in rows if alias in among)
+
+
+def approve(conn: Connection, realization_id: int, *, reason: str, actor: str, now: datetime) -> tuple[Realization, bool]:
+    """PUBLISHED -> ELIGIBLE with an event (actor, reason); ``(realization, False)`` when it was ELIGIBLE already."""
+    current = q.load_realization(conn, realization_id)
+    if not check_approvable(current.ref, current.state):
+        return current, False
+    return q.set_state(conn, current, S.ELIGIBLE, reason=reason, actor=actor, at=now), True
+
+
+def revoke(
+    conn: Connection, realization_id: int, *, reason: str, actor: str, now: datetime, protected: Collection[str], force: bool
+) -> tuple[Realization, bool, list[str]]:
+    """ELIGIBLE -> PUBLISHED with an event; refused while a protected alias points at it unless ``force``.
+
+    Returns the realization, whether it changed, and the protected aliases still pointing at it.
+    The aliases are read again after the update took the row lock: a concurrent move either
+    committed before (seen here; the registry retries and refuses) or waits and then reads PUBLISHED.
+    """
+    current = q.load_realization(conn, realization_id)
+    if not check_revocable(current.ref, current.state):
+        return current, False, []
+    seen = aliases_at(conn, current, protected)
+    check_revoke_aliases(current.ref, seen, force=force)
+    note = f"{reason} (forced: protected alias(es) {', '.join(seen)} still point here)" if seen else reason
+    updated = q.set_state(conn, current, S.PUBLISHED, reason=note, actor=actor, at=now)
+    pointing = aliases_at(conn, current, protected)  # re-read under the row lock the update took
+    if pointing != seen:
+        raise ConcurrentTransitionError(f"protected aliases of {current.ref} moved during the revocation; re-read it")
+    return updated, True, pointing

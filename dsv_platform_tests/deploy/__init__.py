@@ -1,0 +1,1 @@
+"""The production Dagster deployment (deploy/dagster.yaml) started as real processes."""

@@ -1,0 +1,79 @@
+"""``executor`` in platform.yaml: checked at load time (one line naming the key), and the executor every job of the Definitions gets."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dsv_platform.core.config_yaml import ConfigError
+from dsv_platform.core.platform_config import load_config
+from dsv_platform.core.platform_options import EXECUTORS, parse_options
+from dsv_platform.defs import build_defs
+from dsv_platform.examples.fraud import CONFIG_DIR
+from dsv_platform.settings import load_settings
+
+FILE = Path("platform.yaml")
+
+
+@pytest.mark.parametrize(
+    ("doc", "key"),
+    [
+        ({"executor": "celeri"}, "executor"),
+        ({"executor": {"name": "spark"}}, "executor.name"),
+        ({"executor": {"config": {}}}, "executor.name"),
+        ({"executor": {"name": "celery", "brokr": "redis://"}}, "executor.brokr"),
+        ({"executor": {"name": "k8s", "config": ["max_concurrent"]}}, "executor.config"),
+        ({"executor": 3}, "executor"),
+    ],
+)
+def test_a_wrong_executor_is_one_line_naming_the_key(doc, key):
+    with pytest.raises(ConfigError) as err:
+        parse_options(doc, file=FILE)
+    assert err.value.key == key and "\n" not in str(err.value)
+
+
+def test_executor_forms():
+    assert parse_options({}, file=FILE).executor is None
+    assert [parse_options({"executor": name}, file=FILE).executor for name in EXECUTORS] == list(EXECUTORS)
+    options = parse_options({"executor": {"name": "celery", "config": {"broker": "redis://h:1/0"}}}, file=FILE)
+    assert (options.executor, options.executor_config) == ("celery", {"broker": "redis://h:1/0"})
+
+
+def _defs(tmp_path: Path, executor_line: str | None):
+    folder = tmp_path / "config"
+    shutil.copytree(CONFIG_DIR, folder)
+    if executor_line is not None:
+        with (folder / "platform.yaml").open("a") as f:
+            f.write(executor_line + "\n")
+    return build_defs(load_settings({"DSV_HOME": str(tmp_path / "dsv"), "DSV_CONFIG_DIR": str(folder)}), load_config(folder))
+
+
+def test_the_definitions_run_every_job_on_the_configured_executor(tmp_path, monkeypatch):
+    default = _defs(tmp_path / "default", None).resolve_job_def("daily_ingest_job").executor_def.name
+    assert default == "multi_or_in_process_executor"
+    celery = _defs(tmp_path / "celery", "executor: celery")
+    for job in ("daily_ingest_job", "publish_fraud_training_set_v6", "gc_plan_job"):
+        executor = celery.resolve_job_def(job).executor_def
+        assert executor.name == "celery"
+    schema = celery.resolve_job_def("daily_ingest_job").executor_def.config_schema
+    monkeypatch.delenv("DSV_CELERY_BROKER_URL", raising=False)
+    unset = schema.resolve_config({})
+    assert not unset.success and "DSV_CELERY_BROKER_URL" in str(unset.errors)
+    monkeypatch.setenv("DSV_CELERY_BROKER_URL", "redis://broker.example:6379/0")
+    monkeypatch.setenv("DSV_CELERY_BACKEND_URL", "redis://broker.example:6379/1")
+    resolved = schema.resolve_config({})  # read when a run starts, not when the Definitions load
+    assert resolved.success and resolved.value["config"]["broker"] == "redis://broker.example:6379/0"
+    assert resolved.value["config"]["backend"] == "redis://broker.example:6379/1"
+    assert _defs(tmp_path / "inproc", "executor: in_process").resolve_job_def("daily_ingest_job").executor_def.name == "in_process"
+
+
+@pytest.mark.parametrize(
+    ("line", "word"),
+    [("executor: {name: k8s, config: {max_concurent: 2}}", "max_concurent"), ("executor: {name: celery, config: {broker: 3}}", "broker")],
+)
+def test_an_executor_config_its_schema_refuses_fails_when_the_definitions_load(tmp_path, line, word):
+    with pytest.raises(ConfigError) as err:
+        _defs(tmp_path, line)
+    assert err.value.key == "executor.config" and word in str(err.value) and "\n" not in str(err.value)

@@ -1,0 +1,85 @@
+"""Semantic failure modes of the fraud example are blocked at publication.
+
+A good realization publishes (with its semantic gates in the quality report); then amounts
+sent in cents, and test accounts leaked into the feed, each give a FAILED realization whose
+stored quality report names the failed rule, and the ``candidate`` alias does not move.
+Each test builds its own small world (real SQLite catalog and registry, local objects).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from dsv_platform.core.errors import PublicationError
+from dsv_platform.core.states import RealizationState
+from dsv_platform.examples.fraud.demo_semantic import cents_batches, leaked_test_accounts, restore_batches
+from dsv_platform.services.realization import ALIAS, RealizationBuild
+from dsv_platform_tests.scenarios.support import World
+
+DAYS = 5
+
+
+@pytest.fixture
+def world(tmp_path) -> World:
+    return World.create(tmp_path / "dsv", rows_per_day=40, days=DAYS)
+
+
+def _good(world: World) -> RealizationBuild:
+    good = world.build()
+    semantic = {g.name: g for g in good.gates if g.name.startswith("semantic:")}
+    assert semantic["semantic:plausibility:typical_p50:amount"].passed
+    assert semantic["semantic:population:population:account_id"].passed
+    assert semantic["semantic:completeness:max_null_rate:currency"].passed
+    return good
+
+
+def _blocked(world: World, good: RealizationBuild) -> tuple[dict[str, dict[str, Any]], str, dict[str, Any]]:
+    """Build, expect a PublicationError; return the stored report's failed gates and the error text, after checking state and alias."""
+    with pytest.raises(PublicationError) as info:
+        world.build()
+    message = str(info.value)
+    digest = re.search(r"quality report object (\S+)\)", message)
+    assert digest is not None, message
+    report = json.loads(world.platform.store.get(digest.group(1)))
+    assert report["passed"] is False
+    newest = world.registry.versions("fraud_training_set", include_candidates=True)[0]
+    assert newest.state is RealizationState.FAILED and newest.manifest_hash == report["manifest_hash"]
+    assert newest.manifest_hash != good.manifest_hash
+    alias = world.registry.get_alias("fraud_training_set", "v6", ALIAS)
+    assert alias is not None and alias.target == good.manifest_hash, "the alias must not move to a failed build"
+    assert world.registry.resolve("fraud_training_set", "v6").manifest_hash == good.manifest_hash
+    return {g["name"]: g for g in report["gates"] if not g["passed"]}, message, report
+
+
+def test_amounts_in_cents_are_blocked_by_the_typical_band(world):
+    good = _good(world)
+    days = world.domain.days(DAYS)
+    world.ingest(cents_batches(world.domain, days, recorded_on=days[-1]))
+    failed, message, report = _blocked(world, good)
+    p50 = failed["semantic:plausibility:typical_p50:amount"]
+    assert p50["blocking"] and p50["detail"]["bound"] == "[5, 200]" and float(p50["detail"]["observed"]) > 200
+    assert "semantic:plausibility:typical_p50:amount" in message
+    assert not [n for n, g in failed.items() if g["blocking"] and "amount" not in n], failed  # nothing else blocked
+    assert report["gates"][[g["name"] for g in report["gates"]].index("semantic:baseline")]["detail"]["ref"] == good.ref
+    drift = failed["semantic:drift:drift_p99:amount"]  # the drift against the good baseline is recorded, as a warning
+    assert drift["blocking"] is False and float(drift["detail"]["observed"]) > 1.0
+    world.ingest(restore_batches(world.domain, days, recorded_on=days[-1]))
+    fixed = world.build()  # the source's fix publishes again and moves the alias
+    assert fixed.manifest_hash != good.manifest_hash and all(g.passed for g in fixed.gates if g.blocking)
+    assert world.registry.get_alias("fraud_training_set", "v6", ALIAS).target == fixed.manifest_hash
+
+
+def test_leaked_test_accounts_are_blocked_by_the_population_rule(world):
+    good = _good(world)
+    days = world.domain.days(DAYS)
+    world.ingest([leaked_test_accounts(world.domain, days[2], arrived=days[-1], count=5)])
+    failed, message, _ = _blocked(world, good)
+    population = failed["semantic:population:population:account_id"]
+    assert population["blocking"] and population["detail"]["observed"].startswith("5 rows, e.g. 'test_0000")
+    assert population["detail"]["bound"] == "no value matching /^test_/"
+    assert [n for n, g in failed.items() if g["blocking"]] == ["semantic:population:population:account_id"]
+    assert "semantic:population:population:account_id" in message
