@@ -257,7 +257,7 @@ def canonical_bytes(table: pa.Table, contract: Contract, *, source: str | None =
 def partition_keys(table: pa.Table | pa.RecordBatch, contract: Contract, partition_by: str | None) -> pa.Array:
     """Hive-style partition key (``col=<canonical text>``) of every row, or ``all``."""
     if partition_by is None:
-        return pa.array([UNPARTITIONED_KEY] * table.num_rows, pa.string())
+        return pa.repeat(UNPARTITIONED_KEY, table.num_rows)
     column = contract.column(partition_by)
     if partition_by not in table.column_names:
         raise ContractViolationError("missing partition column", column=partition_by)
@@ -268,11 +268,11 @@ def partition_keys(table: pa.Table | pa.RecordBatch, contract: Contract, partiti
 
 def hash_table(table: pa.Table, contract: Contract, *, partition_by: str | None = None, progress: Progress | None = None) -> DatasetDigest:
     """Identity of an in-memory table: partition leaves and the content hash root."""
-    keys = partition_keys(table, contract, partition_by)
     digests = []
-    if partition_by is None:
+    if partition_by is None:  # one partition: no key array, no split
         digests.append(hash_partition(table, contract, progress=progress))
     else:
+        keys = partition_keys(table, contract, partition_by)
         for key in sorted(pc.unique(keys).to_pylist()):
             part = table.filter(pc.equal(keys, key))
             digests.append(hash_partition(part, contract, key=key, progress=progress))

@@ -20,7 +20,7 @@ import pyarrow.ipc as ipc
 
 from dsv_platform.core.contract import Contract
 from dsv_platform.core.errors import ContractViolationError
-from dsv_platform.core.hashing import DatasetDigest, Progress, digest_of, hash_partition, partition_keys
+from dsv_platform.core.hashing import UNPARTITIONED_KEY, DatasetDigest, Progress, digest_of, hash_partition, partition_keys
 
 SPILL_BYTES = 256 << 20
 
@@ -142,6 +142,10 @@ def iter_partitions(
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
                     raise ContractViolationError(f"schema differs from the first file's ({exc})", source=source) from exc
             assert buffer is not None
+            if partition_by is None:  # one partition: no key array, no split (an empty input still has no partition)
+                if batch.num_rows:
+                    buffer.add(UNPARTITIONED_KEY, batch)
+                continue
             for key, part in _split_by_key(batch, partition_keys(batch, contract, partition_by)):
                 buffer.add(key, part)
         if buffer is not None:
