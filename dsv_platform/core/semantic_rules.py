@@ -3,7 +3,8 @@
 :func:`declared_rules` lists what a contract declares (rule, family, column,
 severity), so the Dagster checks are known before any data; :func:`evaluate`
 returns one :class:`RuleResult` per declared rule, against an optional baseline
-table for drift and volume (:mod:`dsv_platform.core.drift`). Details: docs/contracts.md
+table for drift and volume (:mod:`dsv_platform.core.drift`); :func:`load_rules` are
+the ones a canonical partition load evaluates (no baseline). Details: docs/contracts.md
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from dsv_platform.core import drift
 from dsv_platform.core.contract import Column, Contract, LogicalType
 from dsv_platform.core.errors import ContractError
 from dsv_platform.core.semantic import BLOCK, DEFAULT_SEVERITY, FAMILY, QUANTILES, RuleResult
+
+LOAD_SKIPPED = frozenset({"drift", "volume"})  # families a canonical load does not evaluate
 
 
 @dataclass(frozen=True)
@@ -79,12 +82,37 @@ def declared_rules(contract: Contract) -> tuple[Rule, ...]:
     return tuple(rules)
 
 
-def families(contract: Contract) -> dict[str, bool]:
+def families_of(rules: tuple[Rule, ...]) -> dict[str, bool]:
     """Rule family -> whether it holds a blocking rule."""
     out: dict[str, bool] = {}
-    for r in declared_rules(contract):
+    for r in rules:
         out[r.family] = out.get(r.family, False) or r.severity == BLOCK
     return out
+
+
+def families(contract: Contract) -> dict[str, bool]:
+    """Rule family -> whether it holds a blocking rule, over everything ``contract`` declares."""
+    return families_of(declared_rules(contract))
+
+
+def declares_semantic_keys(contract: Contract) -> bool:
+    """Whether ``contract`` declares a semantic key beyond the row-level ``range`` and ``allowed_values``."""
+    return bool(contract.expectations) or any(c.expect or c.drift for c in contract.columns)
+
+
+def load_rules(contract: Contract) -> tuple[Rule, ...]:
+    """The rules a canonical load evaluates on a loaded partition: all but drift and volume (they need a baseline).
+
+    None when the contract declares no semantic key (its ``range`` and ``allowed_values`` are Pandera's business).
+    """
+    if not declares_semantic_keys(contract):
+        return ()
+    return tuple(r for r in declared_rules(contract) if r.family not in LOAD_SKIPPED)
+
+
+def load_families(contract: Contract) -> dict[str, bool]:
+    """Rule family -> whether it holds a blocking rule, over :func:`load_rules`."""
+    return families_of(load_rules(contract))
 
 
 def _result(rule: Rule, passed: bool, observed: float | int | str | None, bound: str) -> RuleResult:
@@ -180,6 +208,11 @@ def evaluate_rule(rule: Rule, table: pa.Table, baseline: pa.Table | None) -> Rul
 def evaluate(table: pa.Table, contract: Contract, baseline: pa.Table | None = None) -> tuple[RuleResult, ...]:
     """One result per declared rule of ``contract`` on ``table`` (drift and volume against ``baseline``)."""
     return tuple(evaluate_rule(rule, table, baseline) for rule in declared_rules(contract))
+
+
+def evaluate_load(table: pa.Table, contract: Contract) -> tuple[RuleResult, ...]:
+    """One result per rule of :func:`load_rules` on ``table`` (a loaded canonical partition)."""
+    return tuple(evaluate_rule(rule, table, None) for rule in load_rules(contract))
 
 
 def passed(results: tuple[RuleResult, ...]) -> bool:

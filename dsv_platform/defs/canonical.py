@@ -1,15 +1,25 @@
-"""canonical_<source>: Iceberg tables with valid and recorded time, loaded from the landed batches."""
+"""canonical_<source>: Iceberg tables with valid and recorded time, loaded from the landed batches.
+
+A source contract with semantic keys adds one ``semantic_<family>`` check per rule family
+(core.semantic_rules.load_rules), evaluated on each loaded partition; a failed blocking one
+stops downstream assets, the append stays. Details: docs/contracts.md
+"""
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import dagster as dg
 
+from dsv_platform.core.gates import GateResult
 from dsv_platform.core.hashing import content_hash
+from dsv_platform.core.semantic_rules import load_families
 from dsv_platform.core.source import SourceSpec
 from dsv_platform.defs.metadata import AssetResult, failure_cases, md_table
 from dsv_platform.defs.partitions import partition_days
 from dsv_platform.defs.resources import PlatformResource
+from dsv_platform.defs.semantic_checks import family_check_results, family_check_specs
 from dsv_platform.services.canonical_load import PartitionLoad, load_partition
+from dsv_platform.services.semantic_gate import gates_of
 
 ROWS_SATISFY_CONTRACT = "rows_satisfy_contract"
 
@@ -21,7 +31,12 @@ def data_version(loads: Sequence[PartitionLoad]) -> str:
     return content_hash((load.day.isoformat(), load.digest.content_hash) for load in loads)
 
 
-def canonical_result(loads: Sequence[PartitionLoad]) -> AssetResult:
+def semantic_gates(loads: Sequence[PartitionLoad]) -> list[GateResult]:
+    """The per-load semantic results of every loaded day as gates, each naming its day."""
+    return [replace(g, detail={"day": load.day.isoformat(), **g.detail}) for load in loads for g in gates_of(load.semantic)]
+
+
+def canonical_result(loads: Sequence[PartitionLoad], families: dict[str, bool] | None = None) -> AssetResult:
     failures = [f for load in loads for f in load.failures]
     rejected = sum(load.rejected_rows for load in loads)
     last = loads[-1]
@@ -50,13 +65,15 @@ def canonical_result(loads: Sequence[PartitionLoad]) -> AssetResult:
                 passed=not failures,
                 severity=dg.AssetCheckSeverity.WARN,
                 metadata={"failure_cases": failure_cases(failures), "rows_quarantined": dg.MetadataValue.int(rejected)},
-            )
+            ),
+            *family_check_results(families or {}, semantic_gates(loads)),
         ],
     )
 
 
 def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
     name = f"canonical_{spec.name}"
+    families = load_families(spec.contract)  # empty without semantic keys: no semantic checks
 
     @dg.asset(
         name=name,
@@ -70,7 +87,8 @@ def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition)
                 ROWS_SATISFY_CONTRACT,
                 asset=name,
                 description=f"landed rows satisfy the contract {spec.contract.name}; failing rows are quarantined, the rest load",
-            )
+            ),
+            *family_check_specs(families, name, "the source contract's per-load"),
         ],
         description=f"{spec.contract.description or spec.name} Parsed, deduplicated and contract-checked; "
         f"valid time `{spec.valid_time}`, recorded time `_recorded_at`. Corrections and late events are new rows: "
@@ -78,6 +96,6 @@ def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition)
     )
     def _canonical(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
         p = platform.get()
-        return canonical_result([load_partition(p, spec, day) for day in partition_days(context)])
+        return canonical_result([load_partition(p, spec, day) for day in partition_days(context)], families)
 
     return _canonical

@@ -1,13 +1,12 @@
 """Loading landed batches into canonical tables, and building label versions from canonical tables.
 
-``load_partition`` applies every loadable landed batch indexed under one
-source and day (in arrival order) to its canonical table: parse, deduplicate,
-validate, quarantine failing rows, append the rest (only the rows of that
-partition day) as new versions. It then reads the partition as corrected now
-and hashes it (core.hashing), which is the partition's data version.
-``build_labels`` computes one label version over its input sources as known
-at their watermark (the latest ``_recorded_at`` among them) and appends only
-labels that changed, recorded at that watermark.
+``load_partition`` applies every loadable landed batch indexed under one source and
+day (in arrival order) to its canonical table: parse, deduplicate, validate, quarantine
+failing rows, append the rest (that day's rows) as new versions; then reads the partition
+as corrected now, hashes it (its data version) and evaluates the contract's per-load
+semantic rules on it (core.semantic_rules.load_rules). ``build_labels`` computes one label
+version over its input sources as known at their watermark (the latest ``_recorded_at``
+among them) and appends only labels that changed, recorded at that watermark.
 """
 
 from __future__ import annotations
@@ -25,6 +24,8 @@ from dsv_platform.adapters.landing import LandingRecord, LandingZone
 from dsv_platform.core.batch import prepare_batch
 from dsv_platform.core.hashing import DatasetDigest, hash_table
 from dsv_platform.core.labels import LabelVersion
+from dsv_platform.core.semantic import RuleResult
+from dsv_platform.core.semantic_rules import evaluate_load
 from dsv_platform.core.source import DerivedTableSpec, SourceSpec, TableSpecLike
 from dsv_platform.core.validation import FailureCase
 from dsv_platform.services import openlineage
@@ -54,6 +55,7 @@ class PartitionLoad:
     quarantined: tuple[LandingRecord, ...]
     snapshot_id: int | None
     digest: DatasetDigest
+    semantic: tuple[RuleResult, ...] = ()  # the contract's per-load rules on the partition as corrected now
 
     @property
     def rows(self) -> int:
@@ -96,7 +98,8 @@ def load_landed(landing: LandingZone, tables: CanonicalTables, spec: SourceSpec,
     quarantined = tuple(r for r in landing.records(spec.name, day) if not r.loadable)
     rows = tables.read(spec, partition=day)
     digest = hash_table(rows, contract, partition_by=contract.partition_by)
-    return PartitionLoad(spec.name, day, tuple(loads), quarantined, tables.current_snapshot_id(spec), digest)
+    semantic = evaluate_load(rows, contract)
+    return PartitionLoad(spec.name, day, tuple(loads), quarantined, tables.current_snapshot_id(spec), digest, semantic)
 
 
 @dataclass(frozen=True)
