@@ -16,7 +16,8 @@ from dsv_platform.cli.progress import row_progress
 from dsv_platform.core.contract import Contract, load_contract
 from dsv_platform.core.errors import FileAccessError, InputError
 from dsv_platform.core.hashing import DatasetDigest, iter_canonical_chunks
-from dsv_platform.core.streaming import hash_batches, iter_partitions
+from dsv_platform.core.streaming import iter_partitions
+from dsv_platform.services.parallel_hash import default_jobs, hash_parallel
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Contract, list[Path], str | None]:
@@ -28,10 +29,22 @@ def _inputs(args: argparse.Namespace) -> tuple[Contract, list[Path], str | None]
     return contract, files, partition_by
 
 
-def digest_files(contract: Contract, files: list[Path], partition_by: str | None, *, progress: bool | None = None) -> DatasetDigest:
+def digest_files(contract: Contract, files: list[Path], partition_by: str | None, *, progress: bool | None = None, jobs: int = 1) -> DatasetDigest:
+    """The digest of Parquet files; ``jobs`` > 1 hashes that many partitions at once (same digest for every value)."""
     total = count_rows(files)
     with row_progress("hashing", total, enabled=progress) as advance:
-        return hash_batches(iter_batches(files, contract.column_names), contract, partition_by=partition_by, progress=advance)
+        batches = iter_batches(files, contract.column_names)
+        return hash_parallel(batches, contract, partition_by=partition_by, jobs=jobs, progress=advance)
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, not {text!r}")
+    return value
 
 
 def _warn_if_empty(args: argparse.Namespace, rows: int) -> None:
@@ -42,7 +55,7 @@ def _warn_if_empty(args: argparse.Namespace, rows: int) -> None:
 
 def _hash(args: argparse.Namespace) -> int:
     contract, files, partition_by = _inputs(args)
-    digest = digest_files(contract, files, partition_by)
+    digest = digest_files(contract, files, partition_by, jobs=args.jobs)
     _warn_if_empty(args, digest.rows)
     if args.json:
         print(json.dumps(digest.to_document(), indent=2))
@@ -108,6 +121,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     p = sub.add_parser("hash", parents=[common], help="content hash, schema hash and partition hashes of Parquet data")
     p.add_argument("--json", action="store_true", help="one JSON object: content_hash, schema_hash, rows, partitions")
+    p.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=default_jobs(),
+        metavar="N",
+        help="hash up to N partitions at once in worker processes (default: the CPU count; 1: serial); the output is the same for every N",
+    )
     p.set_defaults(handler=_hash)
 
     c = sub.add_parser(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,16 @@ import pyarrow.ipc as ipc
 
 from dsv_platform.core.contract import Contract
 from dsv_platform.core.errors import ContractViolationError
-from dsv_platform.core.hashing import UNPARTITIONED_KEY, DatasetDigest, Progress, digest_of, hash_partition, partition_keys
+from dsv_platform.core.hashing import (
+    UNPARTITIONED_KEY,
+    DatasetDigest,
+    PartitionDigest,
+    Progress,
+    digest_of,
+    hash_partition,
+    partition_keys,
+    set_native,
+)
 
 SPILL_BYTES = 256 << 20
 
@@ -98,6 +108,14 @@ class _PartitionBuffer:
             return pa.concat_tables([spilled, pa.Table.from_batches(batches, self.schema)]) if batches else spilled
         return pa.Table.from_batches(batches, self.schema)
 
+    def files(self) -> list[tuple[str, Path]]:
+        """Every partition spilled and its file closed: ``(key, path)`` in key order."""
+        self.flush()
+        for writer in self.writers.values():
+            writer.close()
+        self.writers = {}
+        return sorted(self.paths.items())
+
 
 def _split_by_key(batch: pa.RecordBatch, keys: pa.Array) -> Iterable[tuple[str, pa.RecordBatch]]:
     encoded = pc.dictionary_encode(keys)
@@ -116,6 +134,35 @@ def _split_by_key(batch: pa.RecordBatch, keys: pa.Array) -> Iterable[tuple[str, 
         yield dictionary[sorted_codes[start]], grouped.slice(int(start), int(end - start))
 
 
+def _ingest(
+    batches: Iterable[tuple[str, pa.RecordBatch]], contract: Contract, partition_by: str | None, tmp: Path, spill_bytes: int
+) -> _PartitionBuffer | None:
+    """Check every batch (naming its file) and group its rows by partition key; None for no input at all."""
+    schema = None
+    buffer: _PartitionBuffer | None = None
+    rows_seen: dict[str, int] = {}
+    for source, batch in batches:
+        check_batch(batch, contract, source, rows_seen.get(source, 0))
+        rows_seen[source] = rows_seen.get(source, 0) + batch.num_rows
+        batch = batch.select(contract.column_names)
+        if schema is None:
+            schema = batch.schema
+            buffer = _PartitionBuffer(schema, tmp, spill_bytes)
+        elif batch.schema != schema:
+            try:
+                batch = batch.cast(schema)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
+                raise ContractViolationError(f"schema differs from the first file's ({exc})", source=source) from exc
+        assert buffer is not None
+        if partition_by is None:  # one partition: no key array, no split (an empty input still has no partition)
+            if batch.num_rows:
+                buffer.add(UNPARTITIONED_KEY, batch)
+            continue
+        for key, part in _split_by_key(batch, partition_keys(batch, contract, partition_by)):
+            buffer.add(key, part)
+    return buffer
+
+
 def iter_partitions(
     batches: Iterable[tuple[str, pa.RecordBatch]],
     contract: Contract,
@@ -125,32 +172,36 @@ def iter_partitions(
     spill_bytes: int = SPILL_BYTES,
 ) -> Iterator[tuple[str, pa.Table]]:
     """``(partition key, rows)`` in key order, from ``(source name, batch)`` pairs in any order and layout."""
-    schema = None
     with tempfile.TemporaryDirectory(prefix="dsv-spill-", dir=scratch) as tmp:
-        buffer: _PartitionBuffer | None = None
-        rows_seen: dict[str, int] = {}
-        for source, batch in batches:
-            check_batch(batch, contract, source, rows_seen.get(source, 0))
-            rows_seen[source] = rows_seen.get(source, 0) + batch.num_rows
-            batch = batch.select(contract.column_names)
-            if schema is None:
-                schema = batch.schema
-                buffer = _PartitionBuffer(schema, Path(tmp), spill_bytes)
-            elif batch.schema != schema:
-                try:
-                    batch = batch.cast(schema)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
-                    raise ContractViolationError(f"schema differs from the first file's ({exc})", source=source) from exc
-            assert buffer is not None
-            if partition_by is None:  # one partition: no key array, no split (an empty input still has no partition)
-                if batch.num_rows:
-                    buffer.add(UNPARTITIONED_KEY, batch)
-                continue
-            for key, part in _split_by_key(batch, partition_keys(batch, contract, partition_by)):
-                buffer.add(key, part)
+        buffer = _ingest(batches, contract, partition_by, Path(tmp), spill_bytes)
         if buffer is not None:
             for key in buffer.partition_keys():
                 yield key, buffer.table(key)
+
+
+@contextmanager
+def spilled_partitions(
+    batches: Iterable[tuple[str, pa.RecordBatch]],
+    contract: Contract,
+    *,
+    partition_by: str | None = None,
+    scratch: Path | None = None,
+    spill_bytes: int = SPILL_BYTES,
+) -> Iterator[list[tuple[str, Path]]]:
+    """Every partition in its own Arrow IPC file, ``(key, path)`` in key order; the files are removed on exit.
+
+    For hashing partitions in other processes: they get a path, never a table.
+    """
+    with tempfile.TemporaryDirectory(prefix="dsv-spill-", dir=scratch) as tmp:
+        buffer = _ingest(batches, contract, partition_by, Path(tmp), spill_bytes)
+        yield buffer.files() if buffer is not None else []
+
+
+def hash_spilled(path: str, contract: Contract, key: str, native: bool = True) -> PartitionDigest:
+    """The partition hash of one file written by :func:`spilled_partitions` (run in a worker process)."""
+    set_native(native)
+    table = ipc.open_file(pa.memory_map(path)).read_all()
+    return hash_partition(table, contract, key=key)
 
 
 def hash_batches(
