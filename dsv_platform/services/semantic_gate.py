@@ -27,7 +27,8 @@ GATE_PREFIX = "semantic"
 
 
 def baseline_of(platform: Platform, name: str, version: str, contract: Contract) -> tuple[str | None, pa.Table | None]:
-    """``(ref, rows)`` of the baseline realization, or ``(None, None)`` when there is none yet (a named one must resolve)."""
+    """``(ref, rows)`` of the baseline realization; ``(None, None)`` when there is none yet, ``(why, None)`` when the
+    previous publication cannot be read (a named baseline must resolve and read)."""
     named = (contract.expectations or {}).get("baseline")
     try:
         ref = str(named) if named else platform.registry.resolve(name, version, actor=platform.actor).ref
@@ -35,8 +36,13 @@ def baseline_of(platform: Platform, name: str, version: str, contract: Contract)
         if named:
             raise
         return None, None
-    with open_dataset(platform, ref, actor=platform.actor) as ds:
-        return ds.ref, ds.to_arrow()
+    try:
+        with open_dataset(platform, ref, actor=platform.actor) as ds:
+            return ds.ref, ds.to_arrow()
+    except ResolutionError as exc:  # the previous publication cannot be read (CORRUPT, REDACTED, ...): build without one, say why
+        if named:
+            raise
+        return f"none: {ref} is unreadable ({exc.kind.name})", None
 
 
 def gate_of(result: RuleResult, name: str) -> GateResult:
