@@ -7,16 +7,29 @@ PYTEST_ARGS ?=
 
 .PHONY: demo test lint ui venv bench clean conformance
 
-$(STAMP): pyproject.toml
+# The runtime dependencies come from requirements.lock first (hashed, exact), then the package and its extras
+# around them, so the running environment is the lock that `dsv reproduce` rebuilds for an artifact made here.
+$(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r requirements.lock
 	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
 	touch $(STAMP)
 
 venv: $(STAMP)
 
+# Re-lock after changing [project].dependencies: keeps every pin it can (uv prefers the existing lock's versions).
+# Upgrade on purpose with `make lock LOCK_ARGS=--upgrade` or `LOCK_ARGS='--upgrade-package numpy'`; then `make venv`.
+LOCK_ARGS ?=
+.PHONY: lock
+lock:
+	test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet uv
+	$(BIN)/uv pip compile pyproject.toml --generate-hashes --python-version 3.11 --no-annotate --custom-compile-command 'make lock' -o requirements.lock $(LOCK_ARGS)
+
+# The fraud example (.dsv), then the readings example in its own home (.dsv/readings): a report reproduced six months later.
 demo: $(STAMP)
 	$(BIN)/dsv demo
+	DSV_CONFIG_DIR=dsv_platform/examples/readings/config DSV_HOME=.dsv/readings $(BIN)/dsv demo
 
 # PostgreSQL server binaries, Chromium, Redis, make: apt-get installs the missing ones (a no-op when all are present).
 .PHONY: prereqs

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ from dsv_platform.adapters.store_factory import build_encrypting_store
 from dsv_platform.adapters.store_factory import build_object_store as _build_store
 from dsv_platform.core.errors import EnvironmentSetupError
 from dsv_platform.core.platform_config import PlatformConfig, load_config
-from dsv_platform.settings import Settings
+from dsv_platform.settings import Settings, pinned_timezone
 
 if TYPE_CHECKING:  # imported where used: pyiceberg, pyarrow, pandas, pandera stay out of light commands (`dsv resolve`)
     from dsv_platform.adapters.iceberg import CanonicalTables
@@ -124,6 +125,10 @@ class Platform:
     @property
     def home(self) -> Path:
         return self.settings.home
+
+    def pinned_timezone(self, name: str) -> AbstractContextManager[None]:
+        """``TZ`` pinned to ``name`` for a block (a producer's runner timezone), restored after (settings.py writes it)."""
+        return pinned_timezone(name)
 
     @property
     def closed(self) -> bool:

@@ -9,7 +9,9 @@ SQLite Iceberg catalog, local object store, SQLite Dagster instance.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -35,10 +37,22 @@ class Settings:
     """The Dagster instance folder (``DAGSTER_HOME``); left unset it is ``home / "dagster"``."""
     openlineage: bool = False
     """Emit OpenLineage run events (:func:`openlineage_configured`; the client reads its own configuration, docs/interop.md)."""
+    identity: str | None = None
+    """``DSV_IDENTITY``: the identity commands run as (docs/trust.md); unset, a non-strict home runs as its bootstrap ``admin``."""
+    key_dir: Path | None = None
+    """``DSV_KEY_DIR``: where private identity keys live; unset it is ``home / "identities"`` (:attr:`identity_key_dir`)."""
+    strict: bool = False
+    """``DSV_STRICT=1``: no bootstrap identity; every action needs an explicit grant (also a ``STRICT`` marker file in the home)."""
+    env_cache: Path | None = None
+    """``DSV_ENV_CACHE``: where ``dsv reproduce`` keeps venvs rebuilt from recorded locks; unset it is ``~/.cache/dsv/envs``."""
 
     def __post_init__(self) -> None:
         if self.dagster_home == _FOLLOW_HOME:
             object.__setattr__(self, "dagster_home", self.home / "dagster")
+
+    @property
+    def identity_key_dir(self) -> Path:
+        return self.key_dir if self.key_dir is not None else self.home / "identities"
 
     @property
     def object_store_is_s3(self) -> bool:
@@ -90,11 +104,34 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         iceberg_warehouse=env.get("DSV_ICEBERG_WAREHOUSE") or str(defaults["iceberg_warehouse"]),
         key_store=Path(env.get("DSV_KEY_STORE") or defaults["key_store"]),  # type: ignore[arg-type]
         drop_folder=Path(env.get("DSV_DROP_FOLDER") or defaults["drop_folder"]),  # type: ignore[arg-type]
-        actor=env.get("DSV_ACTOR") or env.get("USER") or "unknown",
+        actor=env.get("DSV_IDENTITY") or env.get("DSV_ACTOR") or env.get("USER") or "unknown",
+        identity=env.get("DSV_IDENTITY") or None,
+        key_dir=Path(env["DSV_KEY_DIR"]).resolve() if env.get("DSV_KEY_DIR") else None,
+        strict=env.get("DSV_STRICT", "").strip().lower() in ("1", "true", "yes"),
         config_dir=Path(env.get("DSV_CONFIG_DIR") or DEFAULT_CONFIG_DIR).resolve(),
         dagster_home=Path(env.get("DAGSTER_HOME") or defaults["dagster_home"]).resolve(),  # type: ignore[arg-type]
         openlineage=openlineage_configured(env),
+        env_cache=Path(env["DSV_ENV_CACHE"]).expanduser().resolve() if env.get("DSV_ENV_CACHE") else None,
     )
+
+
+@contextmanager
+def pinned_timezone(name: str) -> Iterator[None]:
+    """The process's ``TZ`` set to ``name`` for the block (and ``time.tzset``), the previous value restored after.
+
+    Environment writes live here with the reads; services reach this through ``Platform.pinned_timezone``.
+    """
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = name
+    time.tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
 
 
 def openlineage_configured(env: Mapping[str, str]) -> bool:

@@ -3,4 +3,5 @@
 pytest_plugins = [
     "dsv_platform_tests.fixtures.postgres_server",
     "dsv_platform_tests.fixtures.s3_server",
+    "dsv_platform_tests.fixtures.code_repo",
 ]

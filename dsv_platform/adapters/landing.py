@@ -15,7 +15,7 @@ import hashlib
 import re
 import sqlite3
 from collections.abc import Mapping
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -79,6 +79,7 @@ class LandingRecord:
     status: LandingStatus
     reason: str | None = None
     redacted_generation: int | None = None  # set once a privacy deletion removed the batch's object
+    writer: str | None = None  # the identity that landed it (docs/trust.md); None for batches landed before identities
 
     @property
     def redacted(self) -> bool:
@@ -114,10 +115,15 @@ class LandingZone:
     def __init__(self, store: ObjectStore, index_path: str | Path) -> None:
         self.store = store
         self.index_path = Path(index_path)
+        self.writer: str | None = None
+        """The identity recorded as the writer of the batches this zone lands (set by the caller that checked its grant)."""
         self.index_path.parent.mkdir(parents=True, exist_ok=True)
         with closing(self._connect()) as conn, conn:
             conn.execute(_SCHEMA)
             conn.execute(_REDACTED_SCHEMA)
+            if "writer" not in {r["name"] for r in conn.execute("PRAGMA table_info(landed_batch)")}:  # an index from before identities
+                with suppress(sqlite3.OperationalError):  # another process added it first
+                    conn.execute("ALTER TABLE landed_batch ADD COLUMN writer TEXT")
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.index_path, timeout=30, isolation_level=None)
@@ -168,7 +174,8 @@ class LandingZone:
                 else:
                     status = LandingStatus.REVISED if before else LandingStatus.LANDED
                 cur = conn.execute(
-                    "INSERT INTO landed_batch (source, day, batch_id, digest, size, rows, recorded_at, landed_at, status, reason) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    "INSERT INTO landed_batch (source, day, batch_id, digest, size, rows, recorded_at, landed_at, status, reason, writer) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         batch.source,
                         day.isoformat(),
@@ -180,6 +187,7 @@ class LandingZone:
                         when,
                         status.value,
                         reason,
+                        self.writer,
                     ),
                 )
                 row = conn.execute("SELECT * FROM landed_batch WHERE seq=?", (cur.lastrowid,)).fetchone()
@@ -267,6 +275,7 @@ def _record(row: sqlite3.Row) -> LandingRecord:
         landed_at=dt.datetime.fromisoformat(row["landed_at"]),
         status=LandingStatus(row["status"]),
         reason=row["reason"],
+        writer=row["writer"],
     )
 
 

@@ -8,6 +8,7 @@ import json
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.services.approval import ApprovalOutcome, approve, revoke
+from dsv_platform.services.trust import gatekeeper
 
 
 def _print(done: ApprovalOutcome, as_json: bool) -> int:
@@ -20,12 +21,12 @@ def _print(done: ApprovalOutcome, as_json: bool) -> int:
 
 @with_platform
 def _approve(args: argparse.Namespace, platform: Platform) -> int:
-    return _print(approve(platform.registry, args.ref, reason=args.reason, actor=platform.actor), args.json)
+    return _print(approve(platform.registry, args.ref, reason=args.reason, actor=platform.actor, gate=gatekeeper(platform)), args.json)
 
 
 @with_platform
 def _revoke(args: argparse.Namespace, platform: Platform) -> int:
-    return _print(revoke(platform.registry, args.ref, reason=args.reason, actor=platform.actor, force=args.force), args.json)
+    return _print(revoke(platform.registry, args.ref, reason=args.reason, actor=platform.actor, force=args.force, gate=gatekeeper(platform)), args.json)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

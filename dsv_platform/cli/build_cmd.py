@@ -10,6 +10,8 @@ from dsv_platform.cli.context import with_platform
 from dsv_platform.cli.runs import Runner, UnknownNameError, asset_metadata, check_lines
 from dsv_platform.core.dataset_definition import DatasetDefinition
 from dsv_platform.core.platform_config import PlatformConfig
+from dsv_platform.core.trust import Role
+from dsv_platform.services import trust
 
 JSON_KEYS = ("ref", "manifest_hash", "content_hash", "rows", "split_counts")
 
@@ -26,10 +28,11 @@ def find_definition(config: PlatformConfig, text: str) -> DatasetDefinition:
 @with_platform
 def _build(args: argparse.Namespace, platform: Platform) -> int:
     definition = find_definition(platform.config, args.dataset)
+    trust.require(platform, Role.BUILDER, definition=definition.ref)  # the run checks publisher before it publishes (docs/trust.md)
     snapshot, splits = f"{definition.asset_prefix}_snapshot", f"{definition.asset_prefix}_splits"
     runner = Runner.open(platform.settings, platform.config)
     try:
-        result = runner.run([snapshot, splits])
+        result = runner.run([snapshot, splits] if definition.split_policy is not None else [snapshot])  # no split policy: no splits asset
     finally:
         runner.close()
     meta = asset_metadata(result, snapshot)
@@ -42,7 +45,7 @@ def _build(args: argparse.Namespace, platform: Platform) -> int:
     print(f"  manifest_hash  {doc['manifest_hash']}")
     print(f"  content_hash   {doc['content_hash']}")
     print(f"  rows           {doc['rows']}")
-    print(f"  splits         {', '.join(f'{k}={v}' for k, v in doc['split_counts'].items())}")
+    print(f"  splits         {', '.join(f'{k}={v}' for k, v in doc['split_counts'].items()) or 'none (no split policy)'}")
     for gate in meta.get("gate_results", []):
         print(f"  gate {gate['name']}: {'passed' if gate['passed'] else 'FAILED'}{' (blocking)' if gate['blocking'] else ''}")
     for line in check_lines(result):

@@ -13,7 +13,10 @@ from dsv_platform.cli.context import with_platform
 from dsv_platform.cli.gc_refs import check_root_ref
 from dsv_platform.core.errors import ConfigurationError, DsvError, FileAccessError, InputError
 from dsv_platform.core.gc import GcPlan, GcPolicy, build_graph, plan_gc, root_costs
+from dsv_platform.core.trust import Role
 from dsv_platform.services import gc as gc_adapter
+from dsv_platform.services import trust
+from dsv_platform.services.trust import gatekeeper
 
 
 def backends(platform: Platform) -> dict[str, Any]:
@@ -101,7 +104,9 @@ def _apply(args: argparse.Namespace, platform: Platform) -> int:
     else:
         b, inv = _inventory(args, platform)
         plan = plan_gc(inv, _policy(args))
-    report = gc_adapter.apply_plan(plan, registry=b["registry"], store=b["store"], tables=b["tables"], dry_run=not args.yes, actor=platform.actor)
+    report = gc_adapter.apply_plan(
+        plan, registry=b["registry"], store=b["store"], tables=b["tables"], dry_run=not args.yes, actor=platform.actor, gate=gatekeeper(platform)
+    )
     if args.json:
         print(json.dumps(report.to_document(), indent=2))
     else:
@@ -143,6 +148,7 @@ def _root_doc(root: Any) -> dict[str, Any]:
 @with_platform
 def _retention_add(args: argparse.Namespace, platform: Platform) -> int:
     expires = _parse_time("--expires", args.expires) if args.expires else None
+    trust.require(platform, Role.OPERATOR)  # retention changes are an operator's (docs/trust.md)
     check_root_ref(args.ref, platform)
     rid = platform.registry.add_retention_root(args.kind, args.ref, args.reason, args.owner or platform.actor, expires)
     print(json.dumps({"id": rid}) if args.json else f"retention root #{rid}: {args.kind} {args.ref}")
@@ -164,6 +170,7 @@ def _retention_list(args: argparse.Namespace, platform: Platform) -> int:
 
 @with_platform
 def _retention_release(args: argparse.Namespace, platform: Platform) -> int:
+    trust.require(platform, Role.OPERATOR)
     root = platform.registry.release_retention_root(args.id, platform.actor, args.reason)
     print(json.dumps(_root_doc(root)) if args.json else f"released retention root #{root.id} ({root.kind} {root.ref})")
     return 0

@@ -17,7 +17,9 @@ from dsv_platform.core.batch import prepare_batch
 from dsv_platform.core.errors import ConfigurationError
 from dsv_platform.core.landing_format import EXTENSIONS
 from dsv_platform.core.source import SourceSpec
+from dsv_platform.core.trust import Role
 from dsv_platform.defs.raw import RawBatchConfig, file_batch
+from dsv_platform.services import trust
 
 
 class BatchFileError(ConfigurationError):
@@ -76,6 +78,7 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
     spec = config.sources.get(args.source)
     if spec is None:
         raise UnknownNameError(f"unknown source {args.source!r}; known: {sorted(config.sources)} (configuration {config.folder})")
+    trust.require(platform, Role.SOURCE_WRITER, source=spec.name)  # before anything lands (docs/trust.md)
     files = [Path(f).resolve() for f in args.files]
     raw_config = _config(args, files)
     items = [check_file(f, spec, raw_config) for f in files]

@@ -1,13 +1,31 @@
-"""`dsv lineage REF-or-ID [--impact] [--json]`: provenance or impact from the recorded lineage."""
+"""`dsv lineage REF-or-ID [--impact] [--json]`: provenance or impact from the recorded lineage, with artifact runs and activities."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.services.lineage import lineage
+
+
+def _node_line(n: Mapping[str, Any], impact: bool) -> str:
+    state = f"  [{n['state']}]" if "state" in n else ""
+    name = f"  {n['name']}" if "name" in n else ""
+    via = f"  <-{n['relation']}- {n['via']}" if n["via"] and not impact else (f"  -{n['relation']}-> from {n['via']}" if n["via"] else "")
+    return f"{'  ' * n['depth']}{n['node']}{name}{state}{via}"
+
+
+def _artifact_lines(n: Mapping[str, Any]) -> list[str]:
+    pad = "  " * (n["depth"] + 1)
+    out = [f"{pad}produced at {n['produced_at']}"] if n.get("produced_at") else []
+    for i in n.get("inputs") or ():
+        out.append(f"{pad}input {i['dataset']} as {i['ref']}: realization {i['snapshot_id']} (dataset hash {i['dataset_hash']})")
+    out += [f"{pad}file {name}: object {digest}" for name, digest in sorted((n.get("files") or {}).items())]
+    return out
 
 
 @with_platform
@@ -18,13 +36,21 @@ def _lineage(args: argparse.Namespace, platform: Platform) -> int:
         return 0
     print(f"{doc['direction']} of {', '.join(doc['start'])}")
     for n in doc["nodes"]:
-        state = f"  [{n['state']}]" if "state" in n else ""
-        via = f"  <-{n['relation']}- {n['via']}" if n["via"] and not args.impact else (f"  -{n['relation']}-> from {n['via']}" if n["via"] else "")
-        print(f"{'  ' * n['depth']}{n['node']}{state}{via}")
+        print(_node_line(n, args.impact))
+        if n["kind"] == "artifact":
+            for line in _artifact_lines(n):
+                print(line)
     for a in doc["aliases"]:
         print(f"alias {a['alias']} -> {a['target']}")
     for r in doc["retention_roots"]:
         print(f"retention root #{r['id']} {r['kind']} {r['ref']} (owner {r['owner']}: {r['reason']})")
+    for run in doc["runs"]:
+        what = run["manifest_hash"] or (run["error"] or "no manifest: never produced")
+        print(f"run #{run['id']} {run['kind']} {run['name']} [{run['state']}] started {run['started_at']} by {run['actor']}: {what}")
+    for a in doc["activities"]:
+        record = a["record"]
+        outcome = f" outcome {record['outcome']}" if isinstance(record, Mapping) and "outcome" in record else ""
+        print(f"activity #{a['id']} {a['kind']} on {a['node']} at {a['recorded_at']} by {a['actor']}{outcome}")
     return 0
 
 
@@ -33,7 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "query",
         metavar="REF-or-ID",
-        help="NAME:VER[@...], KIND:ID (model_run:<hash>, raw_batch:<id@digest>, iceberg_snapshot:<table@id>, label_version:<name@ver>) or a bare id",
+        help="NAME:VER[@...], KIND:ID (model_run:<hash>, artifact:<hash, footer prefix or name>, raw_batch:<id@digest>, "
+        "iceberg_snapshot:<table@id>, label_version:<name@ver>), an artifact name or footer hash, or a bare id",
     )
     p.add_argument("--impact", action="store_true", help="walk downstream instead of upstream")
     p.add_argument("--json", action="store_true")

@@ -39,6 +39,10 @@ COMMAND_MODULES = (
     "dsv_platform.cli.privacy_cmd",
     "dsv_platform.cli.reproduce_cmd",
     "dsv_platform.cli.table_location_cmd",
+    "dsv_platform.cli.quarantine_cmd",
+    "dsv_platform.cli.identity_cmd",
+    "dsv_platform.cli.grants_cmd",
+    "dsv_platform.cli.audit_cmd",
 )
 
 # The static index: command -> (module registering it, its one-line help), in help order.
@@ -58,7 +62,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "resolve": (_REG, "resolve a reference to exactly one realization, or a typed failure"),
     "versions": (_REG, "realizations of a dataset with their states, newest first"),
     "alias": (_REG, "move or inspect an alias"),
-    "verify": (_REG, "re-hash every object and the content of a realization (exit 6 CORRUPT names the partition)"),
+    "verify": (_REG, "re-hash every object and the content, show who built, published, approved it and check its signature (6, 13)"),
     "approve": ("dsv_platform.cli.approve_cmd", "approve a PUBLISHED realization: it becomes ELIGIBLE (protected aliases may point only there)"),
     "revoke": ("dsv_platform.cli.approve_cmd", "revoke an approval: ELIGIBLE -> PUBLISHED; refused while a protected alias points at it"),
     "ingest": ("dsv_platform.cli.ingest_cmd", "land batch files of a source and load its canonical table (one Dagster run)"),
@@ -74,13 +78,25 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gc": ("dsv_platform.cli.gc_cmd", "reachability garbage collection: plan, apply (dry run by default), why"),
     "retention": ("dsv_platform.cli.gc_cmd", "retention roots: what GC must keep, who asked, until when"),
     "privacy": ("dsv_platform.cli.privacy_cmd", "privacy deletion of a data subject"),
-    "reproduce": (_REPRO, "audit: reproduce a realization or a model run from its manifest"),
-    "rehearse": (_REPRO, "dry reconstruction of the retained models; prints the reconstructable fraction"),
+    "reproduce": (_REPRO, "audit: reproduce an artifact (seven steps), a realization or a model run from its manifest"),
+    "rehearse": (_REPRO, "dry reconstruction of retained models and artifacts (--full: in full); prints the fraction"),
     "promote": (_REPRO, "move a model's training set to the production alias, behind the promotion gate"),
     "status": (_REPRO, "freshness, publication lag, build health and consumption per dataset definition"),
     "table-location": (
         "dsv_platform.cli.table_location_cmd",
         "a canonical table's Iceberg metadata file and the DuckDB query reading it (docs/interop.md)",
+    ),
+    "quarantine": (
+        "dsv_platform.cli.quarantine_cmd",
+        "quarantine a realization or a raw batch and every descendant (operator); --list shows quarantines",
+    ),
+    "release": ("dsv_platform.cli.quarantine_cmd", "release a quarantine: one operator requests it, another identity approves it (--approve)"),
+    "identity": ("dsv_platform.cli.identity_cmd", "identities and their Ed25519 keys: create, list, show (the current one)"),
+    "init": ("dsv_platform.cli.identity_cmd", "set up the home: bootstrap admin, or --strict: explicit grants only, --admin NAME holds operator"),
+    "grants": ("dsv_platform.cli.grants_cmd", "grant or remove a role (operator; audited), or list the grants"),
+    "audit": (
+        "dsv_platform.cli.audit_cmd",
+        "the audit log: grants, publications, approvals, alias moves, quarantines, deletions, GC; --verify checks the chain",
     ),
 }
 

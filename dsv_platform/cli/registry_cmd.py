@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
@@ -13,6 +13,9 @@ from dsv_platform.core.errors import ConfigurationError, ResolutionError
 from dsv_platform.core.records import Realization
 from dsv_platform.core.refs import HASH_PREFIX, DatasetRef, parse_ref
 from dsv_platform.services.datasets import Dataset, load_manifest, read_object
+
+if TYPE_CHECKING:
+    from dsv_platform.services.signing import SignatureStatus
 
 
 def _record(r: Realization) -> dict[str, Any]:
@@ -38,15 +41,23 @@ def _failure_json(exc: ResolutionError) -> str:
 
 @with_platform
 def _resolve(args: argparse.Namespace, platform: Platform) -> int:
+    from dsv_platform.services.access import authorize  # imported here (with the trust service): `dsv resolve --help` stays light
+    from dsv_platform.services.signing import require_trusted
+
     registry = platform.registry
     try:
-        realization = registry.resolve_ref(args.ref, actor=platform.actor)
+        ref = parse_ref(args.ref)
+        access = authorize(platform, ref.name, ref.version, purpose=args.purpose, ref=args.ref)  # ACCESS_DENIED before anything is revealed
+        realization = registry.resolve_ref(ref, actor=platform.actor)
         manifest = load_manifest(registry, realization)
+        signature = require_trusted(platform, realization) if args.verify_signature else None
     except ResolutionError as exc:
         if args.json:
             print(_failure_json(exc))
         raise
-    doc = _record(realization) | {"rows": manifest.rows, "partitions": len(manifest.partitions)}
+    doc = _record(realization) | {"rows": manifest.rows, "partitions": len(manifest.partitions), "access": access.to_document()}
+    if signature is not None:
+        doc["signature"] = signature.to_document()
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
@@ -54,6 +65,10 @@ def _resolve(args: argparse.Namespace, platform: Platform) -> int:
             f"{realization.ref}\n  state {realization.state.name}  version {realization.human_version}  rows {manifest.rows:,}  "
             f"partitions {len(manifest.partitions)}\n  content {realization.content_hash}\n  schema  {realization.schema_hash}"
         )
+        if access.withheld:
+            print(f"  withheld for {access.identity}: {', '.join(access.withheld)}")
+        if signature is not None:
+            print(f"  signature {signature.status}: {signature.reason}")
     return 0
 
 
@@ -92,7 +107,12 @@ def _alias_set(args: argparse.Namespace, platform: Platform) -> int:
     args.manifest_hash = _manifest_hash_arg("manifest hash", args.manifest_hash)
     args.expect = _manifest_hash_arg("--expect", args.expect) if args.expect else None
     reason = args.reason or ""
+    from dsv_platform.core.trust import Role  # imported here: `dsv resolve` (same module) stays light
+    from dsv_platform.services import trust
+
+    trust.require(platform, Role.PUBLISHER, definition=f"{ref.name}:{ref.version}")  # moving a name is publishing (docs/trust.md)
     move = platform.registry.set_alias(ref.name, ref.version, ref.alias or "", args.manifest_hash, expect=args.expect, actor=platform.actor, reason=reason)
+    trust.audit(platform, "alias.move", str(ref), reason=reason or None, detail={"from": args.expect, "to": args.manifest_hash})
     print(
         json.dumps({"alias": str(ref), "target": args.manifest_hash, "generation": getattr(move, "generation", None)})
         if args.json
@@ -119,6 +139,8 @@ def _alias_history(args: argparse.Namespace, platform: Platform) -> int:
 
 @with_platform
 def _verify(args: argparse.Namespace, platform: Platform) -> int:
+    from dsv_platform.services.signing import check_signature, require_trusted
+
     registry = platform.registry
     try:
         realization = registry.resolve_ref(args.ref, actor=platform.actor)
@@ -135,14 +157,38 @@ def _verify(args: argparse.Namespace, platform: Platform) -> int:
         if args.json:
             print(_failure_json(exc))
         raise
-    result = {"ref": dataset.ref, "ok": True, "objects": len(dataset.partitions), "content_hash": content}
-    print(json.dumps(result) if args.json else f"OK {dataset.ref}: {len(dataset.partitions)} objects and the content hash {content} verified")
+    signature = check_signature(platform, realization)
+    who = _provenance(platform, realization, signature)
+    result: dict[str, Any] = {"ref": dataset.ref, "ok": signature.trusted, "objects": len(dataset.partitions), "content_hash": content}
+    result |= who | {"signature": signature.to_document()}
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"{'OK' if signature.trusted else 'UNTRUSTED'} {dataset.ref}: {len(dataset.partitions)} objects and the content hash {content} verified")
+        print(f"  built by {who['built_by']}, published by {who['published_by'] or '-'}, approved by {', '.join(who['approved_by']) or '-'}")
+        print(f"  signature {signature.status}: {signature.reason} (signer {signature.signer or '-'}, keyid {signature.keyid or '-'})")
+    if not signature.trusted:
+        require_trusted(platform, realization)  # raises UNTRUSTED (exit 13) naming the ref and what failed
     return 0
+
+
+def _provenance(platform: Platform, realization: Realization, signature: SignatureStatus) -> dict[str, Any]:
+    """Who built, published and approved it: the signed statement's names where it verifies, else the registry's records."""
+    from dsv_platform.services.signing import approvers, built_by
+
+    trusted = signature.status == "valid"
+    return {
+        "built_by": (signature.builder if trusted else None) or built_by(platform, realization),
+        "published_by": signature.publisher if trusted else None,
+        "approved_by": approvers(platform, realization),
+    }
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("resolve", help="resolve a reference to exactly one realization, or a typed failure")
     p.add_argument("ref", help="NAME:VERSION, NAME:VERSION@sha256:<hash> or NAME:VERSION@ALIAS")
+    p.add_argument("--purpose", help="why you read it; required where the definition declares access purposes (exit 7 without a grant for it)")
+    p.add_argument("--verify-signature", action="store_true", help="also verify the publisher's signed statement (exit 13 UNTRUSTED)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_resolve)
 
@@ -166,7 +212,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_alias_history)
 
-    p = sub.add_parser("verify", help="re-hash every object and the content of a realization (exit 6 CORRUPT names the partition)")
+    p = sub.add_parser("verify", help="re-hash every object and the content, show who built, published, approved it and check its signature (6, 13)")
     p.add_argument("ref")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_verify)

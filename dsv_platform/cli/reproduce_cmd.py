@@ -1,7 +1,7 @@
-"""`dsv reproduce REF-or-HASH`, `dsv rehearse`, `dsv promote RUN_HASH`, `dsv status`.
+"""`dsv reproduce ARTIFACT_OR_FOOTER_HASH` (or a dataset ref, realization or run hash), `dsv rehearse`, `dsv promote RUN_HASH`, `dsv status`.
 
-``reproduce`` and ``rehearse`` exit 0 when everything was reconstructable and
-1 otherwise (the outcome and its reason are printed); ``promote`` exits 8 when
+``reproduce`` (an artifact: its seven numbered steps) and ``rehearse`` exit 0 when everything was
+reconstructable and 1 otherwise (the outcome and its reason are printed); ``promote`` exits 8 when
 the promotion gate refuses. When the Dagster instance of the embedded default
 exists (``$DSV_HOME/dagster``), each reproduction is also reported there as an
 observation on its asset, so it shows in the asset's lineage.
@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.services.promotion import promote
-from dsv_platform.services.rehearsal import rehearse
+from dsv_platform.services.rehearsal import full_rehearsal, rehearse
 from dsv_platform.services.reproduce import ReproductionReport, reproduce
 from dsv_platform.services.status import platform_status
 
@@ -51,12 +52,31 @@ def observe(platform: Platform, reports: list[ReproductionReport]) -> int:
     return count
 
 
+MARK = {"passed": "ok  ", "failed": "FAIL", "skipped": "skip"}
+
+
+def print_steps(report: ReproductionReport) -> None:
+    """The seven numbered steps of an artifact's reproduction (number, mark, title, one-line summary), then the verdict."""
+    print(f"reproducing {report.ref} ({report.manifest_hash or report.target})")
+    for s in report.steps:
+        print(f"  {s.number}. {MARK[s.status.value]} {s.title}: {s.summary}")
+    for note in report.rebuilt:
+        print(f"     rebuilt: {note}")
+    print(f"  verdict: {report.outcome.value} (reproduction record {report.record_id})")
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 @with_platform
 def _reproduce(args: argparse.Namespace, platform: Platform) -> int:
-    report = reproduce(platform, args.target, rebuild=not args.no_rebuild)
+    report = reproduce(platform, args.target, rebuild=not args.no_rebuild, progress=_progress)
     observe(platform, [report])
     if args.json:
         print(json.dumps(report.to_document(), indent=2, default=str))
+    elif report.steps:
+        print_steps(report)
     else:
         print(f"{report.outcome.value}: {report.ref} (record {report.record_id})")
         for c in report.checks:
@@ -68,17 +88,19 @@ def _reproduce(args: argparse.Namespace, platform: Platform) -> int:
 
 @with_platform
 def _rehearse(args: argparse.Namespace, platform: Platform) -> int:
-    run = rehearse(platform, period_days=args.period_days)
+    if args.full:
+        run = full_rehearsal(platform, period_weeks=args.period_weeks)
+    else:
+        run = rehearse(platform, period_days=args.period_days)
     observe(platform, list(run.reports))
     doc = run.to_document()
     if args.json:
         print(json.dumps(doc, indent=2))
-    else:
-        print(
-            f"reconstructable today: {doc['reconstructable']} of {doc['rehearsed']} rehearsed ({doc['fraction']:.0%}); {doc['retained_models']} retained models"
-        )
-        for r in doc["results"]:
-            print(f"  {r['outcome']:<26} {r['run_hash']}  {'' if r['outcome'].startswith('REPRODUCED') else r['reason']}")
+        return 0 if not run.failures else 1
+    head = "fully reproduced" if args.full else "reconstructable today"
+    print(f"{head}: {doc['reconstructable']} of {doc['rehearsed']} sampled ({doc['fraction']:.0%}); {doc['retained_models']} retained models and artifacts")
+    for r in doc["results"]:
+        print(f"  {r['outcome']:<26} {r['kind']:<8} {r['target']}  {'' if r['outcome'].startswith('REPRODUCED') else r['reason']}")
     return 0 if not run.failures else 1
 
 
@@ -111,17 +133,27 @@ def _status(args: argparse.Namespace, platform: Platform) -> int:
         )
         for version, c in sorted(s["consumption"].items()):
             print(f"  reads of {version}: {c['reads']} by {len(c['readers'])} readers, failed {c['failed'] or 0}")
+        for q in s.get("quarantined", ()):
+            held = q["quarantine"]
+            why = f": quarantine #{held['id']} of {held['ref']} by {held['created_by']} ({held['state']}): {held['reason']}" if held else ""
+            print(f"  QUARANTINED {q['ref']}{why}")
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("reproduce", help="audit: reproduce a realization or a model run from its manifest")
-    p.add_argument("target", metavar="REF-or-HASH", help="dataset reference, realization manifest hash or model run-manifest hash")
+    p = sub.add_parser("reproduce", help="audit: reproduce an artifact (seven steps), a realization or a model run from its manifest")
+    p.add_argument(
+        "target",
+        metavar="ARTIFACT_OR_FOOTER_HASH",
+        help="artifact name or footer hash (a unique prefix of >= 12 hex), dataset reference, realization manifest hash or model run-manifest hash",
+    )
     p.add_argument("--no-rebuild", action="store_true", help="do not rebuild expired or corrupt inputs from raw landing")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_reproduce)
-    p = sub.add_parser("rehearse", help="dry reconstruction of the retained models; prints the reconstructable fraction")
-    p.add_argument("--period-days", type=int, default=1, help="rotating sample covering every retained model once per this many days (default 1: all)")
+    p = sub.add_parser("rehearse", help="dry reconstruction of retained models and artifacts (--full: in full); prints the fraction")
+    p.add_argument("--period-days", type=int, default=1, help="rotating sample covering every retained output once per this many days (default 1: all)")
+    p.add_argument("--full", action="store_true", help="the weekly rehearsal: reproduce retained models and artifacts in full (code, lock, rebuild, rerun)")
+    p.add_argument("--period-weeks", type=int, default=1, help="with --full: every retained output once per this many weeks (default 1: all)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_rehearse)
     p = sub.add_parser("promote", help="move a model's training set to the production alias, behind the promotion gate")

@@ -16,7 +16,7 @@ from typing import Any
 
 import dagster as dg
 
-from dsv_platform.core.errors import DsvError
+from dsv_platform.core.errors import AccessDeniedError, DsvError
 from dsv_platform.core.platform_config import PlatformConfig
 from dsv_platform.defs import build_defs
 from dsv_platform.settings import Settings
@@ -67,6 +67,17 @@ def failure_messages(result: dg.ExecuteInProcessResult) -> list[str]:
             message = cause.message.strip().splitlines()[0] if cause is not None and cause.message else "failed"
             lines.append(f"{event.step_key}: {message}")
     return lines
+
+
+def access_denied(result: dg.ExecuteInProcessResult) -> str | None:
+    """The message of the first step that failed with AccessDeniedError (a missing grant), else None."""
+    for event in result.all_events:
+        error = event.step_failure_data.error if event.is_step_failure and event.step_failure_data is not None else None
+        while error is not None:
+            if error.cls_name == AccessDeniedError.__name__:
+                return error.message.strip().splitlines()[0].split("ACCESS_DENIED: ", 1)[-1]
+            error = error.cause
+    return None
 
 
 def asset_metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, Any]:
@@ -123,6 +134,9 @@ class Runner:
             raise_on_error=False,
         )
         if check and not result.success:
+            denied = access_denied(result)
+            if denied is not None:  # a grant refused inside the run: the same exit code (7) as a refusal before it
+                raise AccessDeniedError(f"run {result.run_id}: {denied}")
             why = "; ".join(failure_messages(result)) or "see the run in the Dagster UI"
             raise RunFailedError(f"run {result.run_id} failed: {why}")
         return result

@@ -6,11 +6,13 @@ whose valid time is the latest at or before ``time - lag`` (and, with
 ``max_age``, not older than ``time - lag - max_age``); no such row gives
 nulls. Ties on valid time go to the row with the largest contract key. A date
 is the instant of its midnight UTC. Rows recorded after the watermark are the
-reader's to drop; this module sees valid time only.
+reader's to drop; this module sees valid time only. Derived columns and an
+aggregation (:mod:`dsv_platform.core.aggregation`) follow the joins.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -18,10 +20,13 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dsv_platform.core.aggregation import ZoneOf
 from dsv_platform.core.dataset_definition import AsOfJoin, DatasetDefinition, ObservationWindow, PopulationFilter
 from dsv_platform.core.errors import DsvError
 from dsv_platform.core.platform_config import provided_columns
 from dsv_platform.core.source import SourceSpec
+from dsv_platform.core.timezones import zone
+from dsv_platform.core.transform import transform
 
 Ints = npt.NDArray[np.int64]
 _UNITS = ("s", "ms", "us", "ns")
@@ -110,13 +115,22 @@ def as_of_join(left: pa.Table, right: pa.Table, join: AsOfJoin, spec: SourceSpec
     return left
 
 
-def in_window(table: pa.Table, window: ObservationWindow) -> pa.Table:
-    """Rows whose window column falls on a day from ``start`` to ``end`` inclusive (UTC days for a timestamp)."""
+def _midnight(day: dt.date, unit: str, tz_name: str | None, zone_of: ZoneOf) -> np.int64:
+    """The instant (in ``unit`` since the epoch) of ``day``'s midnight: UTC, or local in ``tz_name``."""
+    if tz_name is None:
+        return np.int64((day.toordinal() - 719_163) * _PER_DAY[unit])
+    local = dt.datetime(day.year, day.month, day.day, tzinfo=zone_of(tz_name))
+    return np.int64((local - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(seconds=1) * (_PER_DAY[unit] // 86_400))
+
+
+def in_window(table: pa.Table, window: ObservationWindow, zone_of: ZoneOf = zone) -> pa.Table:
+    """Rows whose window column falls on a day from ``start`` to ``end`` inclusive (UTC days, or local days of the window's time zone)."""
     column = table.column(window.column)
     unit = _unit(column.type)
     ticks, ok = instants(column, unit)
-    first, last = (np.int64((d.toordinal() - 719_163) * _PER_DAY[unit]) for d in (window.start, window.end))
-    return table.filter(pa.array(ok & (ticks >= first) & (ticks < last + _PER_DAY[unit])))
+    first = _midnight(window.start, unit, window.timezone, zone_of)
+    after = _midnight(window.end + dt.timedelta(days=1), unit, window.timezone, zone_of)
+    return table.filter(pa.array(ok & (ticks >= first) & (ticks < after)))
 
 
 def in_population(table: pa.Table, population: PopulationFilter | None) -> pa.Table:
@@ -146,16 +160,19 @@ def assemble_examples(
     labels: pa.Table | None,
     *,
     label_key: Sequence[str] | None = None,
+    zone_of: ZoneOf = zone,
 ) -> tuple[pa.Table, int]:
     """The examples under the output contract, sorted by its key, and the population before the label join.
 
-    ``label_key`` defaults to the output contract's key.
+    ``label_key`` defaults to the output contract's key; ``zone_of`` gives the time zone rules (default: tzdata).
     """
     provided = provided_columns(definition, dict(specs))
-    rows = in_population(in_window(base, definition.observation_window), definition.population_filter)
+    rows = in_population(in_window(base, definition.observation_window, zone_of), definition.population_filter)
     for join in definition.as_of_joins:
         columns = [c for c, source in provided.items() if source == join.source and c not in rows.column_names]
         rows = as_of_join(rows, joined[join.source], join, specs[join.source], columns)
+    if definition.derive or definition.aggregate is not None:
+        rows = transform(rows, definition.derive, definition.aggregate, zone_of)
     population = rows.num_rows
     contract = definition.contract
     if definition.label is not None:

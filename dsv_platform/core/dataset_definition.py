@@ -16,10 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from dsv_platform.core import canonical_json
+from dsv_platform.core.access import parse_access
+from dsv_platform.core.aggregation import Aggregation, Derived, check_zone, parse_aggregate, parse_derive, transform_inputs, transform_outputs, transform_zones
 from dsv_platform.core.config_yaml import ConfigError, check_keys, names_list, need, read_yaml
 from dsv_platform.core.contract import Contract
 from dsv_platform.core.errors import DsvError
 from dsv_platform.core.hash_split import check_new_salt
+from dsv_platform.core.integrity_signals import parse_integrity
 from dsv_platform.core.source import contract_of
 from dsv_platform.core.splits import GROUP_SPLIT, GroupSplitPolicy, HashSplitPolicy, SplitPolicy, policy_from_document
 
@@ -41,10 +44,14 @@ KEYS = frozenset(
         "gates",
         "seed",
         "contract",
+        "derive",
+        "aggregate",
+        "integrity",
+        "access",
     }
 )
 LEGACY_KEYS = frozenset({"sources"})
-REQUIRED = ("name", "version", "observation_window", "split_policy", "watermark", "gates", "seed", "contract")
+REQUIRED = ("name", "version", "observation_window", "watermark", "gates", "seed", "contract")
 JOIN_KEYS = frozenset({"source", "on", "time", "lag", "max_age"})
 GATE_KEYS = frozenset({"rows_at_least", "label_coverage_at_least_bp", "proportion_tolerance_bp"})
 DEFAULT_PROPORTION_TOLERANCE_BP = 1000
@@ -59,12 +66,16 @@ class DatasetDefinitionError(ConfigError):
 
 @dataclass(frozen=True)
 class ObservationWindow:
+    """Days ``start`` to ``end`` inclusive of ``column``: UTC days, or local days of ``timezone`` when given."""
+
     column: str
     start: dt.date
     end: dt.date
+    timezone: str | None = None
 
     def to_document(self) -> dict[str, str]:
-        return {"column": self.column, "start": self.start.isoformat(), "end": self.end.isoformat()}
+        doc = {"column": self.column, "start": self.start.isoformat(), "end": self.end.isoformat()}
+        return doc if self.timezone is None else {**doc, "timezone": self.timezone}
 
     def days(self) -> list[dt.date]:
         return [self.start + dt.timedelta(days=i) for i in range((self.end - self.start).days + 1)]
@@ -134,13 +145,15 @@ class DatasetDefinition:
     features: tuple[str, ...]
     observation_window: ObservationWindow
     population_filter: PopulationFilter | None
-    split_policy: Mapping[str, Any]
+    split_policy: Mapping[str, Any] | None
     watermark: WatermarkRule
     gates: Gates
     seed: int
     contract: Contract
     document: Mapping[str, Any]
     legacy_sources: tuple[str, ...] = ()
+    derive: tuple[Derived, ...] = ()
+    aggregate: Aggregation | None = None
 
     @property
     def ref(self) -> str:
@@ -170,15 +183,30 @@ class DatasetDefinition:
         return canonical_json.sha256_hex(self.recipe())
 
     def policy(self) -> SplitPolicy:
+        if self.split_policy is None:
+            raise DatasetDefinitionError(f"{self.ref} has no split policy", file=str(self.contract.source or self.ref), key="split_policy")
         return policy_from_document(self.split_policy)
 
     @property
     def entity_column(self) -> str:
-        return str(self.split_policy.get("group_column", self.contract.key[0]))
+        return str((self.split_policy or {}).get("group_column", self.contract.key[0]))
+
+    @property
+    def zones(self) -> tuple[str, ...]:
+        """The time zones the recipe uses (observation window, time bucket), sorted."""
+        return transform_zones(self.observation_window.timezone, self.aggregate)
+
+    @property
+    def transform_inputs(self) -> tuple[str, ...]:
+        return transform_inputs(self.derive, self.aggregate)
+
+    @property
+    def transform_outputs(self) -> tuple[str, ...]:
+        return transform_outputs(self.derive, self.aggregate)
 
     def recipe(self) -> dict[str, Any]:
         """The recipe registered with the definition (everything but the contract)."""
-        return {k: v for k, v in self.document.items() if k != "contract"}
+        return {k: v for k, v in self.document.items() if k not in ("contract", "access")}  # access is who reads, not what the data is
 
 
 def parse_duration(text: Any, *, file: str | Path, key: str) -> dt.timedelta:
@@ -220,11 +248,15 @@ def _date(doc: Mapping[str, Any], key: str, file: str | Path, where: str) -> dt.
 
 
 def _window(doc: Mapping[str, Any], file: str | Path) -> ObservationWindow:
-    raw = check_keys(doc["observation_window"], file=file, where="observation_window", allowed={"column", "start", "end"}, required={"column", "start", "end"})
+    allowed = {"column", "start", "end", "timezone"}
+    raw = check_keys(doc["observation_window"], file=file, where="observation_window", allowed=allowed, required={"column", "start", "end"})
     window = ObservationWindow(
         need(raw, "column", str, file=file, where="observation_window"),
         _date(raw, "start", file, "observation_window"),
         _date(raw, "end", file, "observation_window"),
+        check_zone(need(raw, "timezone", str, file=file, where="observation_window"), file=file, key="observation_window.timezone")
+        if "timezone" in raw
+        else None,
     )
     if window.end < window.start:
         raise DatasetDefinitionError("must not be before start", file=file, key="observation_window.end")
@@ -308,14 +340,17 @@ def parse_definition(raw: Any, *, source: str | Path = "<definition>") -> Datase
     file = source
     check_keys(raw, file=file, where=None, allowed=KEYS | LEGACY_KEYS, required=REQUIRED)
     doc = _canonical(raw)
+    parse_integrity(doc.get("integrity"), file=file)  # its columns are checked against the contract at build
+    if "access" in doc:  # who may read (core/access.py); its columns are checked against the contract at read
+        parse_access(doc["access"], file=file)
     base, legacy = _base(doc, file)
     label = _label(doc, file)
     features = names_list(doc, "features", file=file) if "features" in doc else ()
     contract_doc = check_keys(doc["contract"], file=file, where="contract", allowed=set(doc["contract"]) if isinstance(doc["contract"], Mapping) else ())
-    doc["split_policy"] = _split_policy(
-        check_keys(doc["split_policy"], file=file, where="split_policy", allowed=set(doc["split_policy"]) if isinstance(doc["split_policy"], Mapping) else ()),
-        file,
-    )
+    if "split_policy" in doc:
+        raw_policy = doc["split_policy"]
+        allowed = set(raw_policy) if isinstance(raw_policy, Mapping) else ()
+        doc["split_policy"] = _split_policy(check_keys(raw_policy, file=file, where="split_policy", allowed=allowed), file)
     return DatasetDefinition(
         name=need(doc, "name", str, file=file),
         version=need(doc, "version", str, file=file),
@@ -327,13 +362,15 @@ def parse_definition(raw: Any, *, source: str | Path = "<definition>") -> Datase
         features=features,
         observation_window=_window(doc, file),
         population_filter=_population(doc, file),
-        split_policy=doc["split_policy"],
+        split_policy=doc.get("split_policy"),
         watermark=_watermark(doc, file),
         gates=_gates(doc, file, labelled=label is not None),
         seed=need(doc, "seed", int, file=file),
         contract=contract_of(contract_doc, Path(str(file)), where="contract"),
         document=doc,
         legacy_sources=legacy,
+        derive=parse_derive(doc, file),
+        aggregate=parse_aggregate(doc, file),
     )
 
 

@@ -155,6 +155,7 @@ class FailureKind(enum.Enum):
     EXPIRED = 5
     CORRUPT = 6
     ACCESS_DENIED = 7
+    UNTRUSTED = 13
 
     @property
     def exit_code(self) -> int:
@@ -194,3 +195,34 @@ class CorruptError(ResolutionError):
 
 class AccessDeniedError(ResolutionError):
     kind = FailureKind.ACCESS_DENIED
+
+
+class UntrustedError(ResolutionError):
+    """A realization's signed statement is missing, invalid or signed by an identity without the publisher role (exit 13)."""
+
+    kind = FailureKind.UNTRUSTED
+
+
+QUARANTINED_EXIT = 14
+
+
+class QuarantinedError(AccessDeniedError):
+    """The realization (or raw batch) is quarantined pending review (exit 14); the message names the quarantine and its reason.
+
+    A kind of access denial (``kind`` stays ACCESS_DENIED for callers that branch on it) with its own exit code.
+    """
+
+    def __init__(self, message: str, *, ref: str | None = None, detail: dict[str, object] | None = None) -> None:
+        super().__init__(message, ref=ref, detail=detail)
+        self.args = (f"QUARANTINED: {message}",)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+    @property
+    def exit_code(self) -> int:  # type: ignore[override]
+        return QUARANTINED_EXIT
+
+
+class AuditChainError(DsvError):
+    """The audit log's hash chain does not verify (``dsv audit --verify``, exit 2); the message names the first broken entry."""

@@ -16,6 +16,7 @@ from typing import Any
 from dsv_platform.core.gc_inventory import Inventory
 from dsv_platform.core.lineage import LineageGraph, NodeKind, Relation, manifest_edges
 
+K_ARTIFACT = NodeKind.ARTIFACT.value
 K_DATA_FILE = NodeKind.DATA_FILE.value
 K_ICEBERG_SNAPSHOT = NodeKind.ICEBERG_SNAPSHOT.value
 K_ICEBERG_TAG = NodeKind.ICEBERG_TAG.value
@@ -36,6 +37,7 @@ _R_PROTECTS = Relation.PROTECTS.value
 _R_REPORTS_ON = Relation.REPORTS_ON.value
 _R_RUN_RECORD = Relation.RUN_RECORD.value
 _R_TRAINED = Relation.TRAINED.value
+_R_USED = Relation.USED.value
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
@@ -60,6 +62,7 @@ def build_graph(inv: Inventory) -> LineageGraph:
     graph = LineageGraph()
     _add_manifests(graph, inv.manifests)
     _add_run_manifests(graph, inv)
+    _add_artifacts(graph, inv)
     _add_recorded_lineage(graph, inv)
     for realization in inv.realizations:
         if realization.manifest_hash:
@@ -99,6 +102,17 @@ def _add_run_manifests(graph: LineageGraph, inv: Inventory) -> None:
             graph.add_dependency((K_OBJECT, digest), run, _R_PART_OF)
             if digest in inv.manifests:
                 graph.add_dependency((K_REALIZATION, digest), run, _R_TRAINED)
+
+
+def _add_artifacts(graph: LineageGraph, inv: Inventory) -> None:
+    """An artifact depends on its manifest object, its files, every object its manifest names and the realizations it used."""
+    for artifact_hash, entry in inv.artifacts.items():
+        node = (K_ARTIFACT, artifact_hash)
+        graph.add_dependency((K_OBJECT, artifact_hash), node, _R_RUN_RECORD)
+        for digest in set(named_digests(entry)) - {artifact_hash}:
+            graph.add_dependency((K_OBJECT, digest), node, _R_PART_OF)
+            if digest in inv.manifests:
+                graph.add_dependency((K_REALIZATION, digest), node, _R_USED)
 
 
 def _add_recorded_lineage(graph: LineageGraph, inv: Inventory) -> None:

@@ -123,6 +123,7 @@ class Inventory:
     roots: Sequence[RootSpec] = ()
     lineage: Sequence[Edge] = ()
     run_manifests: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # model run hash -> run manifest document
+    artifacts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # artifact manifest hash -> {"manifest": doc, "files": {name: digest}}
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ class NodeKind(str, enum.Enum):
     SPLIT_ASSIGNMENT = "split_assignment"
     QUALITY_REPORT = "quality_report"
     MODEL_RUN = "model_run"
+    ARTIFACT = "artifact"  # artifact:<artifact manifest hash> (a report, figure, backtest)
     ALIAS = "alias"
     STAGING = "staging"
     RETENTION_ROOT = "retention_root"
@@ -44,7 +45,9 @@ class Relation(str, enum.Enum):
     TRAINED = "trained"  # realization -> model_run
     RUN_RECORD = "run_record"  # object (run manifest) -> model_run
     PROMOTED_TO = "promoted_to"  # model_run -> alias
+    USED = "used"  # realization -> artifact (an input the artifact was computed from)
     REPORTS_ON = "reports_on"  # quality_report -> realization (the report depends on the realization)
+    SIGNS = "signs"  # object (the publisher's DSSE envelope) -> realization: kept as long as the realization
     POINTS_TO = "points_to"  # realization -> alias
     CONTAINS = "contains"  # data_file -> iceberg_snapshot
     RELEASED = "released"  # retention_root -> anything: an audit record, not a dependency

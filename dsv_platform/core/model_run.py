@@ -3,7 +3,8 @@
 A trainer is any callable ``(TrainingData) -> TrainedModel``; the run manifest
 records the model's name and the trainer's import path (``module:function``),
 so an audit can rerun it. Metrics are integers or strings, so the run manifest
-is canonical JSON; its hash identifies the training run.
+is canonical JSON; its hash identifies the training run. The intent (written at
+the start) is the run manifest without format, metrics and weights hash.
 """
 
 from __future__ import annotations
@@ -92,6 +93,34 @@ def run_manifest(
         "metrics": dict(metrics),
         "weights_hash": weights_hash,
     }
+
+
+def run_intent(
+    *,
+    model: str,
+    trainer: str,
+    ref: str,
+    manifest_hash: str | None,
+    code: Mapping[str, Any],
+    environment: Mapping[str, Any],
+    parameters: Mapping[str, int],
+    seed: int,
+) -> dict[str, Any]:
+    """What a run records at its start (state INTENT): the run manifest without metrics and weights."""
+    return {
+        "model": model,
+        "trainer": trainer,
+        "realization": {"ref": ref, "manifest_hash": manifest_hash},
+        "code": dict(code),
+        "environment": dict(environment),
+        "parameters": dict(parameters),
+        "seed": seed,
+    }
+
+
+def completed_run(intent: Mapping[str, Any], *, metrics: Mapping[str, int | str], weights_hash: str) -> dict[str, Any]:
+    """The run manifest at the end (state COMPLETE): the intent plus format, metrics and weights hash (same shape as :func:`run_manifest`)."""
+    return {**dict(intent), "format": RUN_FORMAT, "metrics": dict(metrics), "weights_hash": weights_hash}
 
 
 def run_manifest_hash(doc: Mapping[str, Any]) -> str:

@@ -150,6 +150,7 @@ def provided_columns(definition: DatasetDefinition, sources: dict[str, SourceSpe
     base = sources[definition.base].contract.column_names
     out = {c: definition.base for c in base}
     wanted = set(definition.features) if definition.features else set(definition.contract.column_names)
+    wanted |= set(definition.transform_inputs)
     for i, join in enumerate(definition.as_of_joins):
         for col in sources[join.source].contract.column_names:
             if col in base or col not in wanted:
@@ -185,9 +186,22 @@ def check_definition(
     for col in definition.features:
         if col in base.contract.column_names or col not in provided:
             raise ConfigError(f"{col!r} is not a column of a joined source (or is a base column)", file=file, key="features")
+    _check_transforms(definition, provided)
     _check_label(definition, base, provided, label_files, labels)
     if definition.entity_column not in definition.contract.column_names:
         raise ConfigError(f"{definition.entity_column!r} is not an output contract column", file=file, key="split_policy")
+
+
+def _check_transforms(definition: DatasetDefinition, provided: dict[str, str]) -> None:
+    """Every column a derived column or the aggregation reads comes from a source or an earlier derived column."""
+    missing = [c for c in definition.transform_inputs if c not in provided]
+    if missing:
+        key = "derive" if any(c in d.multiply for d in definition.derive for c in missing) else "aggregate"
+        raise ConfigError(f"column {missing[0]!r} comes from no source", file=_file(definition), key=key)
+    if definition.aggregate is not None:  # after an aggregation only its group, bucket and measure columns exist
+        lost = [c for c in definition.contract.column_names if c not in definition.aggregate.outputs]
+        if lost:
+            raise ConfigError(f"column {lost[0]!r} is not a group, bucket or measure column of the aggregation", file=_file(definition), key="contract.columns")
 
 
 def _check_label(
@@ -198,7 +212,7 @@ def _check_label(
     labels: dict[str, dict[int, LabelVersion]] | None,
 ) -> None:
     file = _file(definition)
-    rest = [c for c in definition.contract.column_names if c not in provided]
+    rest = [c for c in definition.contract.column_names if c not in provided and c not in definition.transform_outputs]
     if definition.label is None:
         if rest:
             raise ConfigError(f"column {rest[0]!r} comes from no source", file=file, key="contract.columns")

@@ -1,6 +1,6 @@
 """The audit procedure's vocabulary and comparisons (pure: no storage, no clock).
 
-``reproduce`` (adapters/reproduce.py) runs the steps and collects
+``reproduce`` (services/reproduce.py) runs the steps and collects
 :class:`Check` values; this module decides the honest outcome from them,
 compares a rerun's output with the recorded one within a stated tolerance,
 diffs environment lockfiles, and picks the rotating rehearsal sample.
@@ -25,12 +25,15 @@ class Outcome(enum.Enum):
     REPRODUCED_AFTER_REBUILD = "REPRODUCED_AFTER_REBUILD"  # an input had to be rebuilt from raw first
     NOT_REPRODUCIBLE_DIRTY = "NOT_REPRODUCIBLE_DIRTY"  # built from uncommitted code: not reproducible by construction
     MISSING_COMMIT = "MISSING_COMMIT"  # the recorded code commit does not exist here
+    NOT_REPRODUCIBLE_NO_LOCK = "NOT_REPRODUCIBLE_NO_LOCK"  # the commit holds no lock, or not the one recorded: no environment to rebuild
     ENVIRONMENT_DRIFT = "ENVIRONMENT_DRIFT"  # the environment lockfile differs (the diff is in the record)
     EXPIRED = "EXPIRED"  # an input was collected and cannot be rebuilt
     REDACTED = "REDACTED"  # an input was redacted by a privacy deletion (never rebuilt)
     CORRUPT = "CORRUPT"  # an object no longer hashes to its name and was not rebuilt
     NOT_FOUND = "NOT_FOUND"  # no manifest by that reference or hash
+    UNTRUSTED = "UNTRUSTED"  # the publisher's signed statement is missing or does not verify (docs/trust.md): never read
     HASH_MISMATCH = "HASH_MISMATCH"  # a rebuild or a rerun gave different bytes / metrics beyond tolerance
+    RERUN_FAILED = "RERUN_FAILED"  # the recorded code raised in the restored environment: nothing to compare
 
     @property
     def reconstructable(self) -> bool:
@@ -40,11 +43,14 @@ class Outcome(enum.Enum):
 # Most damning first: the first failing outcome in this order is the verdict.
 PRECEDENCE: tuple[Outcome, ...] = (
     Outcome.NOT_FOUND,
+    Outcome.UNTRUSTED,
     Outcome.REDACTED,
     Outcome.NOT_REPRODUCIBLE_DIRTY,
     Outcome.MISSING_COMMIT,
+    Outcome.NOT_REPRODUCIBLE_NO_LOCK,
     Outcome.EXPIRED,
     Outcome.CORRUPT,
+    Outcome.RERUN_FAILED,
     Outcome.HASH_MISMATCH,
     Outcome.ENVIRONMENT_DRIFT,
 )
@@ -55,6 +61,7 @@ _FROM_FAILURE = {
     FailureKind.EXPIRED: Outcome.EXPIRED,
     FailureKind.CORRUPT: Outcome.CORRUPT,
     FailureKind.ACCESS_DENIED: Outcome.NOT_FOUND,
+    FailureKind.UNTRUSTED: Outcome.UNTRUSTED,
 }
 
 

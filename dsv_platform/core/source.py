@@ -21,7 +21,7 @@ from dsv_platform.core.errors import ContractError
 
 LandingFormat = Literal["parquet", "csv", "jsonl"]
 LANDING_FORMATS: tuple[LandingFormat, ...] = ("parquet", "csv", "jsonl")
-SOURCE_KEYS = frozenset({"landing", "valid_time", "entity", "aliases"})
+SOURCE_KEYS = frozenset({"landing", "valid_time", "entity", "aliases", "writers", "approved_refs"})
 LANDING_KEYS = frozenset({"format"})
 TIME_TYPES = (LogicalType.TIMESTAMP, LogicalType.DATE)
 
@@ -59,6 +59,8 @@ class SourceSpec:
     aliases: Mapping[str, str] = field(default_factory=dict, hash=False)
     landing_format: LandingFormat = "csv"
     source_file: Path | None = field(default=None, compare=False)
+    writers: tuple[str, ...] = ()  # identities expected to land its batches (integrity signal unexpected_writer; empty: not checked)
+    approved_refs: tuple[str, ...] = ()  # branches/tags a pinned snapshot must descend from (signal unapproved_snapshot)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "aliases", MappingProxyType(dict(self.aliases)))
@@ -110,6 +112,13 @@ def _aliases(doc: Mapping[str, Any], file: Path) -> dict[str, str]:
     return dict(raw)
 
 
+def _names(doc: Mapping[str, Any], key: str, file: Path) -> tuple[str, ...]:
+    raw = doc.get(key, [])
+    if not isinstance(raw, list) or not all(isinstance(v, str) and v for v in raw):
+        raise ConfigError(f"must be a list of names, got {raw!r}", file=file, key=key)
+    return tuple(raw)
+
+
 def contract_of(doc: Mapping[str, Any], file: Path, *, where: str | None = None) -> Contract:
     """Parse a contract document; a ContractError becomes a one-line ConfigError naming the file and key."""
     try:
@@ -140,4 +149,6 @@ def parse_source(doc: Any, *, file: Path) -> SourceSpec:
         aliases=_aliases(doc, file),
         landing_format=cast(LandingFormat, fmt),
         source_file=file,
+        writers=_names(doc, "writers", file),
+        approved_refs=_names(doc, "approved_refs", file),
     )

@@ -42,6 +42,9 @@ def build_defs(settings: Settings, config: PlatformConfig | None = None) -> dg.D
     from dsv_platform.defs.privacy import privacy_deletion_job
     from dsv_platform.defs.rehearsal import (
         dataset_observability,
+        full_rehearsal_job,
+        full_rehearsal_schedule,
+        full_reproducibility,
         integrity_scan_job,
         integrity_scan_schedule,
         realization_integrity,
@@ -54,9 +57,13 @@ def build_defs(settings: Settings, config: PlatformConfig | None = None) -> dg.D
     config = config if config is not None else load_config(settings.config_dir)
     auto = build_automation(config.sources, daily_partitions(partitions_start(config)))
     platform_defs = dg.Definitions(
-        assets=[*config_assets(config), reconstructability, realization_integrity, dataset_observability],
-        jobs=[*auto.jobs, *map(build_publication_job, config.datasets), privacy_deletion_job, gc_plan_job, rehearsal_job, integrity_scan_job],
-        schedules=[*auto.schedules, gc_plan_schedule, rehearsal_schedule, integrity_scan_schedule],
+        assets=[*config_assets(config), reconstructability, full_reproducibility, realization_integrity, dataset_observability],
+        jobs=[
+            *auto.jobs,
+            *map(build_publication_job, config.datasets),
+            *(privacy_deletion_job, gc_plan_job, rehearsal_job, full_rehearsal_job, integrity_scan_job),
+        ],
+        schedules=[*auto.schedules, gc_plan_schedule, rehearsal_schedule, full_rehearsal_schedule, integrity_scan_schedule],
         sensors=auto.sensors,
         resources=build_resources(settings),
         executor=build_executor(config),

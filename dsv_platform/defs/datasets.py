@@ -1,10 +1,11 @@
-"""Dataset assets from declarative definitions: one `<name>_<version>_snapshot` and `_splits` per file."""
+"""Dataset assets from declarative definitions: one `<name>_<version>_snapshot` per file, and `_splits` when it has a split policy."""
 
 from typing import Any
 
 import dagster as dg
 
 from dsv_platform.core.dataset_definition import DatasetDefinition
+from dsv_platform.defs.integrity_checks import build_quarantine_check, integrity_check_specs, with_integrity_checks
 from dsv_platform.defs.metadata import AssetResult, md_table
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.defs.semantic_checks import semantic_check_specs, with_semantic_checks
@@ -82,14 +83,18 @@ def build_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
         group_name="datasets",
         kinds={"parquet"},
         deps=snapshot_deps(definition),
-        check_specs=semantic_check_specs(definition, f"{definition.asset_prefix}_snapshot"),
+        check_specs=[
+            *semantic_check_specs(definition, f"{definition.asset_prefix}_snapshot"),
+            *integrity_check_specs(definition, f"{definition.asset_prefix}_snapshot"),
+        ],
         description=f"{definition.ref}: {definition.description} Each materialization pins the source snapshots with an Iceberg tag, "
         "reads them as known at the watermark, joins the pinned label version (if any) and publishes an immutable realization. "
         "Data version = manifest hash; open it with `open_dataset(<ref>)`.",
     )
     def _snapshot(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
         build = build_realization(platform.get(), definition)
-        return with_semantic_checks(snapshot_result(build, approval_of_ref(platform.get().registry, build.ref)), definition, platform.get(), build)
+        result = with_semantic_checks(snapshot_result(build, approval_of_ref(platform.get().registry, build.ref)), definition, platform.get(), build)
+        return with_integrity_checks(result, platform.get(), build)  # poisoning signals (docs/quarantine.md)
 
     return _snapshot
 
@@ -116,7 +121,10 @@ def build_splits_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
 
 
 def build_dataset_assets(definition: DatasetDefinition) -> list[dg.AssetsDefinition]:
-    return [build_snapshot_asset(definition), build_splits_asset(definition)]
+    """The snapshot asset, and the splits asset when the definition has a split policy."""
+    if definition.split_policy is None:
+        return [build_snapshot_asset(definition), build_quarantine_check(definition)]
+    return [build_snapshot_asset(definition), build_splits_asset(definition), build_quarantine_check(definition)]
 
 
 PUBLICATION_TAG = "dsv/publication"
@@ -128,7 +136,7 @@ def build_publication_job(definition: DatasetDefinition) -> Any:  # an unresolve
     prefix = definition.asset_prefix
     return dg.define_asset_job(
         f"publish_{prefix}",
-        selection=dg.AssetSelection.assets(f"{prefix}_snapshot", f"{prefix}_splits"),
+        selection=dg.AssetSelection.assets(f"{prefix}_snapshot", *([f"{prefix}_splits"] if definition.split_policy is not None else [])),
         tags={PUBLICATION_TAG: definition.ref},
         description=f"Build and publish {definition.ref} and check its splits; one publication run at a time on the production instance.",
     )

@@ -7,6 +7,7 @@ import dagster as dg
 from dsv_platform.core.gc import GcPolicy, plan_gc
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.services import gc as gc_adapter
+from dsv_platform.services.trust import gatekeeper
 
 
 class GcConfig(dg.Config):
@@ -26,7 +27,7 @@ def gc_plan(context: dg.OpExecutionContext, config: GcConfig, platform: Platform
     metadata: dict[str, dg.MetadataValue] = {k: dg.MetadataValue.int(v) if isinstance(v, int) else dg.MetadataValue.text(str(v)) for k, v in figures.items()}
     metadata["dangling_roots"] = dg.MetadataValue.json(plan.dangling_roots)
     if config.apply:
-        report = gc_adapter.apply_plan(plan, registry=reg, store=store, tables=tables, dry_run=False, actor=p.actor)
+        report = gc_adapter.apply_plan(plan, registry=reg, store=store, tables=tables, dry_run=False, actor=p.actor, gate=gatekeeper(p))
         metadata["applied"] = dg.MetadataValue.text(report.summary())
     return dg.Output(figures, metadata=metadata)
 

@@ -13,10 +13,11 @@ from dsv_platform.core.errors import ConfigurationError
 from dsv_platform.core.hashing import content_hash
 from dsv_platform.core.landing_format import EXTENSIONS
 from dsv_platform.core.source import SourceSpec
+from dsv_platform.core.trust import Role
 from dsv_platform.defs.metadata import AssetResult, md_table
 from dsv_platform.defs.partitions import partition_days
 from dsv_platform.defs.resources import PlatformResource
-from dsv_platform.services import openlineage
+from dsv_platform.services import openlineage, trust
 
 BATCH_IS_READABLE = "batch_is_readable"
 DIGEST_COLUMNS = ["batch", "day", "digest", "rows", "recorded_at", "status"]
@@ -127,6 +128,7 @@ def build_raw_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition) -> dg
         days = partition_days(context)
         p = platform.get()
         zone = p.landing
+        zone.writer = trust.require(p, Role.SOURCE_WRITER, source=spec.name).identity  # recorded per landed batch (docs/trust.md)
         skipped: list[str] = []
         files = batch_files(spec, config, Path(platform.drop_folder), days, skipped)
         landed = openlineage.landing(p, spec, files, lambda: land_files(zone, spec, files, config))

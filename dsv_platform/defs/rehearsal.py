@@ -1,18 +1,24 @@
-"""Reproducibility on a schedule: the daily rehearsal, the integrity scan, and the platform's status figures."""
+"""Reproducibility on a schedule: the daily rehearsal (resolvable), the weekly full one (fully reproduced),
+the integrity scan, and the platform's status figures."""
 
 import dagster as dg
 
 from dsv_platform.defs.metadata import AssetResult, md_table
 from dsv_platform.defs.resources import PlatformResource
-from dsv_platform.services.rehearsal import integrity_scan, rehearse
+from dsv_platform.services.rehearsal import RehearsalRun, full_rehearsal, integrity_scan, rehearse
 from dsv_platform.services.status import platform_status
 
 RECONSTRUCTABLE = "retained_models_are_reconstructable"
 INTEGRITY = "sampled_realizations_match_their_manifests"
+FULLY_REPRODUCED = "sampled_retained_outputs_reproduce_in_full"
 
 
 class RehearsalConfig(dg.Config):
     period_days: int = 1  # rotating sample: every retained model once per this many days (1: all, daily)
+
+
+class FullRehearsalConfig(dg.Config):
+    period_weeks: int = 4  # rotating sample: every retained model and artifact reproduced in full once per this many weeks
 
 
 class IntegrityConfig(dg.Config):
@@ -22,24 +28,19 @@ class IntegrityConfig(dg.Config):
 @dg.asset(
     group_name="reproducibility",
     check_specs=[
-        dg.AssetCheckSpec(RECONSTRUCTABLE, asset="reconstructability", blocking=True, description="every rehearsed retained model was reconstructable today")
+        dg.AssetCheckSpec(
+            RECONSTRUCTABLE, asset="reconstructability", blocking=True, description="every rehearsed retained model and artifact was resolvable today"
+        )
     ],
-    description="The fraction of retained models reconstructable today: a dry reconstruction of each (resolve, verify object, "
-    "content and split-assignment hashes, training smoke test), one reproduction record each. The fraction over time is "
+    description="The fraction of retained models and artifacts resolvable today: a dry reconstruction of each (resolve, verify "
+    "object, content and split-assignment hashes, a training smoke test for a model; the manifest, code pin and re-hashed "
+    "inputs for an artifact), one reproduction record each. The fraction over time is "
     "this asset's `reconstructable_fraction` metadata; failures name the typed reason (EXPIRED, REDACTED, CORRUPT, NOT_FOUND, "
     "HASH_MISMATCH, ENVIRONMENT_DRIFT, ...).",
 )
 def reconstructability(context: dg.AssetExecutionContext, config: RehearsalConfig, platform: PlatformResource) -> AssetResult:
     run = rehearse(platform.get(), period_days=config.period_days, actor="rehearsal")
-    for r in run.reports:
-        if r.asset_key:
-            context.log_event(
-                dg.AssetObservation(
-                    r.asset_key,
-                    description=f"rehearsal: {r.outcome.value}",
-                    metadata={"outcome": r.outcome.value, "run_hash": r.run_hash or "", "reason": r.reason, "record_id": r.record_id},
-                )
-            )
+    _observe(context, run)
     rows = [(r.run_hash, r.outcome.value, r.reason if not r.reconstructable else "", r.record_id) for r in run.reports]
     reasons = sorted({r.outcome.value for r in run.failures})
     return dg.MaterializeResult(
@@ -58,6 +59,56 @@ def reconstructability(context: dg.AssetExecutionContext, config: RehearsalConfi
                     "failures": md_table(["run manifest", "outcome", "reason"], [(r.run_hash, r.outcome.value, r.reason) for r in run.failures]),
                     "reasons": ", ".join(reasons) or "none",
                 },
+            )
+        ],
+    )
+
+
+def _observe(context: dg.AssetExecutionContext, run: RehearsalRun) -> None:
+    """One observation per rehearsed manifest on its own asset (the model or report), so it shows in that asset's history."""
+    for r in run.reports:
+        if r.asset_key:
+            context.log_event(
+                dg.AssetObservation(
+                    r.asset_key,
+                    description=f"{run.procedure}: {r.outcome.value}",
+                    metadata={"outcome": r.outcome.value, "run_hash": r.run_hash or "", "reason": r.reason, "record_id": r.record_id},
+                )
+            )
+
+
+@dg.asset(
+    group_name="reproducibility",
+    check_specs=[
+        dg.AssetCheckSpec(
+            FULLY_REPRODUCED, asset="full_reproducibility", blocking=True, description="every sampled retained model and artifact reproduced in full"
+        )
+    ],
+    description="The fraction of a weekly rotating sample of retained models and artifacts that reproduce in full: the "
+    "recorded commit checked out, the environment rebuilt from the recorded lock, expired inputs rebuilt from raw, the "
+    "recorded parameters and seed rerun and the output compared at its stated precision. The fraction over time is this "
+    "asset's `fully_reproduced_fraction` metadata, beside the daily `reconstructable_fraction` (resolvable) of "
+    "`reconstructability`.",
+)
+def full_reproducibility(context: dg.AssetExecutionContext, config: FullRehearsalConfig, platform: PlatformResource) -> AssetResult:
+    run = full_rehearsal(platform.get(), period_weeks=config.period_weeks, actor="rehearsal")
+    _observe(context, run)
+    rows = [(r.target, r.kind, r.outcome.value, "; ".join(r.rebuilt), r.reason if not r.reconstructable else "", r.record_id) for r in run.reports]
+    reasons = sorted({r.outcome.value for r in run.failures})
+    return dg.MaterializeResult(
+        metadata={
+            "fully_reproduced_fraction": dg.MetadataValue.float(run.fraction),
+            "reproduced": dg.MetadataValue.int(len(run.reports)),
+            "retained": dg.MetadataValue.int(run.retained),
+            "rebuilt_from_raw": dg.MetadataValue.int(sum(bool(r.rebuilt) for r in run.reports)),
+            "last_records": md_table(["manifest", "kind", "outcome", "rebuilt", "reason", "record"], rows),
+        },
+        check_results=[
+            dg.AssetCheckResult(
+                check_name=FULLY_REPRODUCED,
+                passed=not run.failures,
+                description="all reproduced in full" if not run.failures else f"not reproduced: {', '.join(reasons)}",
+                metadata={"reasons": ", ".join(reasons) or "none"},
             )
         ],
     )
@@ -110,7 +161,12 @@ def dataset_observability(platform: PlatformResource) -> AssetResult:
     )
 
 
-rehearsal_job = dg.define_asset_job("rehearsal_job", selection=[reconstructability], description="Dry reconstruction of retained models.")
+rehearsal_job = dg.define_asset_job("rehearsal_job", selection=[reconstructability], description="Dry reconstruction of retained models and artifacts.")
+full_rehearsal_job = dg.define_asset_job(
+    "full_rehearsal_job",
+    selection=[full_reproducibility],
+    description="Reproduce in full a rotating sample of retained models and artifacts (code, environment, rebuild, rerun, compare).",
+)
 integrity_scan_job = dg.define_asset_job(
     "integrity_scan_job",
     selection=[realization_integrity, dataset_observability],
@@ -122,6 +178,13 @@ rehearsal_schedule = dg.ScheduleDefinition(
     cron_schedule="0 5 * * *",
     execution_timezone="UTC",
     description="Rehearse reconstruction of retained models daily.",
+)
+full_rehearsal_schedule = dg.ScheduleDefinition(
+    name="full_rehearsal_schedule",
+    job=full_rehearsal_job,
+    cron_schedule="0 6 * * 0",
+    execution_timezone="UTC",
+    description="Reproduce in full a rotating sample of retained models and artifacts weekly (Sundays; every one once per 4 weeks).",
 )
 integrity_scan_schedule = dg.ScheduleDefinition(
     name="integrity_scan_schedule",

@@ -12,7 +12,11 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from dsv_platform.bootstrap import Platform, build_platform
+from dsv_platform.services.trust import ensure_service_identity
 from dsv_platform.settings import Settings
+
+SERVICE_IDENTITY = "dagster"
+"""The Dagster resource's default service identity (docs/trust.md)."""
 
 
 class PlatformResource(dg.ConfigurableResource[Any]):
@@ -31,6 +35,10 @@ class PlatformResource(dg.ConfigurableResource[Any]):
     s3_region: str = "us-east-1"
     actor: str = "dagster"
     openlineage: bool = False
+    identity: str = SERVICE_IDENTITY
+    """The service identity assets act as (docs/trust.md): a non-strict home provisions it on first use, a strict one needs its grants."""
+    key_dir: str | None = None
+    strict: bool = False
 
     _platform: Platform | None = PrivateAttr(default=None)
 
@@ -50,6 +58,9 @@ class PlatformResource(dg.ConfigurableResource[Any]):
             s3_region=settings.s3_region,
             actor=settings.actor,
             openlineage=settings.openlineage,
+            identity=settings.identity or SERVICE_IDENTITY,  # runs a command starts act as its DSV_IDENTITY, else as the service
+            key_dir=None if settings.key_dir is None else str(settings.key_dir),
+            strict=settings.strict,
         )
 
     def settings(self) -> Settings:
@@ -67,12 +78,16 @@ class PlatformResource(dg.ConfigurableResource[Any]):
             dagster_home=Path(self.dagster_home),
             actor=self.actor,
             openlineage=self.openlineage,
+            identity=self.identity,
+            key_dir=None if self.key_dir is None else Path(self.key_dir),
+            strict=self.strict,
         )
 
     def get(self) -> Platform:
         """This execution's Platform (built on first use, closed by ``teardown_after_execution``)."""
         if self._platform is None or self._platform.closed:
             self._platform = build_platform(self.settings())
+            ensure_service_identity(self._platform, default=SERVICE_IDENTITY)
         return self._platform
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:

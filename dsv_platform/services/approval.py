@@ -9,7 +9,7 @@ revocation is refused while one points at the realization, unless ``force``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.approval import check_reason
@@ -17,6 +17,10 @@ from dsv_platform.core.errors import NotFoundError
 from dsv_platform.core.records import Realization, RealizationEvent
 from dsv_platform.core.refs import parse_ref
 from dsv_platform.core.states import RealizationState
+from dsv_platform.core.trust import Role
+
+if TYPE_CHECKING:
+    from dsv_platform.services.trust import Gatekeeper
 
 
 @dataclass(frozen=True)
@@ -61,20 +65,28 @@ def find_realization(registry: Registry, ref: str) -> Realization:
     return found
 
 
-def approve(registry: Registry, ref: str, *, reason: str, actor: str) -> ApprovalOutcome:
-    """PUBLISHED -> ELIGIBLE, recorded as an event with ``actor`` and ``reason``; already ELIGIBLE is a no-op with a note."""
+def approve(registry: Registry, ref: str, *, reason: str, actor: str, gate: Gatekeeper | None = None) -> ApprovalOutcome:
+    """PUBLISHED -> ELIGIBLE, recorded as an event with ``actor`` and ``reason``; already ELIGIBLE is a no-op with a note.
+
+    With ``gate``: the approver role is required, the realization's builder is refused (separation of duties), the approval audited.
+    """
     why = check_reason(reason, command="dsv approve")
     realization = find_realization(registry, ref)
-    updated, changed = registry.approve(realization.id, reason=why, actor=actor)
+    if gate is not None:
+        gate.require(Role.APPROVER, definition=realization.ref)
+    # with a gate: refused if the approver built it, audited in the approval's transaction
+    updated, changed = registry.approve(realization.id, reason=why, actor=actor, audit_as=None if gate is None else gate.identity)
     note = f"approved by {actor}: {why}" if changed else f"already ELIGIBLE ({describe(latest_approval(registry, updated))}); nothing recorded"
     return ApprovalOutcome("approve", updated, changed, actor, why, note)
 
 
-def revoke(registry: Registry, ref: str, *, reason: str, actor: str, force: bool = False) -> ApprovalOutcome:
+def revoke(registry: Registry, ref: str, *, reason: str, actor: str, force: bool = False, gate: Gatekeeper | None = None) -> ApprovalOutcome:
     """ELIGIBLE -> PUBLISHED, recorded as an event; refused (ProtectedAliasError) while a protected alias points at it, unless ``force``."""
     why = check_reason(reason, command="dsv revoke")
     realization = find_realization(registry, ref)
-    updated, changed, pointing = registry.revoke(realization.id, reason=why, actor=actor, force=force)
+    if gate is not None:
+        gate.require(Role.APPROVER, definition=realization.ref)
+    updated, changed, pointing = registry.revoke(realization.id, reason=why, actor=actor, force=force, audit_as=None if gate is None else gate.identity)
     if not changed:
         note = "not ELIGIBLE (PUBLISHED): no approval to revoke; nothing recorded"
     elif pointing:

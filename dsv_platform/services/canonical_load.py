@@ -12,6 +12,7 @@ among them) and appends only labels that changed, recorded at that watermark.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ import pyarrow.compute as pc
 from dsv_platform.adapters.iceberg import CanonicalTables
 from dsv_platform.adapters.iceberg_values import RECORDED_AT, AppendOutcome
 from dsv_platform.adapters.landing import LandingRecord, LandingZone
+from dsv_platform.adapters.registry.quarantine import QuarantineRecords
 from dsv_platform.core.batch import prepare_batch
 from dsv_platform.core.hashing import DatasetDigest, hash_table
 from dsv_platform.core.labels import LabelVersion
@@ -73,7 +75,8 @@ class PartitionLoad:
 @openlineage.emits(openlineage.load_job, openlineage.load_io)
 def load_partition(platform: Platform, spec: SourceSpec, day: dt.date) -> PartitionLoad:
     """Apply the landed batches of ``spec`` indexed under ``day`` to its canonical table (idempotent), recording raw_batch lineage."""
-    load = load_landed(platform.landing, platform.tables, spec, day)
+    held = QuarantineRecords(platform.registry.engine).quarantined_batches()  # an operator's quarantine: never loaded (docs/quarantine.md)
+    load = load_landed(platform.landing, platform.tables, spec, day, skip=held)
     record_partition_load(platform, spec, [(b.record.batch_ref, b.outcome) for b in load.batches])
     return load
 
@@ -86,16 +89,16 @@ def rows_of_day(rows: pa.Table, spec: SourceSpec, day: dt.date) -> pa.Table:
     return rows.filter(pc.fill_null(pc.equal(column, pa.scalar(day, pa.date32())), False))
 
 
-def load_landed(landing: LandingZone, tables: CanonicalTables, spec: SourceSpec, day: dt.date) -> PartitionLoad:
-    """:func:`load_partition` over a given landing zone and tables (raw rebuilds use scratch tables)."""
+def load_landed(landing: LandingZone, tables: CanonicalTables, spec: SourceSpec, day: dt.date, *, skip: Collection[str] = ()) -> PartitionLoad:
+    """:func:`load_partition` over a given landing zone and tables (raw rebuilds use scratch tables); ``skip``: batch refs held back."""
     contract = spec.contract
     loads = []
-    for record in landing.loadable(spec.name, day):
+    for record in (r for r in landing.loadable(spec.name, day) if r.batch_ref not in skip):
         prepared = prepare_batch(landing.read(record), spec)
         accepted = rows_of_day(prepared.accepted, spec, day)
         outcome = tables.append(spec, accepted, recorded_at=record.recorded_at, batch=record.batch_ref)
         loads.append(BatchLoad(record, outcome, accepted.num_rows, prepared.rejected.num_rows, prepared.duplicates_dropped, prepared.report.failures))
-    quarantined = tuple(r for r in landing.records(spec.name, day) if not r.loadable)
+    quarantined = tuple(r for r in landing.records(spec.name, day) if not r.loadable or r.batch_ref in skip)
     rows = tables.read(spec, partition=day)
     digest = hash_table(rows, contract, partition_by=contract.partition_by)
     semantic = evaluate_load(rows, contract)

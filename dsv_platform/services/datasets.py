@@ -1,10 +1,10 @@
-"""Load a dataset by reference from training code: ``dsv_platform.open_dataset(ref)``.
+"""Load a dataset by reference from training code: ``dsv_platform.open_dataset(ref, purpose=...)``.
 
-A handle resolves its reference once and stays pinned to that realization for
-its lifetime. Every object is re-hashed as it is read; a mismatch raises
-:class:`CorruptError` naming the partition and object.
+Access is checked first (grant for the definition and purpose), then the reference resolves once
+and the handle stays pinned to that realization; its signed statement is verified before reading
+(UNTRUSTED otherwise). Every object is re-hashed as it is read (CORRUPT names the partition).
 
-Details: docs/publication.md
+Details: docs/publication.md, docs/trust.md
 """
 
 from __future__ import annotations
@@ -20,13 +20,15 @@ from dsv_platform.core.contract import Contract, parse_contract
 from dsv_platform.core.errors import CorruptError, DsvError, ObjectErasedError, ObjectNotFoundError, ObjectVerificationError, RedactedError, ResolutionError
 from dsv_platform.core.manifest import Manifest, PartitionEntry
 from dsv_platform.core.records import Realization
-from dsv_platform.core.refs import DatasetRef
+from dsv_platform.core.refs import DatasetRef, parse_ref
 
-if TYPE_CHECKING:  # pyarrow and the hashing are imported where used: `dsv resolve` needs neither
+if TYPE_CHECKING:  # pyarrow, hashing, access and signing (they load the trust service) are imported where used: `dsv resolve --help` needs none
     import pandas as pd
     import pyarrow as pa
 
     from dsv_platform.bootstrap import Platform
+    from dsv_platform.services.access import AccessDecision
+    from dsv_platform.services.signing import SignatureStatus
 
 
 class Closeable(Protocol):
@@ -77,6 +79,9 @@ class Dataset:
     store: ObjectStore
     owner: Closeable | None = field(default=None, repr=False, compare=False)
     """What this handle keeps open (the Platform ``dsv_platform.open_dataset`` built); closed by :meth:`close`."""
+    access: AccessDecision | None = None
+    """The reader's access (withheld columns, row filter) applied to what :meth:`to_arrow` and :meth:`iter_partitions` return."""
+    signature: SignatureStatus | None = None
 
     def close(self) -> None:
         if self.owner is not None:
@@ -113,6 +118,11 @@ class Dataset:
         return self.manifest.partitions
 
     def iter_partitions(self) -> Iterator[tuple[PartitionEntry, pa.Table]]:
+        """Each partition as this reader may see it (restricted columns withheld, row filter applied)."""
+        for entry, table in self._stored_partitions():
+            yield entry, table if self.access is None else self.access.apply(table)
+
+    def _stored_partitions(self) -> Iterator[tuple[PartitionEntry, pa.Table]]:
         for entry in self.manifest.partitions:
             yield entry, read_object(self.store, self.ref, entry)
 
@@ -128,10 +138,10 @@ class Dataset:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        tables = [t for _, t in self.iter_partitions()]
+        tables = [t for _, t in self._stored_partitions()]
         table = pa.concat_tables(tables) if tables else self.contract.arrow_schema.empty_table()
         if split is None:
-            return table
+            return table if self.access is None else self.access.apply(table)
         assignment = self.split_assignment
         if assignment is None:
             raise DsvError(f"{self.ref}: this realization has no split assignment; call to_arrow() without split")
@@ -139,7 +149,8 @@ class Dataset:
         chosen = assignment.filter(pc.equal(assignment.column("split"), split)).select(key)
         if chosen.num_rows == 0 and split not in set(assignment.column("split").to_pylist()):
             raise DsvError(f"{self.ref}: no split named {split!r}; the realization has {sorted(set(assignment.column('split').to_pylist()))}")
-        return table.join(chosen, keys=key, join_type="inner").sort_by([(k, "ascending") for k in self.contract.key])
+        table = table.join(chosen, keys=key, join_type="inner").sort_by([(k, "ascending") for k in self.contract.key])
+        return table if self.access is None else self.access.apply(table)
 
     def to_pandas(self, split: str | None = None) -> pd.DataFrame:
         return self.to_arrow(split).to_pandas()
@@ -149,7 +160,7 @@ class Dataset:
         from dsv_platform.core.hashing import digest_of, hash_partition
 
         leaves = []
-        for entry, table in self.iter_partitions():
+        for entry, table in self._stored_partitions():
             leaf = hash_partition(table, self.contract, key=entry.key)
             if leaf.hash != entry.hash:
                 raise CorruptError(
@@ -164,22 +175,31 @@ class Dataset:
         return root
 
 
-def open_dataset(platform: Platform, ref: str | DatasetRef, *, actor: str | None = None) -> Dataset:
-    """Resolve ``ref`` once (NOT_FOUND, REDACTED, EXPIRED, CORRUPT, ACCESS_DENIED are typed errors) and pin it.
+def open_dataset(platform: Platform, ref: str | DatasetRef, *, actor: str | None = None, purpose: str | None = None) -> Dataset:
+    """Authorize, resolve ``ref`` once, verify its signature and pin it; every refusal is a typed error.
 
-    Reads go through the encrypting store (plain objects are read as they are);
-    a key store whose redaction generation differs from the registry's (a
-    restored backup) raises RedactionNotReconciledError until reconciled.
+    ACCESS_DENIED (no consumer grant for the definition and ``purpose``), NOT_FOUND, REDACTED, EXPIRED,
+    CORRUPT, UNTRUSTED (signature missing or invalid). Reads go through the encrypting store; a key store
+    whose redaction generation differs from the registry's (a restored backup) raises
+    RedactionNotReconciledError until reconciled. The consumption record keeps identity and purpose.
     """
+    from dsv_platform.services.access import authorize
+    from dsv_platform.services.signing import require_trusted
+
     registry = platform.registry
     who = actor or platform.actor
+    parsed = parse_ref(ref) if isinstance(ref, str) else ref
+    detail: dict[str, object] = {"purpose": purpose}
     try:
-        realization = registry.resolve_ref(ref, actor=who)
+        access = authorize(platform, parsed.name, parsed.version, purpose=purpose, ref=str(ref))
+        detail = access.to_document()
+        realization = registry.resolve_ref(parsed, actor=who)
         manifest = load_manifest(registry, realization)
+        signature = require_trusted(platform, realization)
     except ResolutionError as exc:
-        registry.record_consumption(str(ref), actor=who, realization=None, failure=exc.kind.name)
+        registry.record_consumption(str(ref), actor=who, realization=None, failure=exc.kind.name, detail=detail)
         raise
     store = platform.store
     store.keys.require_generation(registry.redaction_generation())  # a restored backup must be reconciled before it is read
-    registry.record_consumption(str(ref), actor=who, realization=realization, failure=None)
-    return Dataset(realization=realization, manifest=manifest, store=store)
+    registry.record_consumption(str(ref), actor=who, realization=realization, failure=None, detail=detail | {"signature": signature.status})
+    return Dataset(realization=realization, manifest=manifest, store=store, access=access, signature=signature)

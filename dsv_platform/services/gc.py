@@ -22,7 +22,9 @@ from dsv_platform.adapters.encrypted_store import EncryptingObjectStore
 from dsv_platform.adapters.iceberg import CanonicalTables
 from dsv_platform.adapters.landing import LandingZone
 from dsv_platform.adapters.object_store import OBJECTS_PREFIX, ObjectStore, digest_of_key
+from dsv_platform.adapters.registry.artifacts import ARTIFACT, RunRecords
 from dsv_platform.adapters.registry.gc_inventory import read_inventory as read_registry_inventory
+from dsv_platform.adapters.registry.quarantine import QuarantineRecords
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import DsvError
 from dsv_platform.core.gc import (
@@ -109,6 +111,11 @@ def _run_manifests(store: ObjectStore, lineage: Iterable[Edge]) -> dict[str, Any
     return out
 
 
+def _artifacts(registry: Registry) -> dict[str, Any]:
+    """Artifact manifest hash -> its manifest and files, for every complete artifact run (GC keeps what an artifact root reaches)."""
+    return {r.manifest_hash: {"manifest": r.manifest, "files": dict(r.files)} for r in RunRecords(registry).complete_runs(ARTIFACT) if r.manifest_hash}
+
+
 def collect_inventory(
     registry: Registry,
     store: ObjectStore,
@@ -142,8 +149,9 @@ def _collect(
         snapshots, tags, data_files = iceberg_maintenance.inventory(tables)
     raw: list[RawBatchInfo] = []
     if landing is not None:
+        held = QuarantineRecords(registry.engine).quarantined_batches()  # an operator's quarantine keeps the batch like an unreadable one
         for rec in landing.records():
-            raw.append(RawBatchInfo(rec.batch_ref, rec.digest, rec.size, rec.loadable, rec.landed_at))
+            raw.append(RawBatchInfo(rec.batch_ref, rec.digest, rec.size, rec.loadable and rec.batch_ref not in held, rec.landed_at))
     return Inventory(
         observed_at=now,
         watermark=reg.watermark,
@@ -159,6 +167,7 @@ def _collect(
         roots=reg.roots,
         lineage=reg.lineage,
         run_manifests=_run_manifests(store, reg.lineage),
+        artifacts=_artifacts(registry),
     )
 
 

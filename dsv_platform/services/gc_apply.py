@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsv_platform.adapters import iceberg_maintenance as ice
 from dsv_platform.adapters.iceberg import CanonicalTables
@@ -16,6 +16,10 @@ from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import DsvError, IllegalTransitionError
 from dsv_platform.core.gc import Action, GcPlan
 from dsv_platform.core.states import RealizationState
+from dsv_platform.core.trust import Role
+
+if TYPE_CHECKING:
+    from dsv_platform.services.trust import Gatekeeper
 
 S = RealizationState
 Step = Callable[[str, str], None]
@@ -86,9 +90,15 @@ def apply_plan(
     dry_run: bool = True,
     actor: str = "dsv-gc",
     on_step: Step | None = None,
+    gate: Gatekeeper | None = None,
 ) -> ApplyReport:
-    """Apply ``plan`` (dry run by default); see the module docstring for the refusal and crash semantics."""
+    """Apply ``plan`` (dry run by default); see the module docstring for the refusal and crash semantics.
+
+    With ``gate``, applying needs the operator role and is audited (``gc.apply``); a dry run needs no role.
+    """
     step = on_step or (lambda name, detail: None)
+    if gate is not None and not dry_run:
+        gate.require(Role.OPERATOR)
     check_fresh(registry, plan)
     report = ApplyReport(dry_run=dry_run)
     todo = {a.value: plan.collectable(a.value) for a in Action}
@@ -119,6 +129,8 @@ def apply_plan(
         report.bytes_freed += d.bytes
         step("staging_abandoned", d.id)
     step("done", "")
+    if gate is not None:
+        gate.audit("gc.apply", f"gc:{plan.created_at.isoformat()}", detail={"expired": len(report.expired), "objects_deleted": len(report.objects_deleted)})
     return report
 
 

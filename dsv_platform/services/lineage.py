@@ -9,7 +9,8 @@ Details: docs/lineage-and-reproduction.md
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -17,9 +18,10 @@ from dsv_platform.adapters.iceberg import CanonicalTables
 from dsv_platform.adapters.iceberg_maintenance import snapshot_batches
 from dsv_platform.adapters.iceberg_values import AppendOutcome
 from dsv_platform.adapters.landing import LandingZone
+from dsv_platform.adapters.registry.artifacts import RunRecords
 from dsv_platform.adapters.registry.lineage import LineageQueries
 from dsv_platform.adapters.registry.registry import Registry
-from dsv_platform.core.errors import DsvError, NotFoundError, ResolutionError
+from dsv_platform.core.errors import ConfigurationError, DsvError, NotFoundError, ResolutionError
 from dsv_platform.core.lineage import Edge, NodeKind, Relation, manifest_edges, node_label, parse_node
 from dsv_platform.core.manifest import Manifest
 from dsv_platform.core.refs import parse_ref
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
 
 K = NodeKind
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 SUCCEEDED_BY = Relation.SUCCEEDED_BY.value
 
 
@@ -120,6 +123,39 @@ def record_model_lineage(registry: Registry, manifest_hash: str, run_hash: str, 
     return _record_new(registry, [model_run_edge(manifest_hash, run_hash, model=model, ref=ref, run_object=run_object)], actor=actor)
 
 
+def artifact_edges(manifest_hash: str, inputs: Iterable[Mapping[str, str]], files: Mapping[str, str], *, artifact: str) -> list[Edge]:
+    """``realization --used--> artifact:<hash>`` per input, the manifest object (``run_record``) and each file (``part_of``)."""
+    node = (K.ARTIFACT.value, manifest_hash)
+    edges = [Edge(K.OBJECT.value, manifest_hash, *node, Relation.RUN_RECORD.value, {"artifact": artifact})]
+    for i in inputs:
+        attrs = {"artifact": artifact, "dataset": i["dataset"], "ref": i["ref"]}
+        edges.append(Edge(K.REALIZATION.value, i["snapshot_id"], *node, Relation.USED.value, attrs))
+    edges += [Edge(K.OBJECT.value, digest, *node, Relation.PART_OF.value, {"file": name}) for name, digest in sorted(files.items())]
+    return edges
+
+
+def record_artifact_lineage(
+    registry: Registry, manifest_hash: str, inputs: Iterable[Mapping[str, str]], files: Mapping[str, str], *, artifact: str, actor: str
+) -> int:
+    """Record an artifact's edges once (see :func:`artifact_edges`); returns how many were new."""
+    return _record_new(registry, artifact_edges(manifest_hash, inputs, files, artifact=artifact), actor=actor)
+
+
+def record_activity(registry_or_platform: Registry | Platform, node: str, kind: str, record: Mapping[str, Any], *, actor: str | None = None) -> int:
+    """Attach ``record`` (e.g. a reproduction record, ``kind="reproduction"``) to lineage node ``node`` (``artifact:<hash>``); returns its id.
+
+    ``dsv lineage`` prints the activities of every node it shows. Activities are append-only.
+    """
+    parsed = parse_node(node)
+    if parsed is None:
+        raise ConfigurationError(f"{node!r} is not a lineage node KIND:ID (e.g. artifact:<hash>, model_run:<hash>)")
+    if not kind:
+        raise ConfigurationError("an activity needs a kind (e.g. reproduction)")
+    registry = registry_or_platform if isinstance(registry_or_platform, Registry) else registry_or_platform.registry
+    who = actor or (getattr(registry_or_platform, "actor", None) if not isinstance(registry_or_platform, Registry) else None) or "dsv-lineage"
+    return RunRecords(registry).add_activity(parsed, kind, record, actor=who)
+
+
 def canonical_edges(tables: CanonicalTables, *, batch_refs: Iterable[str] | None = None) -> list[Edge]:
     """Raw batch -> snapshot and parent -> child snapshot edges from every table in the catalog namespace."""
     allowed = None if batch_refs is None else set(batch_refs)
@@ -140,9 +176,12 @@ def record_canonical_lineage(registry: Registry, tables: CanonicalTables, *, lan
 
 
 __all__ = [
+    "artifact_edges",
     "canonical_edges",
     "model_run_edge",
     "realization_edges",
+    "record_activity",
+    "record_artifact_lineage",
     "record_canonical_lineage",
     "record_label_build",
     "record_label_lineage",
@@ -156,8 +195,13 @@ __all__ = [
 # ---------------------------------------------------------------- queries (the Python API behind `dsv lineage`)
 
 
+_RUN_KINDS = (K.ARTIFACT.value, K.MODEL_RUN.value)
+
+
 def _start_nodes(registry: Registry, query: str) -> list[tuple[str, str]]:
     node = parse_node(query)
+    if node is not None and node[0] == K.ARTIFACT.value and not _HEX64.match(node[1]):  # artifact:<name> or artifact:<footer prefix>
+        return [(K.ARTIFACT.value, RunRecords(registry).locate(K.ARTIFACT.value, node[1]).manifest_hash or "")]
     if node is not None:
         return [node]
     try:
@@ -174,7 +218,16 @@ def _start_nodes(registry: Registry, query: str) -> list[tuple[str, str]]:
             if mh:
                 return [(K.REALIZATION.value, mh)]
             raise
-    return LineageQueries(registry.engine).kinds_of(query)
+    found = LineageQueries(registry.engine).kinds_of(query)
+    if found:
+        return found
+    records = RunRecords(registry)
+    try:  # an artifact's name (its newest complete run) or its footer hash
+        return [(K.ARTIFACT.value, records.locate(K.ARTIFACT.value, query).manifest_hash or "")]
+    except NotFoundError:
+        if records.runs(kind=K.ARTIFACT.value, name=query.strip()):
+            raise  # an artifact with only INTENT or FAILED runs: the error names them
+        return []
 
 
 def _root_node(ref: str) -> tuple[str, str] | None:
@@ -223,4 +276,36 @@ def lineage(platform: Platform, query: str, *, impact: bool = False) -> dict[str
     roots = [root.as_dict() for root in registry.list_retention_roots(datetime.now(UTC)) if _root_node(root.ref) in found or root.ref in ids]
     aliases = [{"alias": alias, "target": mh} for mh in states for alias in queries.aliases_targeting(mh)]
     direction = "impact" if impact else "provenance"
-    return {"query": query, "direction": direction, "start": [node_label(s) for s in starts], "nodes": nodes, "retention_roots": roots, "aliases": aliases}
+    runs = _annotate_runs(RunRecords(registry), nodes, starts)
+    activities = [a.as_dict() for a in RunRecords(registry).activities(found)]
+    return {
+        "query": query,
+        "direction": direction,
+        "start": [node_label(s) for s in starts],
+        "nodes": nodes,
+        "retention_roots": roots,
+        "aliases": aliases,
+        "runs": runs,
+        "activities": activities,
+    }
+
+
+def _annotate_runs(records: RunRecords, nodes: list[dict[str, Any]], starts: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Mark artifact and model-run nodes with their run (name, state, inputs); return every run of the started names.
+
+    INTENT and FAILED runs are listed as such (never counted as produced).
+    """
+    names: set[tuple[str, str]] = set()
+    for n in nodes:
+        if n["kind"] not in _RUN_KINDS:
+            continue
+        run = next((r for r in records.runs(kind=n["kind"], hash_prefix=n["id"]) if r.manifest_hash == n["id"]), None)
+        if run is None:
+            continue
+        n.update({"name": run.name, "state": run.state, "run_id": run.id, "files": dict(run.files)})
+        if run.manifest is not None and n["kind"] == K.ARTIFACT.value:
+            n["produced_at"] = run.manifest.get("produced_at")
+            n["inputs"] = list(run.manifest.get("inputs") or ())
+        if (n["kind"], n["id"]) in starts:
+            names.add((n["kind"], run.name))
+    return [r.as_dict() for kind, name in sorted(names) for r in records.runs(kind=kind, name=name)]

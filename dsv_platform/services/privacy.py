@@ -35,8 +35,10 @@ from dsv_platform.core.privacy import (
 )
 from dsv_platform.core.source import SourceSpec
 from dsv_platform.core.states import RealizationState
+from dsv_platform.core.trust import Role
 from dsv_platform.services.privacy_index import SubjectIndexing, entity_columns, subject_column, subject_hashes
 from dsv_platform.services.privacy_sweep import purge_unreferenced_files, snapshot_files, sweep_staging
+from dsv_platform.services.trust import Gatekeeper, gatekeeper
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -103,8 +105,14 @@ class PrivacyCoordinator(SubjectIndexing):
         zone: LandingZone | None = None,
         tables: CanonicalTables | None = None,
         config: PlatformConfig | None = None,
+        gate: Gatekeeper | None = None,
     ) -> None:
-        """``config`` names the subject columns (the sources' entities); without it nothing is indexed as a subject."""
+        """``config`` names the subject columns (the sources' entities); without it nothing is indexed as a subject.
+
+        With ``gate``, planning and applying a deletion need the privacy_officer role, and each applied request is audited
+        under the subject's salted hash (never the subject's key).
+        """
+        self.gate = gate
         self.registry = registry
         self.config = config
         self.store = store
@@ -118,6 +126,8 @@ class PrivacyCoordinator(SubjectIndexing):
 
     def plan(self, subject_key: str, reason: str, *, retain: Mapping[DescendantKind, str] | None = None) -> DeletionPlan:
         """What deleting ``subject_key`` does (nothing is changed; the index is brought up to date)."""
+        if self.gate is not None:
+            self.gate.require(Role.PRIVACY_OFFICER)
         self.refresh_index()
         subject = self.subject_hash(subject_key)
         self._subject_keys[subject] = subject_key
@@ -130,6 +140,8 @@ class PrivacyCoordinator(SubjectIndexing):
 
     def apply(self, plan: DeletionPlan, *, request_id: str | None = None) -> DeletionReport:
         """Carry out ``plan`` (see the module docstring); rerunning the same request changes nothing twice."""
+        if self.gate is not None:
+            self.gate.require(Role.PRIVACY_OFFICER)
         rid = request_id or f"privacy-{plan.subject_key_hash[:32]}"
         known = {r.request_id: r for r in self.registry.privacy.requests(plan.subject_key_hash)}
         if rid not in known and plan.based_on_generation != self.registry.redaction_generation():
@@ -147,6 +159,9 @@ class PrivacyCoordinator(SubjectIndexing):
         staging = self._sweep_staging(plan)
         self.keys.set_generation(max(self.keys.generation(), request.generation))
         self.registry.privacy.complete_request(rid)
+        if self.gate is not None and not (rid in known and known[rid].completed):  # this call completed it; the salted hash, never the key
+            audited = {"request_id": rid, "generation": request.generation}
+            self.gate.audit("privacy.delete", f"subject:{plan.subject_key_hash}", reason=plan.reason, detail=audited)
         return DeletionReport(
             request_id=rid,
             subject_key_hash=plan.subject_key_hash,
@@ -361,5 +376,11 @@ __all__ = ["DeletionReport", "PrivacyCoordinator", "PrivacyPlanStaleError", "Rec
 def build_coordinator(platform: Platform, *, actor: str | None = None) -> PrivacyCoordinator:
     """The coordinator over everything a subject can be in: realizations, raw landing and canonical tables."""
     return PrivacyCoordinator(
-        platform.registry, platform.store, actor=actor or platform.actor, zone=platform.landing, tables=platform.tables, config=platform.config
+        platform.registry,
+        platform.store,
+        actor=actor or platform.actor,
+        zone=platform.landing,
+        tables=platform.tables,
+        config=platform.config,
+        gate=gatekeeper(platform),
     )

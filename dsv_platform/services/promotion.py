@@ -24,6 +24,7 @@ from dsv_platform.core.states import RealizationState
 from dsv_platform.services.datasets import open_dataset
 from dsv_platform.services.publisher import Publisher
 from dsv_platform.services.reproduce import locate, verify_dataset
+from dsv_platform.services.trust import gatekeeper
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -104,7 +105,7 @@ def promote(platform: Platform, run_hash: str, *, actor: str | None = None, alia
     who = actor or platform.actor
     realization, model_id = check_promotable(platform, run_hash, actor=who)
     registry = platform.registry
-    Publisher(registry, platform.store, actor=who).move_alias(realization, alias)
+    Publisher(registry, platform.store, actor=who, gate=gatekeeper(platform)).move_alias(realization, alias)
     digest = run_hash.strip().removeprefix("sha256:").lower()
     target = f"{realization.dataset}:{realization.version}@{alias}"
     edge = (NodeKind.MODEL_RUN.value, digest, NodeKind.ALIAS.value, target, Relation.PROMOTED_TO.value, {"run_hash": digest, "ref": realization.ref})

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from dsv_platform.adapters.object_store import ObjectStore
 from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.adapters.registry.trust import TrustRecords
 from dsv_platform.core.contract import Contract
 from dsv_platform.core.errors import AliasConflictError, PublicationError
 from dsv_platform.core.gates import GateResult, QualityReport, report_of
@@ -28,7 +29,10 @@ from dsv_platform.core.hashing import hash_partition, sort_by_key
 from dsv_platform.core.manifest import BuiltPart, Manifest, build_manifest
 from dsv_platform.core.records import PublishOutcome, Realization
 from dsv_platform.core.states import RealizationState
+from dsv_platform.core.trust import Role
 from dsv_platform.services.lineage import record_realization_lineage
+from dsv_platform.services.signing import Signer, sign_realization
+from dsv_platform.services.trust import Gatekeeper
 
 PARQUET_OPTIONS: Mapping[str, Any] = {"compression": "zstd", "compression_level": 3, "row_group_size": 1 << 17, "write_statistics": True}
 
@@ -102,12 +106,16 @@ class Publisher:
         actor: str,
         on_step: Callable[[BuildStep, str], None] | None = None,
         row_filter: Callable[[pa.Table], pa.Table] | None = None,
+        signer: Signer | None = None,
+        gate: Gatekeeper | None = None,
     ) -> None:
         self.registry = registry
         self.store = store
         self.actor = actor
         self.on_step = on_step or (lambda step, detail: None)
         self.row_filter = row_filter  # e.g. privacy.exclude_deleted_subjects: drops rows of deleted subjects
+        self.signer = signer  # the publisher identity: signs each realization's statement (docs/trust.md, "Signatures")
+        self.gate = gate  # roles checked (builder, then publisher), builder recorded, publication and alias moves audited (docs/trust.md)
 
     def write_part(self, attempt: str, key: str, table: pa.Table, contract: Contract) -> BuiltPart:
         if self.row_filter is not None:
@@ -131,7 +139,12 @@ class Publisher:
     def build(self, request: BuildRequest) -> BuildResult:
         contract = request.contract
         logical_key = request.logical_key or request.request_id
+        scope = f"{request.dataset}:{request.version}"
+        if self.gate is not None:
+            self.gate.require(Role.BUILDER, definition=scope)
         candidate = self.registry.create_candidate(request.dataset, request.version, request.request_id, logical_key, self.actor)
+        if self.gate is not None:
+            self.gate.record_builder(candidate)
         self.on_step(BuildStep.CANDIDATE, str(candidate))
         attempt = f"c{candidate}-{uuid.uuid4().hex[:12]}"
         keys = [k for k, _ in request.partitions]
@@ -162,7 +175,11 @@ class Publisher:
             self.registry.transition(candidate, RealizationState.FAILED, reason=f"blocking gate(s) failed: {names}", actor=self.actor)
             self.store.abandon(attempt)
             raise PublicationError(f"{request.dataset}:{request.version}: blocking gate(s) failed: {names} (quality report object {report_object})")
-        outcome = self.registry.publish(candidate, request.request_id, actor=self.actor)
+        if self.gate is not None:  # a builder without the publisher role leaves a SEALED candidate: staging only
+            self.gate.require(Role.PUBLISHER, definition=scope)
+        outcome = self.publish(candidate, request.request_id, manifest, report_object)
+        if self.gate is not None and outcome.created:
+            self.gate.audit("publish", outcome.realization.ref, detail={"request_id": request.request_id})
         if outcome.realization.manifest_hash == manifest.manifest_hash:  # lineage the pipeline itself writes
             record_realization_lineage(self.registry, manifest, outcome.realization.ref, actor=self.actor)
         self.on_step(BuildStep.PUBLISHED, outcome.realization.ref)
@@ -171,9 +188,21 @@ class Publisher:
             self.move_alias(outcome.realization, request.alias)
         return BuildResult(outcome.realization, manifest, outcome, report, report_object)
 
+    def publish(self, candidate: int, request_id: str, manifest: Manifest, report_object: str) -> PublishOutcome:
+        """The conditional insert; with a signer, the signed statement's envelope is stored first and recorded in the same transaction."""
+        if self.signer is None:
+            return self.registry.publish(candidate, request_id, actor=self.actor)
+        builder = TrustRecords.of(self.registry).builder_of(candidate) or self.registry.get(candidate).created_by
+        signature = sign_realization(self.signer, self.store, manifest, builder=builder, quality_report=report_object)
+        edge = ("object", signature.envelope_object, "realization", manifest.manifest_hash, "signs", {"keyid": signature.keyid})
+        self.registry.record_lineage([edge], actor=self.actor)  # GC keeps the envelope as long as the realization
+        return self.registry.publish_signed(candidate, request_id, signature, actor=self.actor)
+
     def move_alias(self, realization: Realization, alias: str, *, attempts: int = 5) -> None:
         """Point ``alias`` at ``realization`` by compare-and-swap, retrying on a lost race."""
         assert realization.manifest_hash is not None
+        if self.gate is not None:  # moving a name is publishing: an upstream writer cannot move a pointer
+            self.gate.require(Role.PUBLISHER, definition=f"{realization.dataset}:{realization.version}")
         for _ in range(attempts):
             current = self.registry.get_alias(realization.dataset, realization.version, alias)
             expect = current.target if current else None
@@ -184,6 +213,8 @@ class Publisher:
             except AliasConflictError:
                 continue
             self.on_step(BuildStep.ALIAS_MOVED, f"{alias} -> {realization.manifest_hash}")
+            if self.gate is not None:
+                self.gate.audit("alias.move", f"{realization.dataset}:{realization.version}@{alias}", detail={"from": expect, "to": realization.manifest_hash})
             return
         raise PublicationError(f"alias {alias!r} of {realization.dataset}:{realization.version} kept moving; gave up after {attempts} attempts")
 

@@ -139,9 +139,12 @@ def rebuild_from_raw(platform: Platform, manifest: Manifest, *, workdir: Path) -
         leaves.append(hash_partition(rows, contract, key=key))
         parts.append(rows)
     table = pa.concat_tables(parts) if parts else contract.arrow_schema.empty_table()
+    content = digest_of(leaves, contract).content_hash
+    if definition.split_policy is None:  # a dataset without splits (e.g. readings_hourly): no assignment to rebuild
+        return RebuiltInput(content, "", table, table.select([]), batches)
     ident = example_id(contract)
     assignment = assign(examples.select(list(dict.fromkeys([ident, definition.entity_column]))), definition.policy()).sort_by(ident)
-    return RebuiltInput(digest_of(leaves, contract).content_hash, assignment_hash(assignment, ident), table, assignment, batches)
+    return RebuiltInput(content, assignment_hash(assignment, ident), table, assignment, batches)
 
 
 def split_of(rebuilt: RebuiltInput, split: str, key: tuple[str, ...]) -> pa.Table:

@@ -18,14 +18,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dsv_platform.adapters.encrypted_store import EncryptingObjectStore
+from dsv_platform.core import canonical_json
 from dsv_platform.core.dataset_definition import DatasetDefinition
 from dsv_platform.core.errors import CorruptError
 from dsv_platform.core.gates import GateResult, rows_at_least
 from dsv_platform.core.manifest import CodePin, EnvironmentPin, LabelPin, Manifest, SourcePin, SplitsEntry
 from dsv_platform.core.split_checks import CheckReport, assignment_hash, expected_parts, proportions_within_tolerance, splits_are_entity_disjoint
 from dsv_platform.core.splits import assign
+from dsv_platform.core.timezones import tz_database
+from dsv_platform.core.validation import validate
 from dsv_platform.services import openlineage
 from dsv_platform.services.datasets import load_manifest, open_dataset
+from dsv_platform.services.integrity_signals import integrity_gates
 from dsv_platform.services.privacy import PrivacyCoordinator
 from dsv_platform.services.publisher import BuildRequest, Publisher, parquet_bytes
 from dsv_platform.services.realization_inputs import (
@@ -46,6 +50,8 @@ from dsv_platform.services.realization_inputs import (
     runner_timezone,
 )
 from dsv_platform.services.semantic_gate import semantic_gates
+from dsv_platform.services.signing import signer_of
+from dsv_platform.services.trust import gatekeeper
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -77,6 +83,8 @@ class RealizationBuild:
 
 
 def _gates(definition: DatasetDefinition, assignment: pa.Table, population: int) -> list[GateResult]:
+    if definition.split_policy is None:  # no splits: the row count (and label coverage) gate the examples themselves
+        return [rows_at_least(assignment.num_rows, definition.gates.rows_at_least), *_coverage(definition, assignment, population)]
     disjoint = splits_are_entity_disjoint(assignment, definition.entity_column)
     proportions = proportions_within_tolerance(assignment, expected_parts(definition.policy()), definition.gates.proportion_tolerance_bp)
     gates = [
@@ -84,11 +92,15 @@ def _gates(definition: DatasetDefinition, assignment: pa.Table, population: int)
         GateResult("proportions_within_tolerance", proportions.passed, {f.name: str(f.detail.get("observed")) for f in proportions.findings}, blocking=False),
         rows_at_least(assignment.num_rows, definition.gates.rows_at_least),
     ]
-    if definition.label is not None:
-        coverage_bp = assignment.num_rows * 10_000 // population if population else 0
-        minimum = definition.gates.label_coverage_at_least_bp
-        gates.append(GateResult("label_coverage", coverage_bp >= minimum, {"coverage_bp": coverage_bp, "minimum_bp": minimum, "population": population}))
-    return gates
+    return gates + _coverage(definition, assignment, population)
+
+
+def _coverage(definition: DatasetDefinition, assignment: pa.Table, population: int) -> list[GateResult]:
+    if definition.label is None:
+        return []
+    coverage_bp = assignment.num_rows * 10_000 // population if population else 0
+    minimum = definition.gates.label_coverage_at_least_bp
+    return [GateResult("label_coverage", coverage_bp >= minimum, {"coverage_bp": coverage_bp, "minimum_bp": minimum, "population": population})]
 
 
 # ---------------------------------------------------------------- the build
@@ -98,7 +110,7 @@ def _manifest_fields(
     platform: Platform,
     inputs: Inputs,
     pins: tuple[Pin, ...],
-    splits: SplitsEntry,
+    splits: SplitsEntry | None,
     watermark: dt.datetime,
     population: int,
     *,
@@ -108,6 +120,9 @@ def _manifest_fields(
     """What the manifest records besides the partitions: pins, label, window, watermark, code, environment, parameters."""
     definition = inputs.definition
     by_name = {spec.name: spec for spec in inputs.tables}
+    parameters: dict[str, object] = {"recipe_hash": definition.recipe_hash, "watermark_rule": definition.watermark.rule, "population_rows": population}
+    if definition.zones:  # which tz rules the recipe's local times used, as canonical JSON (docs/configuration.md)
+        parameters["tz_database"] = canonical_json.dumps(tz_database(definition.zones)).decode()
     return {
         "splits": splits,
         "sources": tuple(SourcePin(p.table, str(p.snapshot_id), p.tag, {"identifier": platform.tables.identifier(by_name[p.table])}) for p in pins),
@@ -118,7 +133,7 @@ def _manifest_fields(
         "code": code or code_pin(),
         "environment": environment or environment_pin(),
         "runner_timezone": runner_timezone(),
-        "parameters": {"recipe_hash": definition.recipe_hash, "watermark_rule": definition.watermark.rule, "population_rows": population},
+        "parameters": parameters,
         "seed": definition.seed,
     }
 
@@ -157,7 +172,7 @@ def build_realization(
     generation = registry.redaction_generation()
     key = f"{key}:g{generation}" if generation else key
     request_id = f"{definition.name}:{definition.version}:{key}"
-    publisher = Publisher(registry, store, actor=actor)
+    publisher = Publisher(registry, store, actor=actor, signer=signer_of(platform), gate=gatekeeper(platform))  # roles checked; signed (docs/trust.md)
     done = publisher.reconcile(request_id)
     if done is not None:
         return RealizationBuild(done.ref, load_manifest(registry, done), pins, True, ())
@@ -166,9 +181,13 @@ def build_realization(
     if isinstance(store, EncryptingObjectStore):  # new realizations exclude deleted subjects
         coordinator = PrivacyCoordinator(registry, store, actor=actor, config=platform.config)
         examples = coordinator.exclusion_filter(realization_subjects(platform, definition))(examples)
-    assignment, splits = split_assignment(platform, definition, examples)
+    assignment, splits = split_assignment(platform, definition, examples) if definition.split_policy is not None else (examples, None)
     gates = _gates(definition, assignment, population)
+    if definition.derive or definition.aggregate is not None:  # values the recipe computed: Pandera checks them against the output contract
+        report = validate(examples, definition.contract)
+        gates.append(GateResult("rows_satisfy_contract", report.passed, dict(report.summary())))
     gates += semantic_gates(platform, definition.name, definition.version, definition.contract, examples)  # docs/contracts.md
+    gates += integrity_gates(platform, definition, examples, pins)  # poisoning signals: docs/quarantine.md
     request = BuildRequest(
         dataset=definition.name,
         version=definition.version,

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from dsv_platform.adapters.iceberg import CanonicalTables
 from dsv_platform.adapters.iceberg_values import RECORDED_AT
 from dsv_platform.core import canonical_json
+from dsv_platform.core.aggregation import ZoneOf
 from dsv_platform.core.assembly import assemble_examples
 from dsv_platform.core.contract import Contract
 from dsv_platform.core.dataset_definition import DatasetDefinition
@@ -33,6 +34,7 @@ from dsv_platform.core.labels import LabelVersion
 from dsv_platform.core.manifest import CodePin, EnvironmentPin
 from dsv_platform.core.platform_config import PlatformConfig
 from dsv_platform.core.source import SourceSpec, TableSpecLike
+from dsv_platform.core.timezones import zone
 from dsv_platform.services.canonical_load import label_table_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -155,8 +157,11 @@ def pinned_watermark(tables: CanonicalTables, inputs: Inputs, pins: Mapping[str,
     return max(marks)
 
 
-def assemble(tables: CanonicalTables, inputs: Inputs, pins: Mapping[str, Pin], watermark: dt.datetime) -> tuple[pa.Table, int]:
-    """The examples (contract columns, sorted by its key) and the population size before the label join."""
+def assemble(tables: CanonicalTables, inputs: Inputs, pins: Mapping[str, Pin], watermark: dt.datetime, *, zone_of: ZoneOf = zone) -> tuple[pa.Table, int]:
+    """The examples (contract columns, sorted by its key) and the population size before the label join.
+
+    ``zone_of`` gives the time zone rules of local-time windows and buckets (default: the pinned tzdata package).
+    """
     definition = inputs.definition
 
     def read(spec: TableSpecLike) -> pa.Table:
@@ -166,7 +171,7 @@ def assemble(tables: CanonicalTables, inputs: Inputs, pins: Mapping[str, Pin], w
     joined = {j.source: read(inputs.sources[j.source]) for j in definition.as_of_joins}
     labels = read(label_table_spec(inputs.label)) if inputs.label is not None else None
     label_key = inputs.label.key if inputs.label is not None else None
-    return assemble_examples(definition, base, joined, inputs.sources, labels, label_key=label_key)
+    return assemble_examples(definition, base, joined, inputs.sources, labels, label_key=label_key, zone_of=zone_of)
 
 
 def partitions_of(table: pa.Table, contract: Contract) -> list[tuple[str, pa.Table]]:

@@ -9,13 +9,12 @@ Details: docs/lineage-and-reproduction.md
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
 import subprocess
 import tempfile
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,10 +23,17 @@ import pyarrow as pa
 from dsv_platform.adapters.object_store import ObjectStore
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core import canonical_json
-from dsv_platform.core.errors import ConfigurationError, CorruptError, FailureKind, ObjectNotFoundError, ObjectVerificationError, ResolutionError
+from dsv_platform.core.errors import (
+    ConfigurationError,
+    CorruptError,
+    FailureKind,
+    NotFoundError,
+    ObjectNotFoundError,
+    ObjectVerificationError,
+    ResolutionError,
+)
 from dsv_platform.core.manifest import Manifest
-from dsv_platform.core.model_run import RUN_FORMAT, Trainer, TrainingData, model_of, resolve_trainer, trainer_of
-from dsv_platform.core.records import Realization
+from dsv_platform.core.model_run import RUN_FORMAT, Trainer, TrainingData, resolve_trainer, trainer_of
 from dsv_platform.core.refs import parse_ref
 from dsv_platform.core.reproduction import (
     Check,
@@ -36,97 +42,26 @@ from dsv_platform.core.reproduction import (
     OutputComparison,
     Tolerance,
     compare_outputs,
-    decide,
     diff_environments,
     outcome_of_failure,
 )
 from dsv_platform.core.split_checks import assignment_hash
 from dsv_platform.core.states import RealizationState
+from dsv_platform.services.artifacts import locate_artifact
 from dsv_platform.services.datasets import Dataset, load_manifest, open_dataset
+from dsv_platform.services.envbuild import NotReproducibleError
 from dsv_platform.services.raw_rebuild import RawMissingError, RebuiltInput, TransformChangedError, rebuild_from_raw, split_of
 from dsv_platform.services.realization import REPO, environment_lockfile, environment_pin
+from dsv_platform.services.reproduce_artifact import reproduce_artifact
+from dsv_platform.services.reproduce_report import ReproductionReport, Target, finish
+from dsv_platform.services.reproduce_training import restorable, restored_trainer
+from dsv_platform.services.signing import check_signature
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
 
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 _COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
-
-
-@dataclass(frozen=True)
-class Target:
-    kind: str  # "realization" or "model"
-    ref: str
-    manifest_hash: str
-    realization: Realization
-    run: Mapping[str, Any] | None = None
-    run_hash: str | None = None
-
-    @property
-    def asset_key(self) -> str:
-        if self.kind == "model" and self.run is not None:
-            return model_of(self.run)
-        return f"{self.realization.dataset}_{self.realization.version}_snapshot"
-
-
-@dataclass(frozen=True)
-class ReproductionReport:
-    """What the audit found; ``record_id`` is its row in the registry's reproduction records."""
-
-    target: str
-    kind: str
-    ref: str
-    manifest_hash: str
-    run_hash: str | None
-    outcome: Outcome
-    checks: tuple[Check, ...]
-    rebuilt: tuple[str, ...]
-    environment: EnvironmentDiff | None
-    output: OutputComparison | None
-    procedure: str
-    actor: str
-    at: str
-    asset_key: str | None
-    record_id: int
-
-    @property
-    def reconstructable(self) -> bool:
-        return self.outcome.reconstructable
-
-    @property
-    def reason(self) -> str:
-        """The last failed check implying the verdict (its step and detail), or the outcome."""
-        failed = [c for c in self.checks if not c.passed]
-        if not failed:
-            return self.outcome.value
-        c = next((c for c in reversed(failed) if c.failure is self.outcome), failed[0])
-        return f"{c.failure.value if c.failure else 'FAILED'}: {c.step}: {canonical_json.dumps(dict(c.detail)).decode()}"
-
-    def details(self) -> dict[str, Any]:
-        return {
-            "procedure": self.procedure,
-            "target": self.target,
-            "kind": self.kind,
-            "run_hash": self.run_hash,
-            "checks": [c.to_document() for c in self.checks],
-            "matched": [c.step for c in self.checks if c.passed],
-            "rebuilt": list(self.rebuilt),
-            "environment": None if self.environment is None else self.environment.to_document(),
-            "output": None if self.output is None else self.output.to_document(),
-            "tolerance_needed": None if self.output is None else ("exact" if self.output.exact else dict(self.output.needed_bp)),
-        }
-
-    def to_document(self) -> dict[str, Any]:
-        return {
-            "ref": self.ref,
-            "manifest_hash": self.manifest_hash,
-            "outcome": self.outcome.value,
-            "actor": self.actor,
-            "at": self.at,
-            "record_id": self.record_id,
-            "asset_key": self.asset_key,
-            **self.details(),
-        }
 
 
 # ---------------------------------------------------------------- 1. locate
@@ -181,6 +116,20 @@ def locate(registry: Registry, store: ObjectStore, target: str) -> Target | Chec
     return Target("realization", found.ref, found.manifest_hash, found)
 
 
+def is_artifact_target(platform: Platform, target: str) -> bool:
+    """An artifact's name or footer hash (prefix), rather than a dataset reference, a realization or a model run."""
+    text = target.strip().lower().removeprefix("manifest").strip().removeprefix("sha256:")
+    if not _HEX.match(text):
+        return ":" not in text
+    if platform.registry.find_by_manifest_hash(text) is not None or _run_manifest(platform.store, text) is not None:
+        return False
+    try:
+        locate_artifact(platform, text)
+    except (NotFoundError, CorruptError):
+        return False
+    return True
+
+
 # ---------------------------------------------------------------- 2. code, 3. environment
 
 
@@ -196,7 +145,10 @@ def commit_exists(commit: str, repo: Path = REPO) -> bool:
 
 
 def check_code(code: Mapping[str, Any], repo: Path = REPO) -> Check:
+    """The pin must be clean and its commit present: in the recorded repository if it is here, else in ``repo``."""
     commit, dirty = str(code.get("commit", "unknown")), bool(code.get("dirty", False))
+    recorded = Path(str(code.get("repo") or repo))
+    repo = recorded if recorded.is_dir() and commit_exists(commit, recorded) else repo
     if dirty:
         reason = "built from uncommitted changes: not reproducible by construction"
         return Check("code", False, Outcome.NOT_REPRODUCIBLE_DIRTY, {"commit": commit, "dirty": True, "reason": reason})
@@ -317,66 +269,77 @@ def reproduce(
     procedure: str = "reproduce",
     repo: Path = REPO,
     trainer: Trainer | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> ReproductionReport:
-    """Run the audit procedure on ``target`` (a ref, a manifest hash or a run-manifest hash) and record the result.
+    """Run the audit procedure on ``target`` (a ref, a manifest hash, a run-manifest hash, or an artifact) and record the result.
 
     ``rebuild=False`` and ``smoke=True`` make the dry variant the rehearsal runs. A model run is
-    retrained by the trainer its run manifest names (``trainer`` overrides it).
+    retrained by the trainer its run manifest names (``trainer`` overrides it). An artifact (its footer
+    hash, a unique prefix of it, or its name) goes through the seven steps of services/reproduce_artifact.py.
     """
     who = actor or platform.actor
     registry = platform.registry
     store = platform.store
+    if is_artifact_target(platform, target):
+        return reproduce_artifact(platform, target, actor=who, rebuild=rebuild, procedure=procedure, repo=repo, progress=progress)
     checks: list[Check] = []
     rebuilt: list[str] = []
     env: EnvironmentDiff | None = None
     output: OutputComparison | None = None
     located = locate(registry, store, target)
     if isinstance(located, Check):
-        return _finish(registry, target, None, [located], [], None, None, procedure, who)
-    manifest: Manifest | None = None
-    try:
-        manifest = load_manifest(registry, located.realization)
-    except ResolutionError as exc:
-        checks.append(Check("manifest", False, outcome_of_failure(exc.kind), {"reason": str(exc)}))
+        return finish(registry, target, None, [located], [], None, None, procedure, who)
+    manifest = trusted_manifest(platform, located, checks)
     if manifest is not None:
-        checks.append(Check("manifest", True, detail={"manifest_hash": located.manifest_hash}))
         code = located.run["code"] if located.run else (manifest.code.to_document() if manifest.code else {"commit": "unknown", "dirty": False})
         checks.append(check_code(code, repo))
         if checks[-1].passed:
             recorded_env = located.run["environment"] if located.run else (manifest.environment.to_document() if manifest.environment else {})
             env_check, env = check_environment(store, recorded_env)
-            checks.append(env_check)
-            found, notes, source = check_inputs(platform, located, manifest, rebuild=rebuild, actor=who)
-            checks += found
-            rebuilt += notes
-            if source is not None and located.run is not None:
-                step, output = rerun_training(source, manifest, located.run, smoke=smoke, trainer=trainer)
-                checks.append(step)
-    return _finish(registry, target, located, checks, rebuilt, env, output, procedure, who)
+            with ExitStack() as stack:
+                if located.run is not None and trainer is None and not smoke:
+                    env_check, trainer = in_restored_environment(platform, located.run, env_check, env, repo=repo, stack=stack, say=progress)
+                checks.append(env_check)
+                found, notes, source = check_inputs(platform, located, manifest, rebuild=rebuild, actor=who)
+                checks += found
+                rebuilt += notes
+                if source is not None and located.run is not None and env_check.failure is not Outcome.NOT_REPRODUCIBLE_NO_LOCK:
+                    step, output = rerun_training(source, manifest, located.run, smoke=smoke, trainer=trainer)
+                    checks.append(Check(step.step, step.passed, step.failure, {**step.detail, "environment": env_check.detail.get("rerun_in")}))
+    return finish(registry, target, located, checks, rebuilt, env, output, procedure, who)
 
 
-def _finish(
-    registry: Registry, target: str, located: Target | None, checks: list[Check], rebuilt: list[str],
-    env: EnvironmentDiff | None, output: OutputComparison | None, procedure: str, actor: str,
-) -> ReproductionReport:
-    outcome = decide(checks, rebuilt=rebuilt)
-    now = dt.datetime.now(dt.UTC).isoformat()
-    report = ReproductionReport(
-        target=target,
-        kind="unknown" if located is None else located.kind,
-        ref=target if located is None else located.ref,
-        manifest_hash="" if located is None else located.manifest_hash,
-        run_hash=None if located is None else located.run_hash,
-        outcome=outcome,
-        checks=tuple(checks),
-        rebuilt=tuple(rebuilt),
-        environment=env,
-        output=output,
-        procedure=procedure,
-        actor=actor,
-        at=now,
-        asset_key=None if located is None else located.asset_key,
-        record_id=0,
-    )
-    record_id = registry.record_reproduction(report.ref, report.manifest_hash, actor=actor, outcome=outcome.value, details={**report.details(), "at": now})
-    return ReproductionReport(**{**report.__dict__, "record_id": record_id})
+def trusted_manifest(platform: Platform, located: Target, checks: list[Check]) -> Manifest | None:
+    """The target's manifest, once its signature is trusted (before the code pin is even looked at); else a failed check."""
+    status = check_signature(platform, located.realization)
+    if not status.trusted:
+        checks.append(Check("signature", False, Outcome.UNTRUSTED, {"status": status.status, "signer": status.signer, "reason": status.reason}))
+        return None
+    try:
+        manifest = load_manifest(platform.registry, located.realization)
+    except ResolutionError as exc:
+        checks.append(Check("manifest", False, outcome_of_failure(exc.kind), {"reason": str(exc)}))
+        return None
+    checks.append(Check("manifest", True, detail={"manifest_hash": located.manifest_hash, "signature": status.status}))
+    return manifest
+
+
+def in_restored_environment(
+    platform: Platform, run: Mapping[str, Any], env_check: Check, env: EnvironmentDiff, *, repo: Path, stack: ExitStack, say: Callable[[str], None] | None
+) -> tuple[Check, Trainer | None]:
+    """The environment check and the trainer of a full rerun: the recorded trainer in the run's restored venv, when it records a lock.
+
+    Then today's environment is only compared (a drift is reported, harmless); without a lock the rerun is in today's and says so.
+    """
+    where = restorable(run, repo)
+    if where is None:
+        today = "today's environment (the run records no lock)"
+        return Check(env_check.step, env_check.passed, env_check.failure, {**env_check.detail, "rerun_in": today}), None
+    try:
+        train, seen = restored_trainer(platform, run, where, stack, say=say or (lambda _message: None))
+    except NotReproducibleError as exc:
+        return Check("environment", False, Outcome.NOT_REPRODUCIBLE_NO_LOCK, {"reason": str(exc)}), None
+    return Check("environment", True, detail={"rerun_in": seen, "today_differs": env.summary()}), train
+
+
+__all__ = ["ReproductionReport", "Target", "check_code", "check_environment", "check_inputs", "commit_exists", "locate", "reproduce", "rerun_training"]

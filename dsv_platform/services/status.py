@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from dsv_platform.adapters.object_store import ObjectStore
+from dsv_platform.adapters.registry.quarantine import QuarantineRecords
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.dataset_definition import DatasetDefinition
 from dsv_platform.core.errors import ObjectStoreError
@@ -45,6 +46,8 @@ class DefinitionStatus:
     consumption: dict[str, dict[str, Any]]
     approval: dict[str, str | None] | None = None
     """The usable realization's ``state`` (PUBLISHED, ELIGIBLE) and its approval (services/approval.py)."""
+    quarantined: tuple[dict[str, Any], ...] = ()
+    """Its QUARANTINED realizations: ref, and the quarantine holding it (id, of what, by whom, why, state); docs/quarantine.md."""
 
     def to_document(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -105,4 +108,18 @@ def platform_status(platform: Platform, *, now: dt.datetime | None = None) -> li
     registry = platform.registry
     store = platform.store
     when = now or dt.datetime.now(dt.UTC)
-    return [definition_status(registry, store, d, now=when) for d in platform.config.datasets]
+    statuses = [definition_status(registry, store, d, now=when) for d in platform.config.datasets]
+    return [replace(s, quarantined=_quarantined(registry, s.ref)) for s in statuses]
+
+
+def _quarantined(registry: Registry, ref: str) -> tuple[dict[str, Any], ...]:
+    """The QUARANTINED realizations of the definition ``ref`` with the active quarantine holding each (none: the integrity scan's)."""
+    name, _, version = ref.partition(":")
+    held = QuarantineRecords(registry.engine).records(active_only=True)
+    out = []
+    for r in registry.versions(name, include_candidates=True):
+        if r.version == version and r.state is RealizationState.QUARANTINED and r.manifest_hash:
+            record = next((q for q in reversed(held) if q.covers(r.manifest_hash)), None)
+            keep = ("id", "ref", "created_by", "reason", "state")
+            out.append({"ref": r.ref, "quarantine": None if record is None else {k: record.to_document()[k] for k in keep}})
+    return tuple(out)

@@ -36,7 +36,11 @@ def test_reproduce_cmd_audits_rehearses_promotes_and_reports(lab: Lab, monkeypat
 
     code, _, err = dsv(lab, monkeypatch, capsys, "promote", run.run_hash)
     assert code == 8 and "NOT_ELIGIBLE" in err and "dsv approve" in err, err  # not approved yet
+    assert dsv(lab, monkeypatch, capsys, "identity", "create", "auditor")[0] == 0  # the lab built it as admin: admin cannot approve it
+    assert dsv(lab, monkeypatch, capsys, "grants", "add", "auditor", "approver")[0] == 0
+    monkeypatch.setenv("DSV_IDENTITY", "auditor")
     code, out, _ = dsv(lab, monkeypatch, capsys, "approve", run.ref, "--reason", "audit reproduced it")
+    monkeypatch.delenv("DSV_IDENTITY")
     assert code == 0 and "ELIGIBLE" in out
     code, out, _ = dsv(lab, monkeypatch, capsys, "promote", run.run_hash, "--json")
     assert code == 0 and json.loads(out)["alias_ref"] == "fraud_training_set:v6@production"

@@ -72,7 +72,8 @@ def test_gc_keeps_every_object_a_retained_model_names(tmp_path: Path) -> None:
     world = World.create(tmp_path / "home", rows_per_day=40, days=4)
     day = world.domain.days(2)[1]
     retained = _build(world)
-    run = train_model(world.platform, retained.ref, model_name=MODEL_NAME, trainer=TRAINER, seed=7)
+    no_lock = {"lockfile_sha256": "unknown"}  # CLEAN is a fiction over this checkout: the full rerun must never restore a worktree of it
+    run = train_model(world.platform, retained.ref, model_name=MODEL_NAME, trainer=TRAINER, seed=7, code=CLEAN, environment=no_lock)
     world.ingest([late_transactions(world.domain, day, arrived=day + dt.timedelta(days=20), count=5)])
     orphan = _build(world)
     world.ingest([late_transactions(world.domain, day, arrived=day + dt.timedelta(days=21), count=5)])
@@ -144,6 +145,9 @@ from dsv_platform.core.manifest import CodePin
 from dsv_platform.services import realization
 clean = CodePin(realization.code_pin().commit, False)
 realization.code_pin = lambda *a, **k: clean  # a dirty working tree would make every build NOT_REPRODUCIBLE_DIRTY
+from dsv_platform.services import code_pins
+checkout_of = code_pins.checkout_of
+code_pins.checkout_of = lambda path: {**checkout_of(path), "dirty": False}  # the same for a model run's trainer checkout
 from dsv_platform.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """

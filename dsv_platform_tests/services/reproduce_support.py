@@ -54,7 +54,11 @@ class Lab:
         return build
 
     def model(self, build: RealizationBuild) -> ModelRun:
-        return train_model(self.platform, build.ref, model_name=MODEL_NAME, trainer=TRAINER, seed=42)
+        m = build.manifest  # the run records the pins this build was given (a model run's own pin is its trainer's checkout)
+        # No lock recorded: these pins are fictions over this checkout (HEAD, "clean"), so a full rerun must never restore a worktree
+        # of it; it retrains in today's environment. Restoring is tested on a snapshot repository (scenarios/test_reproduce_artifact.py).
+        environment = {**(m.environment.to_document() if m.environment else {}), "lockfile_sha256": "unknown"}
+        return train_model(self.platform, build.ref, model_name=MODEL_NAME, trainer=TRAINER, seed=42, code=m.code, environment=environment)
 
     def expire(self, build: RealizationBuild, *, delete_objects: bool = True) -> None:
         r = self.world.registry.find_by_manifest_hash(build.manifest_hash)

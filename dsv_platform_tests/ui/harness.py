@@ -1,6 +1,6 @@
 """The UI tests' harness: a seeded Dagster instance, the Dagster UI (``make ui``) serving it, GraphQL look-ups, the browser.
 
-``seed`` runs the demo's first steps, small, then the demo's own rehearsal step (``rehearse_once``).
+``seed`` runs the demo's first steps, small, the demo's own rehearsal step (``rehearse_once``), then the weekly full rehearsal.
 ``dagster_ui`` starts what ``make ui`` starts (daemon and webserver) on a free port. GraphQL only tells a test
 which values to look for; every claim is asserted on what the browser rendered. Chromium is Debian's
 (/usr/bin/chromium, installed by .ci/prereqs) driven by Playwright; its own browser download is not used.
@@ -25,6 +25,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SNAPSHOT, SPLITS, MODEL, REHEARSAL = "fraud_training_set_v6_snapshot", "fraud_training_set_v6_splits", "fraud_model", "reconstructability"
+FULL_REHEARSAL = "full_reproducibility"  # the weekly full rehearsal's asset (fully_reproduced_fraction)
 CHECK_OUTCOME = {"SUCCEEDED": "Passed", "FAILED": "Failed"}  # GraphQL execution status -> the check page's "Evaluation result"
 HEX64 = re.compile(r"[0-9a-f]{64}")
 CHROMIUM = os.environ.get("DSV_CHROMIUM", "/usr/bin/chromium")
@@ -42,7 +43,7 @@ MISSING = f"Chromium is not installed ({CHROMIUM}): `make prereqs` (.ci/prereqs)
 
 
 def seed(home: Path) -> None:
-    """The first steps of `dsv demo`, small, and its rehearsal: a Dagster instance under home/dagster."""
+    """The first steps of `dsv demo`, small, its rehearsal and one weekly full rehearsal: a Dagster instance under home/dagster."""
     from dsv_platform.bootstrap import build_platform
     from dsv_platform.cli.runs import Runner
     from dsv_platform.examples.fraud import events
@@ -63,6 +64,7 @@ def seed(home: Path) -> None:
             demo.publish()
             # The rehearsal's blocking check fails on a dirty working tree (NOT_REPRODUCIBLE_DIRTY); the materialization
             # and the check result are recorded either way, and the UI must show whichever it is.
+            # It runs the daily job and the weekly full rehearsal once each: both series get a point.
             rehearse_once(runner)
         finally:
             runner.close()

@@ -20,10 +20,11 @@ from sqlalchemy.engine import Connection
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.approval import locked_state
 from dsv_platform.adapters.registry.publication import insert_ignore
+from dsv_platform.adapters.registry.quarantine import quarantine_note
 from dsv_platform.core.approval import DEFAULT_PROTECTED_ALIASES, check_protected_target
-from dsv_platform.core.errors import NotFoundError, PublicationError
+from dsv_platform.core.errors import NotFoundError, PublicationError, QuarantinedError
 from dsv_platform.core.records import AliasMove, AliasRecord, StaleAliasError
-from dsv_platform.core.states import alias_targetable
+from dsv_platform.core.states import RealizationState, alias_targetable
 
 A = s.aliases
 H = s.alias_history
@@ -82,6 +83,9 @@ def set_alias(
     state = locked_state(conn, name, version, target)  # re-read inside this transaction, row share-locked (approval.py)
     if state is None:
         raise NotFoundError(f"alias {alias!r} cannot point to {ref}: no such published realization", ref=ref)
+    if state is RealizationState.QUARANTINED:
+        note = quarantine_note(conn, target)
+        raise QuarantinedError(f"alias {name}:{version}@{alias} cannot move to {ref}: it is quarantined{note}", ref=ref, detail={"alias": alias})
     if not alias_targetable(state):
         raise PublicationError(f"alias {alias!r} may point only to PUBLISHED or ELIGIBLE realizations; {ref} is {state.value}")
     check_protected_target(alias, ref, state, protected)

@@ -16,7 +16,9 @@ from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
+from dsv_platform.adapters.registry import schema_trust as st
 from dsv_platform.core.approval import check_approvable, check_revocable, check_revoke_aliases
+from dsv_platform.core.errors import AccessDeniedError
 from dsv_platform.core.records import Realization
 from dsv_platform.core.states import ConcurrentTransitionError, RealizationState
 
@@ -45,16 +47,42 @@ def aliases_at(conn: Connection, realization: Realization, among: Collection[str
     return sorted(alias for (alias,) in rows if alias in among)
 
 
-def approve(conn: Connection, realization_id: int, *, reason: str, actor: str, now: datetime) -> tuple[Realization, bool]:
-    """PUBLISHED -> ELIGIBLE with an event (actor, reason); ``(realization, False)`` when it was ELIGIBLE already."""
+def refuse_own_build(conn: Connection, realization: Realization, identity: str) -> None:
+    """Separation of duties: the identity that built ``realization`` never approves it (docs/trust.md)."""
+    t = st.realization_builders
+    builder = conn.execute(select(t.c.identity).where(t.c.realization_id == realization.id)).scalar()
+    if builder is not None and builder == identity:
+        raise AccessDeniedError(
+            f"identity {identity!r} built {realization.ref} and cannot approve it (role 'approver': separation of duties); another approver must",
+            ref=realization.ref,
+            detail={"identity": identity, "role": "approver", "builder": builder},
+        )
+
+
+def _audit(conn: Connection, identity: str | None, action: str, target: str, *, reason: str, now: datetime, detail: dict[str, object]) -> None:
+    if identity is not None:  # in the same transaction as the state change
+        from dsv_platform.adapters.registry.trust import append_audit  # here: trust.py imports registry.py, which imports this module
+
+        append_audit(conn, now=now, identity=identity, action=action, target=target, reason=reason, detail=detail)
+
+
+def approve(conn: Connection, realization_id: int, *, reason: str, actor: str, now: datetime, audit_as: str | None = None) -> tuple[Realization, bool]:
+    """PUBLISHED -> ELIGIBLE with an event (actor, reason); ``(realization, False)`` when it was ELIGIBLE already.
+
+    ``audit_as``: the approving identity; refused if it built the realization, the approval audited in this transaction.
+    """
     current = q.load_realization(conn, realization_id)
+    if audit_as is not None:
+        refuse_own_build(conn, current, audit_as)
     if not check_approvable(current.ref, current.state):
         return current, False
-    return q.set_state(conn, current, S.ELIGIBLE, reason=reason, actor=actor, at=now), True
+    updated = q.set_state(conn, current, S.ELIGIBLE, reason=reason, actor=actor, at=now)
+    _audit(conn, audit_as, "approve", updated.ref, reason=reason, now=now, detail={})
+    return updated, True
 
 
 def revoke(
-    conn: Connection, realization_id: int, *, reason: str, actor: str, now: datetime, protected: Collection[str], force: bool
+    conn: Connection, realization_id: int, *, reason: str, actor: str, now: datetime, protected: Collection[str], force: bool, audit_as: str | None = None
 ) -> tuple[Realization, bool, list[str]]:
     """ELIGIBLE -> PUBLISHED with an event; refused while a protected alias points at it unless ``force``.
 
@@ -72,4 +100,5 @@ def revoke(
     pointing = aliases_at(conn, current, protected)  # re-read under the row lock the update took
     if pointing != seen:
         raise ConcurrentTransitionError(f"protected aliases of {current.ref} moved during the revocation; re-read it")
+    _audit(conn, audit_as, "revoke", updated.ref, reason=reason, now=now, detail={"forced": bool(pointing)})
     return updated, True, pointing

@@ -17,6 +17,7 @@ from sqlalchemy import Column, ForeignKeyConstraint, Index, Integer, MetaData, S
 from sqlalchemy.engine import Connection, Engine
 
 from dsv_platform.adapters.registry import schema as s
+from dsv_platform.adapters.registry import schema_trust as st
 from dsv_platform.core.errors import ConfigurationError
 
 _PG_LOCK_ID = 0x64737672  # "dsvr"
@@ -121,14 +122,41 @@ def _v5(conn: Connection) -> None:
     s.dataset_consumers.create(conn)
 
 
+def _v6(conn: Connection) -> None:
+    s.production_runs.create(conn)
+    s.lineage_activities.create(conn)
+    _append_only(conn, "lineage_activities")
+
+
+def _v7(conn: Connection) -> None:
+    for table in (st.identities, st.grants, st.audit_log, st.realization_builders):
+        table.create(conn)
+    _append_only(conn, "audit_log")
+
+
+def _v8(conn: Connection) -> None:
+    s.quarantines.create(conn)
+    s.quarantine_releases.create(conn)
+    _append_only(conn, "quarantine_releases")
+
+
+def _v10(conn: Connection) -> None:
+    s.signatures.create(conn)
+    _append_only(conn, "signatures")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "definitions, realizations, events, manifests, publication claims, aliases", _v1),
     Migration(2, "reader ACL, redaction generation; lineage, retention, consumption, redaction, reproduction tables", _v2),
     Migration(3, "privacy deletion: subject index, scans, requests, per-descendant outcomes", _v3),
     Migration(4, "privacy deletion: subject index scans of raw landed batches", _v4),
     Migration(5, "registered consumers of a definition and the columns they read", _v5),
+    Migration(6, "artifact and model runs (intent, complete, failed) and activities attached to lineage nodes", _v6),
+    Migration(7, "trust: identities and public keys, grants, hash-chained audit log, realization builders", _v7),
+    Migration(8, "operator quarantines of realizations and raw batches with evidence and affected descendants; two-person releases", _v8),
+    Migration(10, "signed realization statements: DSSE envelope object, signer, key id per published realization", _v10),
 )
-LATEST = MIGRATIONS[-1].version
+LATEST = max(m.version for m in MIGRATIONS)  # numbers are reserved per issue: the newest is not always the last one written
 
 
 # ---------------------------------------------------------------- runner

@@ -24,6 +24,7 @@ from dsv_platform.adapters.registry import resolution as res
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.bookkeeping import RegistryBookkeeping
 from dsv_platform.adapters.registry.engine import create_registry_engine
+from dsv_platform.adapters.registry.signatures import RegistrySignatures
 from dsv_platform.adapters.registry.transactions import Clock, utcnow
 from dsv_platform.core import canonical_json
 from dsv_platform.core.approval import DEFAULT_PROTECTED_ALIASES
@@ -45,7 +46,7 @@ from dsv_platform.core.refs import DatasetRef, parse_ref
 from dsv_platform.core.states import ConcurrentTransitionError, RealizationState
 
 
-class Registry(RegistryBookkeeping):
+class Registry(RegistrySignatures, RegistryBookkeeping):
     """Publication state, aliases, definitions and the records later issues add. Build one with :meth:`from_url`.
 
     The transactions come from :class:`RegistryTransactions`, the lineage, retention, reproduction
@@ -255,14 +256,18 @@ class Registry(RegistryBookkeeping):
             )
         )
 
-    def approve(self, realization_id: int, *, reason: str, actor: str) -> tuple[Realization, bool]:
-        """PUBLISHED -> ELIGIBLE as an event (actor, reason); False when already ELIGIBLE (approval.py)."""
-        return self._retrying(lambda conn: ap.approve(conn, realization_id, reason=reason, actor=actor, now=self._now()), also=(ConcurrentTransitionError,))
+    def approve(self, realization_id: int, *, reason: str, actor: str, audit_as: str | None = None) -> tuple[Realization, bool]:
+        """PUBLISHED -> ELIGIBLE as an event (actor, reason); False when already ELIGIBLE; ``audit_as``: see approval.py."""
+        return self._retrying(
+            lambda conn: ap.approve(conn, realization_id, reason=reason, actor=actor, now=self._now(), audit_as=audit_as), also=(ConcurrentTransitionError,)
+        )
 
-    def revoke(self, realization_id: int, *, reason: str, actor: str, force: bool = False) -> tuple[Realization, bool, list[str]]:
+    def revoke(self, realization_id: int, *, reason: str, actor: str, force: bool = False, audit_as: str | None = None) -> tuple[Realization, bool, list[str]]:
         """ELIGIBLE -> PUBLISHED as an event; refused while a protected alias points at it unless ``force`` (approval.py)."""
         return self._retrying(
-            lambda conn: ap.revoke(conn, realization_id, reason=reason, actor=actor, now=self._now(), protected=self.protected_aliases, force=force),
+            lambda conn: ap.revoke(
+                conn, realization_id, reason=reason, actor=actor, now=self._now(), protected=self.protected_aliases, force=force, audit_as=audit_as
+            ),
             also=(ConcurrentTransitionError,),
         )
 

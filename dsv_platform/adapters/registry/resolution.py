@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 from dsv_platform.adapters.registry import aliases as al
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
-from dsv_platform.core.errors import AccessDeniedError, ExpiredError, NotFoundError, RedactedError
+from dsv_platform.core.errors import AccessDeniedError, ExpiredError, NotFoundError, QuarantinedError, RedactedError
 from dsv_platform.core.records import Realization
 from dsv_platform.core.states import RealizationState, is_readable
 
@@ -33,7 +33,7 @@ def readable_or_raise(r: Realization, ref: str) -> Realization:
     if r.state is S.EXPIRED:
         raise ExpiredError(f"{ref} has expired and its data may be gone", ref=ref, detail=detail)
     if r.state is S.QUARANTINED:
-        raise AccessDeniedError(f"{ref} is quarantined pending review", ref=ref, detail=detail)
+        raise QuarantinedError(f"{ref} is quarantined pending review (dsv status lists the quarantine and its reason)", ref=ref, detail=detail)
     raise NotFoundError(f"{ref} is {r.state.value}, not published", ref=ref, detail=detail)
 
 

@@ -186,7 +186,7 @@ lineage_edges = Table(
     Index("ix_lineage_dst", "dst_kind", "dst_id"),
 )
 
-RETENTION_ROOT_KINDS = ("model_version", "legal_hold", "report", "experiment", "alias", "rollback_window")
+RETENTION_ROOT_KINDS = ("model_version", "legal_hold", "report", "experiment", "alias", "rollback_window", "artifact")  # artifact: issue 14
 
 retention_roots = Table(
     "retention_roots",
@@ -310,4 +310,83 @@ dataset_consumers = Table(
     Column("columns_json", Text, nullable=False),
     Column("created_by", NAME, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
+)
+
+# ---- v6: artifact and model runs (intent -> complete | failed) and activities attached to lineage nodes
+
+production_runs = Table(  # one row per artifact production or model training, written before any input is opened
+    "production_runs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(20), nullable=False),  # "artifact" | "model_run"
+    Column("name", NAME, nullable=False),
+    Column("state", String(20), nullable=False),  # INTENT | COMPLETE | FAILED
+    Column("producer", Text, nullable=False),
+    Column("intent_json", Text, nullable=False),
+    Column("manifest_hash", HASH),
+    Column("manifest_json", Text),  # the canonical manifest document once COMPLETE (also stored as an object under its hash)
+    Column("files_json", Text, nullable=False, server_default="{}"),
+    Column("error", Text),
+    Column("actor", NAME, nullable=False),
+    Column("started_at", UtcDateTime, nullable=False),
+    Column("finished_at", UtcDateTime),
+    Index("ix_production_runs_name", "kind", "name"),
+    Index("ix_production_runs_manifest", "manifest_hash"),
+)
+
+lineage_activities = Table(  # append-only: a reproduction (or other) record attached to a lineage node
+    "lineage_activities",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("node_kind", String(40), nullable=False),
+    Column("node_id", Text, nullable=False),
+    Column("kind", String(40), nullable=False),
+    Column("record_json", Text, nullable=False),
+    Column("actor", NAME, nullable=False),
+    Column("recorded_at", UtcDateTime, nullable=False),
+    Index("ix_lineage_activities_node", "node_kind", "node_id"),
+)
+
+# ---- v10: signed realization statements (DSSE envelopes stored as objects beside the manifest)
+
+signatures = Table(  # one per published realization, written in the publication transaction
+    "signatures",
+    metadata,
+    Column("realization_id", Integer, ForeignKey("realizations.id"), primary_key=True, autoincrement=False),
+    Column("manifest_hash", HASH, nullable=False),
+    Column("envelope_object", HASH, nullable=False),
+    Column("signer", NAME, nullable=False),
+    Column("keyid", HASH, nullable=False),
+    Column("signed_at", UtcDateTime, nullable=False),
+    Index("ix_signatures_manifest", "manifest_hash"),
+)
+
+# ---- v8: operator quarantines (realizations and raw batches) with their evidence, and two-person releases
+
+quarantines = Table(  # one per quarantine action; the evidence and every affected descendant kept with it
+    "quarantines",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(20), nullable=False),  # "realization" | "raw_batch"
+    Column("target", Text, nullable=False),  # manifest hash, or raw:<source>/<batch id>
+    Column("ref", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("evidence_json", Text, nullable=False, server_default="{}"),
+    Column("affected_json", Text, nullable=False, server_default="[]"),
+    Column("created_by", NAME, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("state", String(20), nullable=False),  # ACTIVE | RELEASE_PENDING | RELEASED
+    Column("released_at", UtcDateTime),
+    Index("ix_quarantines_target", "kind", "target"),
+)
+
+quarantine_releases = Table(  # append-only: the release request and its approval by a second identity
+    "quarantine_releases",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("quarantine_id", Integer, ForeignKey("quarantines.id"), nullable=False),
+    Column("action", String(20), nullable=False),  # "request" | "approve"
+    Column("identity", NAME, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("at", UtcDateTime, nullable=False),
 )

@@ -32,6 +32,7 @@ from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.services.approval import approve
 from dsv_platform.services.datasets import open_dataset
 from dsv_platform.services.promotion import promote
+from dsv_platform.services.trust import gatekeeper
 
 START = dt.date(2026, 6, 1)
 BUGGY_FEATURE_DAYS = 3  # the feature job ran with the cents bug for three days mid-month
@@ -167,7 +168,7 @@ def _failure_modes(demo: Demo, base: dict[str, dict[str, Any]]) -> dict[str, dic
 
 def _release(platform: Platform, model: dict[str, Any]) -> None:
     """Approve the model's training realization (actor "demo"), then promote the model: ``production`` moves only to ELIGIBLE."""
-    approval = approve(platform.registry, str(model["ref"]), reason=APPROVAL_REASON, actor="demo")
+    approval = approve(platform.registry, str(model["ref"]), reason=APPROVAL_REASON, actor="demo", gate=gatekeeper(platform))  # not its builder
     print(f"\napproval\n  {approval.realization.ref}: {approval.realization.state.value}; {approval.note}")
     promoted = promote(platform, str(model["run_manifest_hash"]), actor="demo").to_document()
     print(f"  promoted {promoted['model']} to {promoted['alias_ref']} (a protected alias: it points only at ELIGIBLE realizations)")

@@ -1,0 +1,61 @@
+"""The registry's trust tables (migration 7), on the same metadata as schema.py.
+
+Identities and their public keys, grants, the hash-chained audit log (append-only)
+and the identity that built each realization. Kept apart from schema.py (its size);
+migrations.py imports this module, so the tables are part of ``schema.metadata``.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, ForeignKey, Index, Integer, String, Table, Text
+
+from dsv_platform.adapters.registry.schema import HASH, NAME, UtcDateTime, metadata
+
+identities = Table(
+    "identities",
+    metadata,
+    Column("name", NAME, primary_key=True),
+    Column("public_key", String(64), nullable=False),  # raw Ed25519 public key, hex
+    Column("fingerprint", String(80), nullable=False),
+    Column("created_by", NAME, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+
+grants = Table(
+    "grants",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("scope_key", HASH, nullable=False, unique=True),  # sha256 of (identity, role, definition, source, purpose)
+    Column("identity", NAME, ForeignKey("identities.name"), nullable=False),
+    Column("role", String(40), nullable=False),
+    Column("definition", NAME),
+    Column("source", NAME),
+    Column("purpose", NAME),
+    Column("columns_json", Text, nullable=False, server_default="[]"),
+    Column("created_by", NAME, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Index("ix_grants_identity", "identity"),
+)
+
+audit_log = Table(  # append-only (triggers refuse UPDATE and DELETE); entry_hash chains over prev_hash
+    "audit_log",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("at", UtcDateTime, nullable=False),
+    Column("identity", NAME, nullable=False),
+    Column("action", String(40), nullable=False),
+    Column("target", Text, nullable=False),
+    Column("reason", Text),
+    Column("detail_json", Text, nullable=False, server_default="{}"),
+    Column("prev_hash", HASH, nullable=False),
+    Column("entry_hash", HASH, nullable=False, unique=True),
+    Index("ix_audit_log_target", "target"),
+)
+
+realization_builders = Table(  # who built a realization (the approver check: nobody approves what it built)
+    "realization_builders",
+    metadata,
+    Column("realization_id", Integer, ForeignKey("realizations.id"), primary_key=True),
+    Column("identity", NAME, nullable=False),
+    Column("recorded_at", UtcDateTime, nullable=False),
+)

@@ -1,0 +1,202 @@
+"""Identities, grants, the audit log and realization builders in the registry (tables: schema_trust.py).
+
+:class:`TrustRecords` runs in the registry's transactions (same engine and clock).
+Audit appends are serialized: SQLite writers hold the write lock (``BEGIN IMMEDIATE``),
+PostgreSQL takes a transaction advisory lock; the sequence number is the primary key,
+so two appends can never share one. A grant change and its audit entry commit together.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select
+from sqlalchemy.engine import Connection
+
+from dsv_platform.adapters.registry import schema_trust as st
+from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.adapters.registry.transactions import RegistryTransactions
+from dsv_platform.core import canonical_json
+from dsv_platform.core.trust import GENESIS_HASH, Grant, audit_entry_hash, parse_role
+
+_PG_AUDIT_LOCK_ID = 0x64737661  # "dsva"
+
+
+@dataclass(frozen=True)
+class IdentityRecord:
+    name: str
+    public_key: str
+    fingerprint: str
+    created_by: str
+    created_at: datetime
+
+
+def scope_key(grant: Grant) -> str:
+    return canonical_json.sha256_hex([grant.identity, grant.role.value, grant.definition, grant.source, grant.purpose])
+
+
+def _grant(row: Any) -> Grant:
+    return Grant(
+        identity=row.identity,
+        role=parse_role(row.role),
+        definition=row.definition,
+        source=row.source,
+        purpose=row.purpose,
+        columns=tuple(json.loads(row.columns_json)),
+    )
+
+
+def _entry(row: Any) -> dict[str, Any]:
+    return {
+        "seq": int(row.seq),
+        "at": row.at.isoformat(),
+        "identity": row.identity,
+        "action": row.action,
+        "target": row.target,
+        "reason": row.reason,
+        "detail": json.loads(row.detail_json),
+        "prev_hash": row.prev_hash,
+        "entry_hash": row.entry_hash,
+    }
+
+
+def append_audit(conn: Connection, *, now: datetime, identity: str, action: str, target: str, reason: str | None, detail: Mapping[str, Any] | None) -> int:
+    """Append one chained entry inside the caller's write transaction; returns its sequence number."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(select(func.pg_advisory_xact_lock(_PG_AUDIT_LOCK_ID)))
+    t = st.audit_log
+    last = conn.execute(select(t.c.seq, t.c.entry_hash).order_by(t.c.seq.desc()).limit(1)).first()
+    seq, prev = (1, GENESIS_HASH) if last is None else (int(last.seq) + 1, str(last.entry_hash))
+    fields = {"seq": seq, "at": now.isoformat(), "identity": identity, "action": action, "target": target, "reason": reason, "detail": dict(detail or {})}
+    entry_hash = audit_entry_hash(prev, fields)
+    conn.execute(
+        insert(t).values(
+            seq=seq,
+            at=now,
+            identity=identity,
+            action=action,
+            target=target,
+            reason=reason,
+            detail_json=canonical_json.dumps(fields["detail"]).decode(),
+            prev_hash=prev,
+            entry_hash=entry_hash,
+        )
+    )
+    return seq
+
+
+class TrustRecords(RegistryTransactions):
+    """Trust records of one registry: ``TrustRecords.of(registry)``."""
+
+    @classmethod
+    def of(cls, registry: Registry) -> TrustRecords:
+        return cls(registry.engine, clock=registry._clock)
+
+    # ------------------------------------------------------------ identities
+
+    def get_identity(self, name: str) -> IdentityRecord | None:
+        t = st.identities
+        with self._read() as conn:
+            row = conn.execute(select(t).where(t.c.name == name)).first()
+        return None if row is None else IdentityRecord(row.name, row.public_key, row.fingerprint, row.created_by, row.created_at)
+
+    def identities(self) -> list[IdentityRecord]:
+        t = st.identities
+        with self._read() as conn:
+            rows = conn.execute(select(t).order_by(t.c.name)).all()
+        return [IdentityRecord(r.name, r.public_key, r.fingerprint, r.created_by, r.created_at) for r in rows]
+
+    def add_identity(self, name: str, public_key: str, fingerprint: str, *, created_by: str) -> tuple[IdentityRecord, bool]:
+        """Record ``name``'s public key; returns the stored record and whether it was created (an existing one is kept)."""
+
+        def work(conn: Connection) -> bool:
+            t = st.identities
+            if conn.execute(select(t.c.name).where(t.c.name == name)).first() is not None:
+                return False
+            conn.execute(insert(t).values(name=name, public_key=public_key, fingerprint=fingerprint, created_by=created_by, created_at=self._now()))
+            return True
+
+        created = self._retrying(work)
+        record = self.get_identity(name)
+        assert record is not None
+        return record, created
+
+    # ------------------------------------------------------------ grants
+
+    def grants(self, identity: str | None = None) -> list[Grant]:
+        t = st.grants
+        stmt = select(t).order_by(t.c.identity, t.c.role, t.c.id)
+        if identity is not None:
+            stmt = stmt.where(t.c.identity == identity)
+        with self._read() as conn:
+            return [_grant(r) for r in conn.execute(stmt)]
+
+    def change_grant(self, grant: Grant, *, add: bool, by: str, reason: str | None = None) -> bool:
+        """Add or remove ``grant`` and audit it in one transaction; False (nothing audited) when nothing changed."""
+        key = scope_key(grant)
+        t = st.grants
+
+        def work(conn: Connection) -> bool:
+            exists = conn.execute(select(t.c.id).where(t.c.scope_key == key)).first() is not None
+            if exists == add:
+                return False
+            now = self._now()
+            if add:
+                conn.execute(
+                    insert(t).values(
+                        scope_key=key,
+                        identity=grant.identity,
+                        role=grant.role.value,
+                        definition=grant.definition,
+                        source=grant.source,
+                        purpose=grant.purpose,
+                        columns_json=canonical_json.dumps(list(grant.columns)).decode(),
+                        created_by=by,
+                        created_at=now,
+                    )
+                )
+            else:
+                conn.execute(delete(t).where(t.c.scope_key == key))
+            action = "grant.add" if add else "grant.remove"
+            append_audit(conn, now=now, identity=by, action=action, target=f"identity:{grant.identity}", reason=reason, detail=grant.to_document())
+            return True
+
+        return self._retrying(work)
+
+    # ------------------------------------------------------------ audit log
+
+    def audit(self, *, identity: str, action: str, target: str, reason: str | None = None, detail: Mapping[str, Any] | None = None) -> int:
+        return self._retrying(lambda conn: append_audit(conn, now=self._now(), identity=identity, action=action, target=target, reason=reason, detail=detail))
+
+    def audit_entries(self, *, since: datetime | None = None, target: str | None = None) -> list[dict[str, Any]]:
+        """Entries in sequence order; ``target`` matches exactly or as a prefix before ``@``/``:``."""
+        t = st.audit_log
+        stmt = select(t).order_by(t.c.seq)
+        if since is not None:
+            stmt = stmt.where(t.c.at >= since)
+        if target is not None:
+            stmt = stmt.where((t.c.target == target) | t.c.target.startswith(target + "@") | t.c.target.startswith(target + ":"))
+        with self._read() as conn:
+            return [_entry(r) for r in conn.execute(stmt)]
+
+    # ------------------------------------------------------------ builders
+
+    def record_builder(self, realization_id: int, identity: str) -> None:
+        """Who built ``realization_id`` (first writer wins: a rerun does not change the builder)."""
+        t = st.realization_builders
+
+        def work(conn: Connection) -> None:
+            if conn.execute(select(t.c.identity).where(t.c.realization_id == realization_id)).first() is None:
+                conn.execute(insert(t).values(realization_id=realization_id, identity=identity, recorded_at=self._now()))
+
+        self._retrying(work)
+
+    def builder_of(self, realization_id: int) -> str | None:
+        t = st.realization_builders
+        with self._read() as conn:
+            found = conn.execute(select(t.c.identity).where(t.c.realization_id == realization_id)).scalar()
+        return None if found is None else str(found)

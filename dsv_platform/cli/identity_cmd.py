@@ -1,0 +1,94 @@
+"""`dsv identity create|list|show` and `dsv init [--strict]`: identities, their keys, and strict homes (docs/trust.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from dsv_platform.bootstrap import Platform
+from dsv_platform.cli.context import with_platform
+from dsv_platform.core.trust import Grant, Role
+from dsv_platform.services import trust
+
+
+@with_platform
+def _create(args: argparse.Namespace, platform: Platform) -> int:
+    trust.check_identity_name(args.name)
+    trust.require(platform, Role.OPERATOR)  # identities are created by an operator (the bootstrap admin in a non-strict home)
+    identity, created = trust.create_identity(platform, args.name, by=trust.current_identity(platform).name)
+    path = trust.key_path(platform, args.name)
+    doc = {"identity": identity.name, "fingerprint": identity.fingerprint, "created": created, "private_key": str(path)}
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"identity {identity.name}: {identity.fingerprint}" + ("" if created else " (existed)") + f"; private key {path}")
+    return 0
+
+
+@with_platform
+def _list(args: argparse.Namespace, platform: Platform) -> int:
+    trust.current_identity(platform)  # a strict home answers only to a known identity
+    records = trust.records(platform)
+    docs = [
+        {"identity": r.name, "fingerprint": r.fingerprint, "created_by": r.created_by, "roles": sorted({g.role.value for g in records.grants(r.name)})}
+        for r in records.identities()
+    ]
+    if args.json:
+        print(json.dumps(docs, indent=2))
+        return 0
+    for d in docs:
+        print(f"{d['identity']:<24} {d['fingerprint']}  roles: {', '.join(d['roles']) or '-'}")
+    return 0
+
+
+@with_platform
+def _show(args: argparse.Namespace, platform: Platform) -> int:
+    me = trust.current_identity(platform)
+    grants = trust.grants_of(platform, me.name)
+    doc = {"identity": me.name, "fingerprint": me.fingerprint, "strict": trust.is_strict(platform), "grants": [g.to_document() for g in grants]}
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"identity {me.name}: {me.fingerprint}{' (strict home)' if doc['strict'] else ''}")
+    for g in grants:
+        print(f"  {g.role.value:<16} {g.scope}")
+    return 0
+
+
+@with_platform
+def _init(args: argparse.Namespace, platform: Platform) -> int:
+    """A non-strict home bootstraps ``admin`` (every role); ``--strict`` marks the home and creates ``--admin`` with operator only."""
+    settings = platform.settings
+    if not args.strict:
+        me = trust.current_identity(platform)
+        print(f"home {settings.home}: identity {me.name} ({me.fingerprint}){' (strict home)' if trust.is_strict(platform) else ''}")
+        return 0
+    name = trust.check_identity_name(args.admin)
+    if trust.records(platform).identities():  # a registry with identities: only an operator may make a home strict and name its admin
+        trust.require(platform, Role.OPERATOR)
+    trust.mark_strict(platform)
+    identity, created = trust.create_identity(platform, name, by=name)
+    if created:
+        trust.records(platform).change_grant(Grant(name, Role.OPERATOR), add=True, by=name, reason="dsv init --strict")
+    print(f"strict home {settings.home}: operator {name} ({identity.fingerprint}); grant every other role explicitly: dsv grants add")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("identity", help="identities and their Ed25519 keys: create, list, show (the current one)")
+    s = p.add_subparsers(dest="identity_command", metavar="SUBCOMMAND")
+    s.required = True
+    c = s.add_parser("create", help="a key pair: private key in the key folder (DSV_KEY_DIR), public key in the registry; prints the fingerprint")
+    c.add_argument("name", metavar="NAME")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(handler=_create)
+    c = s.add_parser("list", help="registered identities with fingerprints and roles")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(handler=_list)
+    c = s.add_parser("show", help="the identity this command runs as (DSV_IDENTITY) and its grants")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(handler=_show)
+    p = sub.add_parser("init", help="set up the home: bootstrap admin, or --strict: explicit grants only, --admin NAME holds operator")
+    p.add_argument("--strict", action="store_true", help="no bootstrap identity; every action needs an explicit grant")
+    p.add_argument("--admin", default=trust.ADMIN, help="the strict home's first identity, holding only operator (default admin)")
+    p.set_defaults(handler=_init)

@@ -1,0 +1,93 @@
+"""Asset checks of the poisoning signals and of quarantine on each dataset snapshot asset (docs/quarantine.md).
+
+``integrity_<signal>``: one check per signal, evaluated by the build (WARN unless the
+definition's ``integrity.blocking`` names it; a failed blocking signal fails the build).
+``realization_not_quarantined``: a check that can run at any time (from the asset page),
+failing while the latest published realization is QUARANTINED, naming the quarantine.
+"""
+
+from typing import TYPE_CHECKING
+
+import dagster as dg
+
+from dsv_platform.core.dataset_definition import DatasetDefinition
+from dsv_platform.core.gates import GateResult
+from dsv_platform.core.integrity_signals import GATE_PREFIX, SIGNALS
+from dsv_platform.core.states import RealizationState
+from dsv_platform.defs.metadata import AssetResult
+from dsv_platform.defs.resources import PlatformResource
+from dsv_platform.services.integrity_signals import integrity_policy, stored_integrity_gates
+from dsv_platform.services.quarantine import quarantine_of
+from dsv_platform.services.realization import RealizationBuild
+
+if TYPE_CHECKING:
+    from dsv_platform.bootstrap import Platform
+
+NOT_QUARANTINED = "realization_not_quarantined"
+
+
+def check_name(signal: str) -> str:
+    return f"integrity_{signal}"
+
+
+def integrity_check_specs(definition: DatasetDefinition, asset_name: str) -> list[dg.AssetCheckSpec]:
+    """One check per integrity signal, blocking where the definition says so."""
+    blocking = integrity_policy(definition).blocking
+    return [
+        dg.AssetCheckSpec(
+            check_name(signal),
+            asset=asset_name,
+            blocking=signal in blocking,
+            description=f"poisoning signal {signal} ({'blocking' if signal in blocking else 'warn'}); docs/quarantine.md",
+        )
+        for signal in SIGNALS
+    ]
+
+
+def _result(signal: str, gate: GateResult | None) -> dg.AssetCheckResult:
+    if gate is None:  # a reused realization published before the signal existed
+        note = dg.MetadataValue.text("not evaluated: the realization's stored quality report holds no such signal")
+        return dg.AssetCheckResult(check_name=check_name(signal), passed=False, severity=dg.AssetCheckSeverity.WARN, metadata={"note": note})
+    detail = {k: v for k, v in gate.detail.items() if k != "signal"}
+    severity = dg.AssetCheckSeverity.ERROR if gate.blocking else dg.AssetCheckSeverity.WARN
+    failed = None if gate.passed else f"{signal}: " + ", ".join(f"{k}={v}" for k, v in detail.items() if v is not None)
+    return dg.AssetCheckResult(
+        check_name=check_name(signal), passed=gate.passed, severity=severity, description=failed, metadata={"detail": dg.MetadataValue.json(detail)}
+    )
+
+
+def with_integrity_checks(result: AssetResult, platform: "Platform", build: RealizationBuild) -> AssetResult:
+    """``result`` carrying one check result per signal (a reused build's from its stored quality report)."""
+    gates = stored_integrity_gates(platform, build.manifest_hash) if build.reused else [g for g in build.gates if g.name.startswith(f"{GATE_PREFIX}:")]
+    by_signal = {g.name.removeprefix(f"{GATE_PREFIX}:"): g for g in gates}
+    checks = [*(result.check_results or []), *(_result(s, by_signal.get(s)) for s in SIGNALS)]
+    replaced: AssetResult = result._replace(check_results=checks)
+    return replaced
+
+
+def build_quarantine_check(definition: DatasetDefinition) -> dg.AssetChecksDefinition:
+    snapshot_key = dg.AssetKey(f"{definition.asset_prefix}_snapshot")
+
+    @dg.asset_check(
+        asset=snapshot_key,
+        name=NOT_QUARANTINED,
+        description="The latest published realization is not QUARANTINED (run it any time; a quarantine names who, when, why).",
+    )
+    def _not_quarantined(context: dg.AssetCheckExecutionContext, platform: PlatformResource) -> dg.AssetCheckResult:
+        event = context.instance.get_latest_materialization_event(snapshot_key)
+        materialized = None if event is None else event.asset_materialization
+        if materialized is None or "manifest_hash" not in materialized.metadata:
+            return dg.AssetCheckResult(passed=True, metadata={"note": dg.MetadataValue.text("nothing published yet")})
+        mh = str(materialized.metadata["manifest_hash"].value)
+        p = platform.get()
+        realization = p.registry.find_by_manifest_hash(mh)
+        state = realization.state if realization is not None else None
+        record = quarantine_of(p, mh)
+        metadata: dict[str, dg.MetadataValue] = {"manifest_hash": dg.MetadataValue.text(mh), "state": dg.MetadataValue.text(str(state and state.value))}
+        if record is not None:
+            metadata["quarantine"] = dg.MetadataValue.json({k: v for k, v in record.to_document().items() if k not in ("affected", "evidence")})
+        quarantined = state is RealizationState.QUARANTINED
+        why = f"QUARANTINED: {record.ref} by {record.created_by}: {record.reason}" if record is not None else "QUARANTINED (integrity scan)"
+        return dg.AssetCheckResult(passed=not quarantined, severity=dg.AssetCheckSeverity.ERROR, description=why if quarantined else None, metadata=metadata)
+
+    return _not_quarantined
