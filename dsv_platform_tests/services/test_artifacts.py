@@ -70,6 +70,9 @@ def test_produce_records_the_manifest_footer_files_lineage_and_root(world: World
     assert {f"object:{d}" for d in run.record.files.values()} <= set(nodes)
     down = lineage(world.platform, build.ref, impact=True)
     assert f"artifact:{mh}" in {n["node"] for n in down["nodes"]}
+    # a privacy deletion's governance decision lists the artifact (and its root) among what used the realization
+    governed = world.registry.privacy.models_using([build.manifest_hash])
+    assert {("artifact", mh), ("retention_root:artifact", f"artifact:{mh}")} <= {(g["kind"], g["id"]) for g in governed}
 
 
 def test_locate_refuses_what_has_no_manifest(world: World, build: RealizationBuild) -> None:

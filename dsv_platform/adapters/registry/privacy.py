@@ -33,7 +33,7 @@ class Transactions(Protocol):
     def _retrying(self, work: Callable[[Connection], T]) -> T: ...
     def _now(self) -> datetime: ...
 
-MODEL_KINDS = ("model_run", "model", "model_version")
+MODEL_KINDS = ("model_run", "model", "model_version", "artifact")  # what a deletion's governance decision lists
 
 
 @dataclass(frozen=True)
@@ -223,7 +223,7 @@ class PrivacyRecords:
     # ------------------------------------------------------------ governance
 
     def models_using(self, manifest_hashes: Iterable[str]) -> list[dict[str, Any]]:
-        """Models trained on these realizations (lineage edges) and retention roots that name them, for the governance decision."""
+        """Models trained on and artifacts produced from these realizations (lineage edges) and retention roots naming them, for the governance decision."""
         hashes = sorted(set(manifest_hashes))
         if not hashes:
             return []
