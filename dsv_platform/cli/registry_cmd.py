@@ -110,9 +110,10 @@ def _alias_set(args: argparse.Namespace, platform: Platform) -> int:
     from dsv_platform.core.trust import Role  # imported here: `dsv resolve` (same module) stays light
     from dsv_platform.services import trust
 
-    trust.require(platform, Role.PUBLISHER, definition=f"{ref.name}:{ref.version}")  # moving a name is publishing (docs/trust.md)
-    move = platform.registry.set_alias(ref.name, ref.version, ref.alias or "", args.manifest_hash, expect=args.expect, actor=platform.actor, reason=reason)
-    trust.audit(platform, "alias.move", str(ref), reason=reason or None, detail={"from": args.expect, "to": args.manifest_hash})
+    grant = trust.require(platform, Role.PUBLISHER, definition=f"{ref.name}:{ref.version}")  # moving a name is publishing (docs/trust.md)
+    move = platform.registry.set_alias(
+        ref.name, ref.version, ref.alias or "", args.manifest_hash, expect=args.expect, actor=platform.actor, reason=reason, audit_as=grant.identity
+    )  # the alias.move audit entry is written in the move's transaction
     print(
         json.dumps({"alias": str(ref), "target": args.manifest_hash, "generation": getattr(move, "generation", None)})
         if args.json

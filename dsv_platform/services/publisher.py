@@ -177,9 +177,7 @@ class Publisher:
             raise PublicationError(f"{request.dataset}:{request.version}: blocking gate(s) failed: {names} (quality report object {report_object})")
         if self.gate is not None:  # a builder without the publisher role leaves a SEALED candidate: staging only
             self.gate.require(Role.PUBLISHER, definition=scope)
-        outcome = self.publish(candidate, request.request_id, manifest, report_object)
-        if self.gate is not None and outcome.created:
-            self.gate.audit("publish", outcome.realization.ref, detail={"request_id": request.request_id})
+        outcome = self.publish(candidate, request.request_id, manifest, report_object)  # audited in its transaction
         if outcome.realization.manifest_hash == manifest.manifest_hash:  # lineage the pipeline itself writes
             record_realization_lineage(self.registry, manifest, outcome.realization.ref, actor=self.actor)
         self.on_step(BuildStep.PUBLISHED, outcome.realization.ref)
@@ -191,12 +189,16 @@ class Publisher:
     def publish(self, candidate: int, request_id: str, manifest: Manifest, report_object: str) -> PublishOutcome:
         """The conditional insert; with a signer, the signed statement's envelope is stored first and recorded in the same transaction."""
         if self.signer is None:
-            return self.registry.publish(candidate, request_id, actor=self.actor)
+            outcome = self.registry.publish(candidate, request_id, actor=self.actor)
+            if self.gate is not None and outcome.created:  # unsigned: no publication transaction of ours to write it in
+                self.gate.audit("publish", outcome.realization.ref, detail={"request_id": request_id})
+            return outcome
         builder = TrustRecords.of(self.registry).builder_of(candidate) or self.registry.get(candidate).created_by
         signature = sign_realization(self.signer, self.store, manifest, builder=builder, quality_report=report_object)
         edge = ("object", signature.envelope_object, "realization", manifest.manifest_hash, "signs", {"keyid": signature.keyid})
         self.registry.record_lineage([edge], actor=self.actor)  # GC keeps the envelope as long as the realization
-        return self.registry.publish_signed(candidate, request_id, signature, actor=self.actor)
+        who = None if self.gate is None else self.gate.identity
+        return self.registry.publish_signed(candidate, request_id, signature, actor=self.actor, audit_as=who)
 
     def move_alias(self, realization: Realization, alias: str, *, attempts: int = 5) -> None:
         """Point ``alias`` at ``realization`` by compare-and-swap, retrying on a lost race."""
@@ -209,12 +211,12 @@ class Publisher:
             if expect == realization.manifest_hash:
                 return
             try:
-                self.registry.set_alias(realization.dataset, realization.version, alias, realization.manifest_hash, expect=expect, actor=self.actor)
+                who = None if self.gate is None else self.gate.identity  # audited in the move's own transaction
+                target = realization.manifest_hash
+                self.registry.set_alias(realization.dataset, realization.version, alias, target, expect=expect, actor=self.actor, audit_as=who)
             except AliasConflictError:
                 continue
             self.on_step(BuildStep.ALIAS_MOVED, f"{alias} -> {realization.manifest_hash}")
-            if self.gate is not None:
-                self.gate.audit("alias.move", f"{realization.dataset}:{realization.version}@{alias}", detail={"from": expect, "to": realization.manifest_hash})
             return
         raise PublicationError(f"alias {alias!r} of {realization.dataset}:{realization.version} kept moving; gave up after {attempts} attempts")
 

@@ -168,6 +168,11 @@ def test_alias_moves_only_to_published_versions_by_cas(reg: Registry, store: Loc
     assert [(m["old_target"], m["new_target"]) for m in moves] == [(None, h1), (h1, h2)]
     assert [m["generation"] for m in moves] == sorted(m["generation"] for m in moves)
     assert len({m["generation"] for m in moves}) == 2
+    # each successful move is audited in its own transaction; the refused and stale ones are not
+    audit = dsv("audit", "--ref", ref, "--json", env=env)
+    assert audit.returncode == 0, audit.stderr
+    moved_in_audit = [(e["detail"]["from"], e["detail"]["to"]) for e in json.loads(audit.stdout) if e["action"] == "alias.move"]
+    assert moved_in_audit == [(None, h1), (h1, h2)]
     assert reg.resolve(pw.NAME, pw.VERSION, alias="production").manifest_hash == h2
 
 

@@ -18,7 +18,7 @@ from sqlalchemy import Row, insert, select, update
 from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import schema as s
-from dsv_platform.adapters.registry.approval import locked_state
+from dsv_platform.adapters.registry.approval import audit_in, locked_state
 from dsv_platform.adapters.registry.publication import insert_ignore
 from dsv_platform.adapters.registry.quarantine import quarantine_note
 from dsv_platform.core.approval import DEFAULT_PROTECTED_ALIASES, check_protected_target
@@ -78,7 +78,9 @@ def set_alias(
     reason: str,
     now: datetime,
     protected: Collection[str] = DEFAULT_PROTECTED_ALIASES,
+    audit_as: str | None = None,
 ) -> AliasRecord:
+    """The compare-and-swap; ``audit_as`` (the moving identity): the ``alias.move`` audit entry is written in this transaction."""
     ref = f"{name}:{version}@sha256:{target}"
     state = locked_state(conn, name, version, target)  # re-read inside this transaction, row share-locked (approval.py)
     if state is None:
@@ -123,4 +125,5 @@ def set_alias(
             at=now,
         )
     )
+    audit_in(conn, audit_as, "alias.move", f"{name}:{version}@{alias}", reason=reason or None, now=now, detail={"from": expect, "to": target})
     return current

@@ -59,7 +59,8 @@ def refuse_own_build(conn: Connection, realization: Realization, identity: str) 
         )
 
 
-def _audit(conn: Connection, identity: str | None, action: str, target: str, *, reason: str, now: datetime, detail: dict[str, object]) -> None:
+def audit_in(conn: Connection, identity: str | None, action: str, target: str, *, reason: str | None, now: datetime, detail: dict[str, object]) -> None:
+    """One audit entry in the caller's transaction (nothing when ``identity`` is None: no trust gate)."""
     if identity is not None:  # in the same transaction as the state change
         from dsv_platform.adapters.registry.trust import append_audit  # here: trust.py imports registry.py, which imports this module
 
@@ -77,7 +78,7 @@ def approve(conn: Connection, realization_id: int, *, reason: str, actor: str, n
     if not check_approvable(current.ref, current.state):
         return current, False
     updated = q.set_state(conn, current, S.ELIGIBLE, reason=reason, actor=actor, at=now)
-    _audit(conn, audit_as, "approve", updated.ref, reason=reason, now=now, detail={})
+    audit_in(conn, audit_as, "approve", updated.ref, reason=reason, now=now, detail={})
     return updated, True
 
 
@@ -100,5 +101,5 @@ def revoke(
     pointing = aliases_at(conn, current, protected)  # re-read under the row lock the update took
     if pointing != seen:
         raise ConcurrentTransitionError(f"protected aliases of {current.ref} moved during the revocation; re-read it")
-    _audit(conn, audit_as, "revoke", updated.ref, reason=reason, now=now, detail={"forced": bool(pointing)})
+    audit_in(conn, audit_as, "revoke", updated.ref, reason=reason, now=now, detail={"forced": bool(pointing)})
     return updated, True, pointing

@@ -242,7 +242,7 @@ class Registry(RegistrySignatures, RegistryBookkeeping):
     # ------------------------------------------------------------ aliases
 
     def set_alias(
-        self, name: str, version: str, alias: str, manifest_hash: str, *, expect: str | None, actor: str, reason: str = ""
+        self, name: str, version: str, alias: str, manifest_hash: str, *, expect: str | None, actor: str, reason: str = "", audit_as: str | None = None
     ) -> AliasRecord:
         """Compare-and-swap: point ``alias`` at a PUBLISHED/ELIGIBLE realization if it still points at ``expect``.
 
@@ -252,7 +252,17 @@ class Registry(RegistrySignatures, RegistryBookkeeping):
         check_alias_name(alias)
         return self._retrying(
             lambda conn: al.set_alias(
-                conn, name, version, alias, manifest_hash, expect=expect, actor=actor, reason=reason, now=self._now(), protected=self.protected_aliases
+                conn,
+                name,
+                version,
+                alias,
+                manifest_hash,
+                expect=expect,
+                actor=actor,
+                reason=reason,
+                now=self._now(),
+                protected=self.protected_aliases,
+                audit_as=audit_as,
             )
         )
 

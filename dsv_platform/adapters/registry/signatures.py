@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import publication as pub
 from dsv_platform.adapters.registry import schema as s
+from dsv_platform.adapters.registry.approval import audit_in
 from dsv_platform.adapters.registry.transactions import RegistryTransactions
 from dsv_platform.core.records import PublishOutcome, PublishResult
 from dsv_platform.core.states import ConcurrentTransitionError
@@ -60,14 +61,21 @@ def record_signature(conn: Connection, realization_id: int, signature: Signature
 class RegistrySignatures(RegistryTransactions):
     """The signature half of publication and its queries (a base of :class:`Registry`)."""
 
-    def publish_signed(self, realization_id: int, request_id: str, signature: SignatureRecord, *, actor: str | None = None) -> PublishOutcome:
-        """:meth:`Registry.publish` and the signature row in one transaction; the row is written only for the candidate it signs."""
+    def publish_signed(
+        self, realization_id: int, request_id: str, signature: SignatureRecord, *, actor: str | None = None, audit_as: str | None = None
+    ) -> PublishOutcome:
+        """:meth:`Registry.publish`, the signature row and (``audit_as``) the ``publish`` audit entry in one transaction.
+
+        The signature row is written only for the candidate it signs; the audit entry only when this call created the publication.
+        """
 
         def work(conn: Connection) -> PublishOutcome:
             outcome = pub.publish(conn, realization_id, request_id, actor=actor, now=self._now())
             mine = outcome.realization.id == realization_id and outcome.result in (PublishResult.CREATED, PublishResult.REPLAYED)
             if mine and outcome.realization.manifest_hash == signature.manifest_hash:
                 record_signature(conn, realization_id, signature, self._now())
+            if outcome.created:
+                audit_in(conn, audit_as, "publish", outcome.realization.ref, reason=None, now=self._now(), detail={"request_id": request_id})
             return outcome
 
         return self._retrying(work, also=(ConcurrentTransitionError,))
