@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -227,12 +227,14 @@ class CanonicalTables:
         as_of: dt.datetime | None = None,
         snapshot_id: int | None = None,
         history: bool = False,
+        exclude_batches: Collection[str] = (),
     ) -> pa.Table:
         """Contract rows of ``spec`` (one partition value, or all), latest per key.
 
         ``as_of`` keeps only rows recorded at or before it ("as known at T");
         ``snapshot_id`` reads a pinned snapshot; ``history`` returns every
-        version with the system columns instead of the latest per key.
+        version with the system columns instead of the latest per key;
+        ``exclude_batches`` leaves out the rows those batches wrote (quarantined raw batches).
         """
         contract = spec.contract
         if not self.exists(spec):
@@ -244,6 +246,8 @@ class CanonicalTables:
         if partition is not None and contract.partition_by:
             row_filter = _equal(contract.partition_by, _literal(partition))
         rows = self._scan(tbl, contract, row_filter, snapshot_id)
+        if exclude_batches:
+            rows = rows.filter(pc.invert(pc.is_in(rows.column(BATCH), value_set=pa.array(sorted(exclude_batches), pa.string()))))
         if as_of is not None:
             rows = rows.filter(pc.less_equal(rows.column(RECORDED_AT), pa.scalar(as_of, pa.timestamp("us", tz="UTC"))))
         if history:

@@ -81,6 +81,14 @@ def load_partition(platform: Platform, spec: SourceSpec, day: dt.date) -> Partit
     return load
 
 
+def held_batches(platform: Platform, sources: Collection[str]) -> tuple[str, ...]:
+    """The batch refs of ``sources`` an active raw-batch quarantine holds: a new realization reads none of their rows."""
+    held = QuarantineRecords(platform.registry.engine).quarantined_batches()
+    if not held:
+        return ()
+    return tuple(sorted({r.batch_ref for r in platform.landing.records() if r.batch_ref in held and r.source in sources}))
+
+
 def rows_of_day(rows: pa.Table, spec: SourceSpec, day: dt.date) -> pa.Table:
     """The rows whose partition column (``spec.partition_by``) falls on ``day``."""
     column = rows.column(spec.partition_by)

@@ -28,6 +28,7 @@ from dsv_platform.core.splits import assign
 from dsv_platform.core.timezones import tz_database
 from dsv_platform.core.validation import validate
 from dsv_platform.services import openlineage
+from dsv_platform.services.canonical_load import held_batches
 from dsv_platform.services.datasets import load_manifest, open_dataset
 from dsv_platform.services.integrity_signals import integrity_gates
 from dsv_platform.services.privacy import PrivacyCoordinator
@@ -116,6 +117,7 @@ def _manifest_fields(
     *,
     code: CodePin | None,
     environment: EnvironmentPin | None,
+    held: tuple[str, ...] = (),
 ) -> dict[str, object]:
     """What the manifest records besides the partitions: pins, label, window, watermark, code, environment, parameters."""
     definition = inputs.definition
@@ -123,6 +125,8 @@ def _manifest_fields(
     parameters: dict[str, object] = {"recipe_hash": definition.recipe_hash, "watermark_rule": definition.watermark.rule, "population_rows": population}
     if definition.zones:  # which tz rules the recipe's local times used, as canonical JSON (docs/configuration.md)
         parameters["tz_database"] = canonical_json.dumps(tz_database(definition.zones)).decode()
+    if held:  # the quarantined raw batches whose rows this realization did not read
+        parameters["excluded_batches"] = canonical_json.dumps(list(held)).decode()
     return {
         "splits": splits,
         "sources": tuple(SourcePin(p.table, str(p.snapshot_id), p.tag, {"identifier": platform.tables.identifier(by_name[p.table])}) for p in pins),
@@ -171,13 +175,16 @@ def build_realization(
     # A privacy deletion raises the redaction generation; a rebuild after it is a new logical version.
     generation = registry.redaction_generation()
     key = f"{key}:g{generation}" if generation else key
+    # An operator's raw-batch quarantine: a rebuild reads none of its rows, and is a new logical version (docs/quarantine.md).
+    held = held_batches(platform, definition.sources)
+    key = f"{key}:q{canonical_json.sha256_hex(list(held))[:12]}" if held else key
     request_id = f"{definition.name}:{definition.version}:{key}"
     publisher = Publisher(registry, store, actor=actor, signer=signer_of(platform), gate=gatekeeper(platform))  # roles checked; signed (docs/trust.md)
     done = publisher.reconcile(request_id)
     if done is not None:
         return RealizationBuild(done.ref, load_manifest(registry, done), pins, True, ())
     watermark = pinned_watermark(tables, inputs, {p.table: p for p in pins})
-    examples, population = assemble(tables, inputs, {p.table: p for p in pins}, watermark)
+    examples, population = assemble(tables, inputs, {p.table: p for p in pins}, watermark, exclude_batches=held)
     if isinstance(store, EncryptingObjectStore):  # new realizations exclude deleted subjects
         coordinator = PrivacyCoordinator(registry, store, actor=actor, config=platform.config)
         examples = coordinator.exclusion_filter(realization_subjects(platform, definition))(examples)
@@ -195,7 +202,7 @@ def build_realization(
         request_id=request_id,
         logical_key=key,
         partitions=partitions_of(examples, definition.contract),
-        manifest_fields=_manifest_fields(platform, inputs, pins, splits, watermark, population, code=code, environment=environment),
+        manifest_fields=_manifest_fields(platform, inputs, pins, splits, watermark, population, code=code, environment=environment, held=held),
         gates=lambda manifest, parts: gates,
         alias=ALIAS,
     )

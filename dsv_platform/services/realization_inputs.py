@@ -14,7 +14,7 @@ import hashlib
 import importlib.metadata
 import platform
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -157,15 +157,24 @@ def pinned_watermark(tables: CanonicalTables, inputs: Inputs, pins: Mapping[str,
     return max(marks)
 
 
-def assemble(tables: CanonicalTables, inputs: Inputs, pins: Mapping[str, Pin], watermark: dt.datetime, *, zone_of: ZoneOf = zone) -> tuple[pa.Table, int]:
+def assemble(
+    tables: CanonicalTables,
+    inputs: Inputs,
+    pins: Mapping[str, Pin],
+    watermark: dt.datetime,
+    *,
+    zone_of: ZoneOf = zone,
+    exclude_batches: Collection[str] = (),
+) -> tuple[pa.Table, int]:
     """The examples (contract columns, sorted by its key) and the population size before the label join.
 
-    ``zone_of`` gives the time zone rules of local-time windows and buckets (default: the pinned tzdata package).
+    ``zone_of`` gives the time zone rules of local-time windows and buckets (default: the pinned tzdata package);
+    ``exclude_batches``: quarantined raw batches whose rows are not read.
     """
     definition = inputs.definition
 
     def read(spec: TableSpecLike) -> pa.Table:
-        return tables.read(spec, snapshot_id=pins[spec.name].snapshot_id, as_of=watermark)
+        return tables.read(spec, snapshot_id=pins[spec.name].snapshot_id, as_of=watermark, exclude_batches=exclude_batches)
 
     base = read(inputs.sources[definition.base])
     joined = {j.source: read(inputs.sources[j.source]) for j in definition.as_of_joins}

@@ -154,3 +154,30 @@ def batch_ids(batch) -> list[int]:  # type: ignore[no-untyped-def]
     import pyarrow.csv as pcsv
 
     return pcsv.read_csv(io.BytesIO(batch.data)).column("transaction_id").to_pylist()
+
+
+def test_a_rebuild_after_a_raw_batch_quarantine_reads_none_of_its_rows(tmp_path: Path) -> None:
+    """The poisoned rows were loaded before the quarantine (append-only: they stay in the table); a rebuild leaves them out."""
+    import json
+
+    from dsv_platform.services.datasets import open_dataset
+
+    world = World.create(tmp_path / "home", rows_per_day=40, days=4)
+    day = world.domain.days(2)[1]
+    batch = late_transactions(world.domain, day, arrived=day + dt.timedelta(days=20), count=5)
+    world.ingest([batch])  # landed, loaded, labelled
+    records = [r for r in world.zone.records() if r.batch_id == batch.batch_id]
+    poisoned = set(batch_ids(batch))
+    suspect = world.build("v6")
+    read = set(open_dataset(world.platform, suspect.ref).to_arrow().column("transaction_id").to_pylist())
+    assert poisoned <= read, "the batch was loaded and built before anyone noticed"
+
+    record = quarantine(world.platform, f"raw:transactions/{batch.batch_id}", reason="writer not expected")
+    assert ("realization", suspect.manifest.manifest_hash) in {(a.get("kind"), a.get("id")) for a in record.affected}
+    assert world.registry.find_by_manifest_hash(suspect.manifest.manifest_hash).state is RealizationState.QUARANTINED  # type: ignore[union-attr]
+    clean = world.build("v6")  # the same pinned snapshots: a new logical version because of the quarantine
+    assert clean.manifest.manifest_hash != suspect.manifest.manifest_hash and not clean.reused
+    ids = set(open_dataset(world.platform, clean.ref).to_arrow().column("transaction_id").to_pylist())
+    assert not ids & poisoned and ids == read - poisoned
+    assert json.loads(str(clean.manifest.parameters["excluded_batches"])) == [records[0].batch_ref]
+    assert world.build("v6").manifest.manifest_hash == clean.manifest.manifest_hash  # idempotent while the quarantine holds
