@@ -23,6 +23,7 @@ from dsv_platform.adapters.iceberg import CanonicalTables
 from dsv_platform.adapters.iceberg_values import RECORDED_AT, AppendOutcome
 from dsv_platform.adapters.landing import LandingRecord, LandingZone
 from dsv_platform.adapters.registry.quarantine import QuarantineRecords
+from dsv_platform.core import canonical_json
 from dsv_platform.core.batch import prepare_batch
 from dsv_platform.core.hashing import DatasetDigest, hash_table
 from dsv_platform.core.labels import LabelVersion
@@ -164,7 +165,12 @@ def build_label_table(tables: CanonicalTables, label: LabelVersion, inputs: list
         mark = min(mark, as_of)
     outcome = None
     if mark is not None:
+        # One label batch per state of the inputs (their snapshot ids), not per watermark: a batch loaded late with an
+        # older recorded time (a backfill in any order) leaves the watermark where it was, and must still be labelled.
+        state = canonical_json.sha256_hex({s.name: tables.current_snapshot_id(s) for s in inputs})[:16]
+        labelled = watermark(tables, spec)  # recorded times of a label table only move forward: a later computation wins
+        recorded = mark if labelled is None or labelled < mark else labelled + dt.timedelta(microseconds=1)
         known = {s.name: tables.read(s, as_of=mark) for s in inputs}
-        outcome = tables.append(spec, label.compute(known), recorded_at=mark, batch=f"{label.ref}@{mark.isoformat()}")
+        outcome = tables.append(spec, label.compute(known), recorded_at=recorded, batch=f"{label.ref}@{mark.isoformat()}#{state}")
     current = tables.read(spec)
     return LabelBuild(label, outcome, mark, hash_table(current, spec.contract))
