@@ -34,6 +34,7 @@ from dsv_platform.adapters.object_store import (
     hash_stream,
     object_key,
 )
+from dsv_platform.adapters.s3_client import ReachableClient
 from dsv_platform.core.errors import EnvironmentSetupError, ObjectConflictError, ObjectNotFoundError, ObjectStoreError
 
 MiB = 1024 * 1024
@@ -97,7 +98,7 @@ class S3ObjectStore(ObjectStore):
         if self._session.get_credentials() is None:
             raise EnvironmentSetupError(f"object store {self.location}: no S3 credentials (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or an AWS profile)")
         config = Config(retries={"max_attempts": 5, "mode": "standard"}, s3={"addressing_style": "path"} if endpoint_url else {})
-        self.client: Any = self._session.client("s3", endpoint_url=endpoint_url, config=config)
+        self.client: Any = ReachableClient(self._session.client("s3", endpoint_url=endpoint_url, config=config), self.location)
 
     @property
     def location(self) -> str:

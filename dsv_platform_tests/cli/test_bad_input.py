@@ -224,3 +224,18 @@ def test_s3_without_credentials(tmp_path: Path) -> None:
     }
     r = dsv_env(env, "gc", "plan")
     refused(r.returncode, r.stderr, "s3://bucket/x", "credentials", exit_code=9)
+
+
+def test_unreachable_s3_endpoint_is_exit_10_naming_it(tmp_path: Path) -> None:
+    """Was an internal error (exit 70, botocore's EndpointConnectionError); the secret key never appears."""
+    env = {
+        "DSV_HOME": str(tmp_path),
+        "DSV_OBJECT_STORE": "s3://bucket/x",
+        "DSV_S3_ENDPOINT_URL": "http://127.0.0.1:1",
+        "AWS_ACCESS_KEY_ID": "someone",
+        "AWS_SECRET_ACCESS_KEY": "hunter2",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    r = dsv_env(env, "gc", "plan", timeout=120)
+    line = refused(r.returncode, r.stderr, "s3://bucket/x", "http://127.0.0.1:1", "does not answer", exit_code=10)
+    assert "hunter2" not in line
