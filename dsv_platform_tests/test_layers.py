@@ -30,7 +30,7 @@ ONLY_IN = {
     "sqlalchemy": ("adapters/registry/",),
     "pyiceberg": ("adapters/iceberg.py",),
     "boto3": ("adapters/s3_store.py",),
-    "botocore": ("adapters/s3_store.py",),
+    "botocore": ("adapters/s3_store.py", "adapters/s3_client.py"),
     "openlineage": ("adapters/openlineage.py",),
     "duckdb": ("adapters/duckdb_iceberg.py",),
 }

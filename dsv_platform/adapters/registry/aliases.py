@@ -78,9 +78,8 @@ def set_alias(
     reason: str,
     now: datetime,
     protected: Collection[str] = DEFAULT_PROTECTED_ALIASES,
-    audit_as: str | None = None,
+    audit_as: str | None = None,  # the moving identity: its alias.move audit entry is written in this transaction
 ) -> AliasRecord:
-    """The compare-and-swap; ``audit_as`` (the moving identity): the ``alias.move`` audit entry is written in this transaction."""
     ref = f"{name}:{version}@sha256:{target}"
     state = locked_state(conn, name, version, target)  # re-read inside this transaction, row share-locked (approval.py)
     if state is None:
