@@ -10,7 +10,6 @@ Details: docs/quarantine.md
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,12 +19,11 @@ import pyarrow.compute as pc
 from dsv_platform.adapters.iceberg_values import BATCH, latest_per_key
 from dsv_platform.core import integrity_signals as sig
 from dsv_platform.core.dataset_definition import DatasetDefinition
-from dsv_platform.core.errors import ObjectStoreError
 from dsv_platform.core.gates import GateResult
 from dsv_platform.core.manifest import Manifest
 from dsv_platform.core.states import is_readable
 from dsv_platform.services.realization_inputs import Pin
-from dsv_platform.services.semantic_gate import baseline_of
+from dsv_platform.services.semantic_gate import baseline_of, stored_gates
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -134,13 +132,4 @@ def integrity_gates(platform: Platform, definition: DatasetDefinition, examples:
 
 def stored_integrity_gates(platform: Platform, manifest_hash: str) -> list[GateResult]:
     """The integrity gates of the quality report stored with a realization (empty when it has none)."""
-    for edge in platform.registry.lineage_edges(node=("realization", manifest_hash)):
-        if edge.relation != "reports_on" or edge.src_kind != "quality_report":
-            continue
-        try:
-            doc = json.loads(platform.store.get(edge.src_id))
-        except ObjectStoreError:
-            return []
-        gates = [g for g in doc.get("gates", []) if str(g.get("name", "")).startswith(f"{sig.GATE_PREFIX}:")]
-        return [GateResult(g["name"], bool(g["passed"]), dict(g.get("detail", {})), blocking=bool(g.get("blocking", True))) for g in gates]
-    return []
+    return stored_gates(platform, manifest_hash, sig.GATE_PREFIX)

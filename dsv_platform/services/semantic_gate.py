@@ -82,6 +82,11 @@ def semantic_gates(platform: Platform, name: str, version: str, contract: Contra
 
 def stored_semantic_gates(platform: Platform, manifest_hash: str) -> list[GateResult]:
     """The semantic gates of the quality report stored with a realization (a reused build reports them again)."""
+    return stored_gates(platform, manifest_hash, GATE_PREFIX)
+
+
+def stored_gates(platform: Platform, manifest_hash: str, prefix: str) -> list[GateResult]:
+    """The gates named ``<prefix>:...`` of the quality report stored with a realization (empty when it has none)."""
     for edge in platform.registry.lineage_edges(node=("realization", manifest_hash)):
         if edge.relation != "reports_on" or edge.src_kind != "quality_report":
             continue
@@ -89,6 +94,6 @@ def stored_semantic_gates(platform: Platform, manifest_hash: str) -> list[GateRe
             doc = json.loads(platform.store.get(edge.src_id))
         except ObjectStoreError:
             return []
-        gates = [g for g in doc.get("gates", []) if str(g.get("name", "")).startswith(f"{GATE_PREFIX}:")]
+        gates = [g for g in doc.get("gates", []) if str(g.get("name", "")).startswith(f"{prefix}:")]
         return [GateResult(g["name"], bool(g["passed"]), dict(g.get("detail", {})), blocking=bool(g.get("blocking", True))) for g in gates]
     return []
