@@ -16,6 +16,7 @@ available: bool = _rowtext is not None
 
 if _rowtext is not None:
     encode = _rowtext.encode
+    gather = _rowtext.gather  # whole rows of a storage-order text, in key order
     trim = _rowtext.trim  # frees the few output buffers kept for reuse
     INT, BOOL, STRING, TEXT, BINARY, DECIMAL128, TIMESTAMP = (
         _rowtext.INT,

@@ -16,8 +16,11 @@ class Buffer:
     def __buffer__(self, flags: int, /) -> memoryview: ...
     def __release_buffer__(self, buffer: memoryview, /) -> None: ...
 
-def encode(columns: Sequence[tuple[object, ...]], perm: object, start: int, count: int, /) -> Buffer:
-    """Canonical row text of rows ``start .. start + count`` (see rowtext.c for the column specs)."""
+def encode(columns: Sequence[tuple[object, ...]], perm: object, start: int, count: int, ends: object = None, /) -> Buffer:
+    """Canonical row text of rows ``start .. start + count`` (see rowtext.c); ``ends[r]``: the offset just past row r."""
+
+def gather(texts: Sequence[object], seg_rows: int, ends: object, order: object, start: int, count: int, /) -> Buffer:
+    """Rows ``order[start .. start + count]`` of a storage-order text cut in segments of ``seg_rows`` rows (rowtext.c)."""
 
 def trim() -> None:
     """Free the pooled output buffers."""

@@ -2,7 +2,8 @@
  * dsv_platform._native._rowtext: canonical row text (dsv-canon/1,
  * CANONICAL-ENCODING.md) gathered, formatted and joined in one pass.
  *
- * encode(columns, perm, start, count) -> Buffer
+ * encode(columns, perm, start, count[, ends]) -> Buffer
+ * gather(texts, seg_rows, ends, order, start, count) -> Buffer
  *
  *   columns: list of (kind, p1, p2, local, chunks); chunks: list of
  *            (length, offset, validity or None, buf1, buf2 or None), the
@@ -30,6 +31,11 @@
  * offset and buffer length is checked (IndexError / ValueError, never a read
  * out of bounds); the caller then falls back to the pure path.
  *
+ * ends (optional): a writable int64 buffer; ends[r] is set to the byte
+ * offset just past row r's LF. gather() then copies whole rows of such a
+ * storage-order text in another order (the key order): one to three random
+ * cache lines a row, where encoding in key order touches one per column.
+ *
  * The result is a read-only Buffer (buffer protocol, no copy). Freed output
  * buffers are kept for reuse by the next call; trim() frees them.
  *
@@ -42,6 +48,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 enum { K_INT = 0, K_BOOL = 1, K_STRING = 2, K_TEXT = 3, K_BINARY = 4, K_DECIMAL128 = 5, K_TIMESTAMP = 6 };
 
@@ -126,6 +133,16 @@ static PyTypeObject RowBufferType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Read-only bytes of canonical row text (buffer protocol).",
 };
+
+static RowBuffer *new_buffer(void) {
+    RowBuffer *result = PyObject_New(RowBuffer, &RowBufferType);
+    if (!result) return NULL;
+    result->data = NULL;
+    result->size = 0;
+    result->cap = 0;
+    result->exports = 0;
+    return result;
+}
 
 /* ------------------------------------------------------------------ */
 /* column descriptions                                                 */
@@ -561,6 +578,20 @@ typedef struct {
     size_t size, cap;
 } Out;
 
+/*
+ * Large output buffers ask for 2 MiB pages (transparent huge pages in
+ * "madvise" mode): a bucket's text is read back at random by gather(), and
+ * with 4 KiB pages nearly every row would also miss the TLB.
+ */
+static void advise_huge(char *data, size_t cap) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)1 << 21;
+    if (cap < 4 * huge) return;
+    uintptr_t lo = ((uintptr_t)data + huge - 1) & ~(huge - 1), hi = ((uintptr_t)data + cap) & ~(huge - 1);
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#endif
+}
+
 static inline int reserve(Out *o, size_t need) {
     if (o->cap - o->size >= need) return 0;
     size_t cap = o->cap ? o->cap : 1 << 16;
@@ -569,6 +600,7 @@ static inline int reserve(Out *o, size_t need) {
     if (!grown) return -1;
     o->data = grown;
     o->cap = cap;
+    advise_huge(grown, cap);
     return 0;
 }
 
@@ -624,7 +656,7 @@ static inline void prefetch_text(const Column *cols, int ncols, const Loc *locs)
  * a ring of Locs that the text prefetch and the writer then read.
  */
 static int write_rows_ring(const Column *cols, int ncols, const Layout *layouts, int nl, const int64_t *perm, int64_t start, int64_t count, Out *o,
-                           int64_t *bad_row, Loc *ring, int64_t mask, int64_t ahead, int64_t text) {
+                           int64_t *ends, int64_t *bad_row, Loc *ring, int64_t mask, int64_t ahead, int64_t text) {
 #define ROW_LOCS(j) (ring + ((j) & mask) * nl)
 #define ROW_INDEX(j) (perm ? perm[start + (j)] : start + (j))
     for (int64_t j = 0; j < ahead && j < count; j++) locate_row(layouts, nl, ROW_INDEX(j), j, ROW_LOCS(j));
@@ -749,6 +781,7 @@ static int write_rows_ring(const Column *cols, int ncols, const Layout *layouts,
             *p++ = k + 1 == ncols ? '\n' : '\t';
             o->size = (size_t)(p - o->data);
         }
+        if (ends) ends[r] = (int64_t)o->size;
     }
     return E_OK;
 #undef ROW_LOCS
@@ -756,22 +789,22 @@ static int write_rows_ring(const Column *cols, int ncols, const Layout *layouts,
 }
 
 static int write_rows(const Column *cols, int ncols, const Layout *layouts, int nl, const int64_t *perm, int64_t start, int64_t count, Out *o,
-                      int64_t *bad_row) {
+                      int64_t *ends, int64_t *bad_row) {
     int64_t ahead = perm ? PREFETCH_DISTANCE : 0, text = perm ? TEXT_DISTANCE : 0; /* read once: the knob may change meanwhile */
     if (text > ahead) text = ahead;
     int64_t slots = 1;
     while (slots <= ahead) slots <<= 1;
     Loc *ring = malloc(sizeof(Loc) * (size_t)slots * (size_t)(nl ? nl : 1));
     if (!ring) return E_NOMEM;
-    int rc = write_rows_ring(cols, ncols, layouts, nl, perm, start, count, o, bad_row, ring, slots - 1, ahead, text);
+    int rc = write_rows_ring(cols, ncols, layouts, nl, perm, start, count, o, ends, bad_row, ring, slots - 1, ahead, text);
     free(ring);
     return rc;
 }
 
 static PyObject *rowtext_encode(PyObject *self, PyObject *args) {
-    PyObject *columns, *perm_obj;
+    PyObject *columns, *perm_obj, *ends_obj = Py_None;
     long long start, count;
-    if (!PyArg_ParseTuple(args, "OOLL", &columns, &perm_obj, &start, &count)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOLL|O", &columns, &perm_obj, &start, &count, &ends_obj)) return NULL;
     if (start < 0 || count < 0) {
         PyErr_SetString(PyExc_ValueError, "start and count must be >= 0");
         return NULL;
@@ -783,8 +816,9 @@ static PyObject *rowtext_encode(PyObject *self, PyObject *args) {
     Column *cols = NULL;
     Layout *layouts = NULL;
     int nlayouts = 0;
-    Py_buffer perm_view = {0};
-    int have_perm = 0;
+    Py_buffer perm_view = {0}, ends_view = {0};
+    int have_perm = 0, have_ends = 0;
+    int64_t *ends = NULL;
     RowBuffer *result = NULL;
     if (ncols == 0 && count > 0) {
         PyErr_SetString(PyExc_ValueError, "rows without columns");
@@ -818,12 +852,17 @@ static PyObject *rowtext_encode(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    result = PyObject_New(RowBuffer, &RowBufferType);
+    if (ends_obj != Py_None) {
+        if (PyObject_GetBuffer(ends_obj, &ends_view, PyBUF_WRITABLE) < 0) goto done;
+        have_ends = 1;
+        if (ends_view.len < count * 8) {
+            PyErr_SetString(PyExc_ValueError, "ends must be a writable int64 buffer of at least count values");
+            goto done;
+        }
+        ends = (int64_t *)ends_view.buf;
+    }
+    result = new_buffer();
     if (!result) goto done;
-    result->data = NULL;
-    result->size = 0;
-    result->cap = 0;
-    result->exports = 0;
     Out out = {0};
     size_t want = count ? (size_t)count * (size_t)(ncols * 12) + 64 : 0;
     if (count) out.data = pool_pop(want, &out.cap);
@@ -831,7 +870,7 @@ static PyObject *rowtext_encode(PyObject *self, PyObject *args) {
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = count ? (reserve(&out, want) ? E_NOMEM : E_OK) : E_OK;
-    if (rc == E_OK) rc = write_rows(cols, ncols, layouts, nlayouts, perm, start, count, &out, &bad_row);
+    if (rc == E_OK) rc = write_rows(cols, ncols, layouts, nlayouts, perm, start, count, &out, ends, &bad_row);
     Py_END_ALLOW_THREADS
     result->data = out.data;
     result->size = (Py_ssize_t)out.size;
@@ -845,9 +884,137 @@ static PyObject *rowtext_encode(PyObject *self, PyObject *args) {
     }
 done:
     if (have_perm) PyBuffer_Release(&perm_view);
+    if (have_ends) PyBuffer_Release(&ends_view);
     release_views(&views);
     free_layouts(layouts, nlayouts);
     free_columns(cols, ncols);
+    Py_DECREF(seq);
+    return (PyObject *)result;
+}
+
+/* ------------------------------------------------------------------ */
+/* whole-row gather                                                    */
+
+/*
+ * Rows of a storage-order text in another order. The text is cut into
+ * segments of seg_rows rows (encoded on separate threads); row j is in
+ * segment j / seg_rows, at [ends[j - 1], ends[j]) of it (0 for the first row
+ * of a segment). Per row, its two ends share a cache line or two, and its
+ * text one to three more: the ends of the row GATHER_AHEAD rows ahead are
+ * prefetched, and the text of the row half as far ahead (its ends are in
+ * cache by then).
+ */
+#define GATHER_AHEAD 16
+
+typedef struct {
+    const char **text;
+    const int64_t *tlen;
+    int64_t nseg, seg_rows;
+    const int64_t *ends;
+    int64_t nrows;
+} Segments;
+
+/* the span of row j: 0 and its segment's text, or -1 when out of range or malformed */
+static inline int row_span(const Segments *g, int64_t j, const char **base, int64_t *s, int64_t *e) {
+    if (j < 0 || j >= g->nrows) return -1;
+    int64_t k = j / g->seg_rows;
+    if (k >= g->nseg) return -1;
+    *s = j % g->seg_rows ? g->ends[j - 1] : 0;
+    *e = g->ends[j];
+    *base = g->text[k];
+    return (*s < 0 || *e < *s || *e > g->tlen[k]) ? -1 : 0;
+}
+
+static int gather_rows(const Segments *g, const int64_t *order, int64_t count, Out *o, int64_t *bad_row) {
+    for (int64_t r = 0; r < count; r++) {
+        if (r + GATHER_AHEAD < count) {
+            int64_t a = order[r + GATHER_AHEAD];
+            if (a > 0 && a < g->nrows) PREFETCH(g->ends + a - 1);
+        }
+        if (r + GATHER_AHEAD / 2 < count) {
+            const char *base;
+            int64_t s, e;
+            if (row_span(g, order[r + GATHER_AHEAD / 2], &base, &s, &e) == 0 && e > s) {
+                PREFETCH(base + s);
+                if (s + 64 < e) PREFETCH(base + s + 64);
+            }
+        }
+        const char *base;
+        int64_t s, e;
+        if (row_span(g, order[r], &base, &s, &e) < 0) {
+            *bad_row = r;
+            return E_DATA;
+        }
+        if (reserve(o, (size_t)(e - s))) return E_NOMEM;
+        memcpy(o->data + o->size, base + s, (size_t)(e - s));
+        o->size += (size_t)(e - s);
+    }
+    return E_OK;
+}
+
+static PyObject *rowtext_gather(PyObject *self, PyObject *args) {
+    PyObject *texts, *ends_obj, *order_obj;
+    long long seg_rows, start, count;
+    if (!PyArg_ParseTuple(args, "OLOOLL", &texts, &seg_rows, &ends_obj, &order_obj, &start, &count)) return NULL;
+    PyObject *seq = PySequence_Fast(texts, "texts must be a sequence");
+    if (!seq) return NULL;
+    Py_ssize_t nseg = PySequence_Fast_GET_SIZE(seq);
+    Views views = {0};
+    Py_buffer ev = {0}, ov = {0};
+    int have_ends = 0, have_order = 0;
+    RowBuffer *result = NULL;
+    const char **text = PyMem_Calloc(nseg ? nseg : 1, sizeof(char *));
+    int64_t *tlen = PyMem_Calloc(nseg ? nseg : 1, sizeof(int64_t));
+    if (!text || !tlen) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t total_text = 0;
+    for (Py_ssize_t k = 0; k < nseg; k++) {
+        Py_ssize_t len;
+        text[k] = (const char *)take_view(&views, PySequence_Fast_GET_ITEM(seq, k), &len);
+        if (PyErr_Occurred()) goto done;
+        tlen[k] = len;
+        total_text += len;
+    }
+    if (PyObject_GetBuffer(ends_obj, &ev, PyBUF_SIMPLE) < 0) goto done;
+    have_ends = 1;
+    if (PyObject_GetBuffer(order_obj, &ov, PyBUF_SIMPLE) < 0) goto done;
+    have_order = 1;
+    if (ev.len % 8 || ov.len % 8 || seg_rows < 1) {
+        PyErr_SetString(PyExc_ValueError, "ends and order must be int64 buffers, seg_rows >= 1");
+        goto done;
+    }
+    if (start < 0 || count < 0 || start + count > ov.len / 8) {
+        PyErr_SetString(PyExc_IndexError, "start + count exceeds the order");
+        goto done;
+    }
+    result = new_buffer();
+    if (!result) goto done;
+    Segments g = {text, tlen, (int64_t)nseg, seg_rows, (const int64_t *)ev.buf, ev.len / 8};
+    Out out = {0};
+    size_t want = count && g.nrows ? (size_t)((double)total_text / (double)g.nrows * (double)count * 1.05) + 256 : 0;
+    if (count) out.data = pool_pop(want, &out.cap);
+    int64_t bad_row = -1;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = count ? (reserve(&out, want) ? E_NOMEM : E_OK) : E_OK;
+    if (rc == E_OK) rc = gather_rows(&g, (const int64_t *)ov.buf + start, count, &out, &bad_row);
+    Py_END_ALLOW_THREADS
+    result->data = out.data;
+    result->size = (Py_ssize_t)out.size;
+    result->cap = out.cap;
+    if (rc != E_OK) {
+        Py_CLEAR(result);
+        if (rc == E_NOMEM) PyErr_NoMemory();
+        else PyErr_Format(PyExc_IndexError, "row %lld: index out of range or malformed row ends", (long long)bad_row);
+    }
+done:
+    if (have_order) PyBuffer_Release(&ov);
+    if (have_ends) PyBuffer_Release(&ev);
+    release_views(&views);
+    PyMem_Free(text);
+    PyMem_Free(tlen);
     Py_DECREF(seq);
     return (PyObject *)result;
 }
@@ -870,6 +1037,8 @@ static PyMethodDef rowtext_methods[] = {
      "_set_prefetch_distance(values, text) -> previous: rows ahead whose values / text bytes are prefetched (tuning)."},
     {"encode", rowtext_encode, METH_VARARGS,
      "encode(columns, perm, start, count) -> Buffer: canonical row text of rows start..start+count (see the module source)."},
+    {"gather", rowtext_gather, METH_VARARGS,
+     "gather(texts, seg_rows, ends, order, start, count) -> Buffer: rows order[start..start+count) of a storage-order text (see the source)."},
     {"trim", rowtext_trim, METH_NOARGS, "trim(): free the pooled output buffers."},
     {NULL, NULL, 0, NULL},
 };

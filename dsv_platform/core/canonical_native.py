@@ -96,11 +96,12 @@ class NativeRows:
         self.specs = specs
         self.source = source
 
-    def encode(self, order: np.ndarray | None, start: int, rows: int, take: Take | None = None) -> memoryview:
+    def encode(self, order: np.ndarray | None, start: int, rows: int, take: Take | None = None, *, ends: np.ndarray | None = None) -> memoryview:
         """Canonical bytes (buffer protocol) of rows ``order[start:start+rows]`` (or ``start:start+rows``).
 
         ``take(name, order, start, rows)`` gathers a column slice for the text
-        columns; it defaults to Arrow's take. Raises ValueError/IndexError or
+        columns; it defaults to Arrow's take. ``ends`` (int64, ``rows`` long)
+        receives the offset just past each row. Raises ValueError/IndexError or
         ContractViolationError when the slice needs the pure path (which then
         reports the error, exactly as it would have).
         """
@@ -119,7 +120,7 @@ class NativeRows:
             texts = _as_array(encode_column(values, spec, table=pa.table({spec.name: values}), key=(), source=self.source))
             width = 8 if pa.types.is_large_string(texts.type) else 4
             columns.append((_native.TEXT, width, 0, True, [_chunk_spec(texts, (1, 2))]))
-        return memoryview(_native.encode(columns, perm, start, rows))
+        return memoryview(_native.encode(columns, perm, start, rows, ends))
 
     @staticmethod
     def release() -> None:

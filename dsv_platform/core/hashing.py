@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dsv_platform.core import row_gather
 from dsv_platform.core.canonical import (
     _as_array,
     _string_buffers,
@@ -27,8 +28,8 @@ from dsv_platform.core.canonical import (
     line_bytes,
     row_key_at,
 )
+from dsv_platform.core.canonical_native import NativeRows, Take, native_rows
 from dsv_platform.core.canonical_native import native_enabled as native_enabled  # re-exported: the compiled encoder's switch
-from dsv_platform.core.canonical_native import native_rows
 from dsv_platform.core.canonical_native import set_native as set_native
 from dsv_platform.core.contract import Contract
 from dsv_platform.core.errors import ContractViolationError
@@ -36,6 +37,7 @@ from dsv_platform.core.errors import ContractViolationError
 UNPARTITIONED_KEY = "all"
 CHUNK_ROWS = 1 << 18
 ENCODE_THREADS = 2
+HASH_QUEUE = 3  # encoded chunks waiting for the SHA-256 thread (a few rotating buffers)
 
 Progress = Callable[[int], None]
 
@@ -114,11 +116,15 @@ def _key_integers(values: pa.ChunkedArray) -> np.ndarray | None:
     return ints.astype(np.int64, copy=False)
 
 
-def _integer_order(ints: np.ndarray) -> np.ndarray | None:
-    """Stable ascending order of ``ints``; None when already strictly increasing (then there are no duplicates)."""
+def _integer_order(ints: np.ndarray) -> tuple[np.ndarray | None, int | None]:
+    """Stable ascending order of ``ints`` (None when already strictly increasing) and the first duplicate's position in it.
+
+    The packed sort keeps the sorted keys in its high bits, so duplicates are
+    found in one sequential pass, not by gathering the keys in the new order.
+    """
     n = len(ints)
     if n < 2 or bool(np.all(ints[1:] > ints[:-1])):
-        return None
+        return None, None
     lo, hi = int(ints.min()), int(ints.max())
     bits = (n - 1).bit_length()
     if hi - lo < 1 << (63 - bits):
@@ -126,9 +132,15 @@ def _integer_order(ints: np.ndarray) -> np.ndarray | None:
         packed <<= np.int64(bits)
         packed |= np.arange(n, dtype=np.int64)
         packed.sort()
+        keys = packed >> np.int64(bits)
+        same = keys[1:] == keys[:-1]
+        del keys
         packed &= np.int64((1 << bits) - 1)
-        return packed
-    return np.argsort(ints, kind="stable")
+        return packed, (int(np.argmax(same)) + 1 if same.any() else None)
+    order = np.argsort(ints, kind="stable")
+    ordered = ints[order]
+    same = ordered[1:] == ordered[:-1]
+    return order, (int(np.argmax(same)) + 1 if same.any() else None)
 
 
 def _sort_order(table: pa.Table, contract: Contract, source: str | None) -> np.ndarray | None:
@@ -144,13 +156,9 @@ def _sort_order(table: pa.Table, contract: Contract, source: str | None) -> np.n
         indices = pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in contract.key])
         _check_keys(keys.take(indices), contract, source)
         return np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-    order = _integer_order(ints)
-    if order is not None:
-        ordered = ints[order]
-        same = ordered[1:] == ordered[:-1]
-        if same.any():
-            i = int(np.argmax(same)) + 1
-            raise ContractViolationError("duplicate natural key", row_key=row_key_at(table, contract.key, int(order[i])), source=source)
+    order, duplicate = _integer_order(ints)
+    if order is not None and duplicate is not None:
+        raise ContractViolationError("duplicate natural key", row_key=row_key_at(table, contract.key, int(order[duplicate])), source=source)
     return order
 
 
@@ -197,46 +205,69 @@ class _Gatherer:
 def iter_canonical_chunks(
     table: pa.Table, contract: Contract, *, source: str | None = None, chunk_rows: int = CHUNK_ROWS, progress: Progress | None = None
 ) -> Iterator[memoryview]:
-    """The canonical bytes of ``table`` in key order, chunk by chunk (the next chunk encodes while you consume this one)."""
+    """The canonical bytes of ``table`` in key order, chunk by chunk (the next chunk encodes while you consume this one).
+
+    Rows out of key order go through the whole-row gather (:mod:`dsv_platform.core.row_gather`)
+    when the compiled encoder plans the table; otherwise each chunk is encoded in key order.
+    """
     table = table.select([c for c in contract.column_names if c in table.column_names])
     order = _sort_order(table, contract, source)
     n = table.num_rows
-    starts = list(range(0, n, chunk_rows))
     gatherers: dict[str, _Gatherer] = {}
 
-    def gatherer(name: str) -> _Gatherer:
+    def take(name: str, o: np.ndarray | None, start: int, rows: int) -> pa.Array:
         g = gatherers.get(name)
         if g is None:  # built on first use (two threads may both build one: same result)
             g = gatherers[name] = _Gatherer(table.column(name))
-        return g
+        return g.take(o, start, rows)
 
-    def encode_pure(start: int) -> memoryview:
-        part = pa.table({name: gatherer(name).take(order, start, chunk_rows) for name in table.column_names})
+    def encode_pure(start: int, rows: int) -> memoryview:
+        part = pa.table({name: take(name, order, start, rows) for name in table.column_names})
         return line_bytes(encode_rows(part, contract, source=source))
 
     plan = native_rows(table, contract, source=source)
-    if plan is None:
-        encode = encode_pure
+    if plan is not None and order is not None and n >= row_gather.MIN_ROWS:
+        chunks = row_gather.gathered_chunks(plan, order, table.nbytes, take, lambda lo, hi: _pure_range(encode_pure, lo, hi, chunk_rows))
     else:
+        chunks = _key_order_chunks(plan, order, n, chunk_rows, take, encode_pure)
+    for rows, chunk in chunks:
+        yield chunk
+        del chunk
+        if progress is not None:
+            progress(rows)
+    if plan is not None:
+        plan.release()
 
-        def encode(start: int) -> memoryview:
-            try:
-                return memoryview(plan.encode(order, start, min(chunk_rows, n - start), lambda name, o, s, r: gatherer(name).take(o, s, r)))
-            except (ValueError, IndexError, ContractViolationError):
-                return encode_pure(start)  # the pure path reports the error (or, if the plan was wrong, gives the right bytes)
 
+def _pure_range(encode_pure: Callable[[int, int], memoryview], lo: int, hi: int, chunk_rows: int) -> Iterator[tuple[int, memoryview]]:
+    for start in range(lo, hi, chunk_rows):
+        rows = min(chunk_rows, hi - start)
+        yield rows, encode_pure(start, rows)
+
+
+def _key_order_chunks(
+    plan: NativeRows | None, order: np.ndarray | None, n: int, chunk_rows: int, take: Take, encode_pure: Callable[[int, int], memoryview]
+) -> Iterator[tuple[int, memoryview]]:
+    """``(rows, bytes)`` chunks encoded straight in key order, two at a time on worker threads."""
+
+    def encode(start: int) -> memoryview:
+        rows = min(chunk_rows, n - start)
+        if plan is None:
+            return encode_pure(start, rows)
+        try:
+            return memoryview(plan.encode(order, start, rows, take))
+        except (ValueError, IndexError, ContractViolationError):
+            return encode_pure(start, rows)  # the pure path reports the error (or, if the plan was wrong, gives the right bytes)
+
+    starts = list(range(0, n, chunk_rows))
     with ThreadPoolExecutor(max_workers=ENCODE_THREADS, thread_name_prefix="dsv-encode") as pool:
         pending = deque(pool.submit(encode, start) for start in starts[:ENCODE_THREADS])
-        for i, start in enumerate(starts):
+        for i in range(len(starts)):
             chunk = pending.popleft().result()
             if i + ENCODE_THREADS < len(starts):
                 pending.append(pool.submit(encode, starts[i + ENCODE_THREADS]))
-            yield chunk
+            yield min(chunk_rows, n - starts[i]), chunk
             del chunk
-            if progress is not None:
-                progress(min(chunk_rows, n - start))
-    if plan is not None:
-        plan.release()
 
 
 def hash_partition(
@@ -244,8 +275,14 @@ def hash_partition(
 ) -> PartitionDigest:
     """The partition hash of ``table`` (any row order, any chunking)."""
     digest = hashlib.sha256()
-    for chunk in iter_canonical_chunks(table, contract, source=source, progress=progress):
-        digest.update(chunk)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dsv-sha256") as hasher:  # SHA-256 on its own thread, in order
+        pending: deque[Future[None]] = deque()
+        for chunk in iter_canonical_chunks(table, contract, source=source, progress=progress):
+            pending.append(hasher.submit(digest.update, chunk))
+            if len(pending) > HASH_QUEUE:
+                pending.popleft().result()
+        for update in pending:
+            update.result()
     return PartitionDigest(key=key, hash=digest.hexdigest(), rows=table.num_rows)
 
 

@@ -28,8 +28,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dsv_platform import _native
+from dsv_platform.core import row_gather
 from dsv_platform.core.contract import Contract, parse_contract
-from dsv_platform.core.hashing import hash_table
+from dsv_platform.core.hashing import hash_table, set_native
 
 pytestmark = pytest.mark.postgres
 
@@ -154,6 +156,25 @@ def test_postgres_oracle_partition_hashes_equal_copy_output(pg: Any, seed: int) 
     assert {leaf.key: leaf.hash for leaf in digest.partitions} == expected
 
     whole = hash_table(arrow_table(WIDE_CONTRACT, rows), WIDE_CONTRACT)
+    assert whole.partitions[0].hash == copy_hash(pg, f"SELECT {WIDE_SELECT} FROM t ORDER BY k")
+
+
+@pytest.mark.skipif(not _native.available, reason="the compiled row encoder is not built")
+@pytest.mark.parametrize(("bucket_bytes", "block_rows"), [(1, 1), (3000, 7), (20_000, 64)])
+def test_postgres_oracle_equals_the_whole_row_gather(pg: Any, monkeypatch: pytest.MonkeyPatch, bucket_bytes: int, block_rows: int) -> None:
+    """The compiled path through tiny key-range buckets, segments and gather blocks still hashes what COPY writes."""
+    monkeypatch.setattr(row_gather, "MIN_ROWS", 1)
+    monkeypatch.setattr(row_gather, "BUCKET_BYTES", bucket_bytes)
+    monkeypatch.setattr(row_gather, "GATHER_ROWS", block_rows)
+    rows = wide_rows(4, 300)
+    with pg.cursor() as cur:
+        cur.execute(WIDE_DDL)
+    load(pg, "t", WIDE_CONTRACT.column_names, rows)
+    previous = set_native(True)
+    try:
+        whole = hash_table(arrow_table(WIDE_CONTRACT, rows), WIDE_CONTRACT)
+    finally:
+        set_native(previous)
     assert whole.partitions[0].hash == copy_hash(pg, f"SELECT {WIDE_SELECT} FROM t ORDER BY k")
 
 
