@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from dsv_platform.core.errors import ConfigurationError
+
 DEFAULT_CONFIG_DIR = Path(__file__).resolve().parent / "examples" / "fraud" / "config"
 """The packaged fraud example's configuration folder (a path: the example is not imported)."""
 _FOLLOW_HOME = Path()
@@ -45,6 +47,8 @@ class Settings:
     """``DSV_STRICT=1``: no bootstrap identity; every action needs an explicit grant (also a ``STRICT`` marker file in the home)."""
     env_cache: Path | None = None
     """``DSV_ENV_CACHE``: where ``dsv reproduce`` keeps venvs rebuilt from recorded locks; unset it is ``~/.cache/dsv/envs``."""
+    build_jobs: int | None = None
+    """``DSV_BUILD_JOBS``: partitions a dataset build prepares at once (1: one at a time); unset, one per core."""
 
     def __post_init__(self) -> None:
         if self.dagster_home == _FOLLOW_HOME:
@@ -73,6 +77,15 @@ class Settings:
             drop_folder=Path(str(d["drop_folder"])),
             dagster_home=Path(str(d["dagster_home"])) if follows else self.dagster_home,
         )
+
+
+def _jobs(text: str) -> int | None:
+    """``DSV_BUILD_JOBS``: a whole number >= 1, or unset/empty (None: one per core)."""
+    if not text.strip():
+        return None
+    if not text.strip().isdigit() or int(text) < 1:
+        raise ConfigurationError(f"DSV_BUILD_JOBS must be a whole number >= 1, not {text!r}")
+    return int(text)
 
 
 def _defaults(home: Path) -> dict[str, object]:
@@ -112,6 +125,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         dagster_home=Path(env.get("DAGSTER_HOME") or defaults["dagster_home"]).resolve(),  # type: ignore[arg-type]
         openlineage=openlineage_configured(env),
         env_cache=Path(env["DSV_ENV_CACHE"]).expanduser().resolve() if env.get("DSV_ENV_CACHE") else None,
+        build_jobs=_jobs(env.get("DSV_BUILD_JOBS", "")),
     )
 
 

@@ -31,6 +31,7 @@ from dsv_platform.core.records import PublishOutcome, Realization
 from dsv_platform.core.states import RealizationState
 from dsv_platform.core.trust import Role
 from dsv_platform.services.lineage import record_realization_lineage
+from dsv_platform.services.parallel_parts import default_build_jobs, ordered_map
 from dsv_platform.services.signing import Signer, sign_realization
 from dsv_platform.services.trust import Gatekeeper
 
@@ -62,6 +63,16 @@ class BuildRequest:
     manifest_fields: Mapping[str, Any] = field(default_factory=dict)
     gates: Gates | None = None
     alias: str | None = None
+
+
+@dataclass(frozen=True)
+class PreparedPart:
+    """A part ready to store: its partition hash and row count, and its Parquet bytes."""
+
+    key: str
+    hash: str
+    rows: int
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -108,6 +119,7 @@ class Publisher:
         row_filter: Callable[[pa.Table], pa.Table] | None = None,
         signer: Signer | None = None,
         gate: Gatekeeper | None = None,
+        jobs: int | None = None,
     ) -> None:
         self.registry = registry
         self.store = store
@@ -116,18 +128,36 @@ class Publisher:
         self.row_filter = row_filter  # e.g. privacy.exclude_deleted_subjects: drops rows of deleted subjects
         self.signer = signer  # the publisher identity: signs each realization's statement (docs/trust.md, "Signatures")
         self.gate = gate  # roles checked (builder, then publisher), builder recorded, publication and alias moves audited (docs/trust.md)
+        self.jobs = default_build_jobs() if jobs is None else max(1, jobs)  # partitions prepared at once; 1: the serial path
 
     def write_part(self, attempt: str, key: str, table: pa.Table, contract: Contract) -> BuiltPart:
+        return self.store_part(attempt, self.prepare_part(key, table, contract), contract)
+
+    def prepare_part(self, key: str, table: pa.Table, contract: Contract) -> PreparedPart:
+        """A part's CPU work, no store call: row filter, sort, hash, Parquet bytes (safe on a worker thread)."""
         if self.row_filter is not None:
             table = self.row_filter(table)
         rows = sorted_for_storage(table, contract)
         leaf = hash_partition(rows, contract, key=key)
-        data = parquet_bytes(rows)
-        name = f"part-{hashlib.sha256(key.encode()).hexdigest()[:24]}.parquet"
-        self.store.stage(attempt, name, data)
+        return PreparedPart(key, leaf.hash, leaf.rows, parquet_bytes(rows))
+
+    def store_part(self, attempt: str, part: PreparedPart, contract: Contract) -> BuiltPart:
+        """Stage and promote a prepared part, then report it (on the calling thread)."""
+        name = f"part-{hashlib.sha256(part.key.encode()).hexdigest()[:24]}.parquet"
+        self.store.stage(attempt, name, part.data)
         digest = self.store.promote(attempt, name)
-        self.on_step(BuildStep.PART_WRITTEN, key)
-        return BuiltPart(key=key, hash=leaf.hash, rows=leaf.rows, object=digest, bytes=len(data), schema_hash=contract.schema_hash)
+        self.on_step(BuildStep.PART_WRITTEN, part.key)
+        return BuiltPart(key=part.key, hash=part.hash, rows=part.rows, object=digest, bytes=len(part.data), schema_hash=contract.schema_hash)
+
+    def write_parts(self, attempt: str, partitions: Sequence[tuple[str, pa.Table]], contract: Contract) -> list[BuiltPart]:
+        """Every part, in partition order; with ``jobs`` > 1, up to ``jobs`` partitions prepared at once on threads.
+
+        Store calls, ``on_step`` events and the first error are the serial build's (parallel_parts.py).
+        """
+        if self.jobs <= 1 or len(partitions) < 2:
+            return [self.write_part(attempt, key, table, contract) for key, table in partitions]
+        with ordered_map(lambda item: self.prepare_part(item[0], item[1], contract), partitions, self.jobs) as prepared:
+            return list(map(lambda part: self.store_part(attempt, part, contract), prepared))  # no stored part's bytes kept alive
 
     def reconcile(self, request_id: str) -> Realization | None:
         """What a request id already produced: the published realization, if any (ask before retrying)."""
@@ -152,7 +182,7 @@ class Publisher:
             dup = sorted(k for k in keys if keys.count(k) > 1)[0]
             self.registry.transition(candidate, RealizationState.FAILED, reason=f"two parts claim partition {dup!r}", actor=self.actor)
             raise PublicationError(f"{request.dataset}:{request.version}: two parts claim partition {dup!r}")
-        parts = [self.write_part(attempt, key, table, contract) for key, table in request.partitions]
+        parts = self.write_parts(attempt, request.partitions, contract)
         manifest = build_manifest(
             parts,
             dataset=request.dataset,
@@ -219,4 +249,3 @@ class Publisher:
             self.on_step(BuildStep.ALIAS_MOVED, f"{alias} -> {realization.manifest_hash}")
             return
         raise PublicationError(f"alias {alias!r} of {realization.dataset}:{realization.version} kept moving; gave up after {attempts} attempts")
-

@@ -179,7 +179,8 @@ def build_realization(
     held = held_batches(platform, definition.sources)
     key = f"{key}:q{canonical_json.sha256_hex(list(held))[:12]}" if held else key
     request_id = f"{definition.name}:{definition.version}:{key}"
-    publisher = Publisher(registry, store, actor=actor, signer=signer_of(platform), gate=gatekeeper(platform))  # roles checked; signed (docs/trust.md)
+    jobs = platform.settings.build_jobs  # DSV_BUILD_JOBS: partitions prepared at once (unset: one per core)
+    publisher = Publisher(registry, store, actor=actor, signer=signer_of(platform), gate=gatekeeper(platform), jobs=jobs)  # roles checked; signed
     done = publisher.reconcile(request_id)
     if done is not None:
         return RealizationBuild(done.ref, load_manifest(registry, done), pins, True, ())
