@@ -8,13 +8,11 @@ bootstrap ``admin`` holds every role, yet cannot approve a realization it built.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from dsv_platform.bootstrap import build_platform
-from dsv_platform.cli.main import main
 from dsv_platform.cli.runs import Runner
 from dsv_platform.core.errors import AccessDeniedError
 from dsv_platform.core.trust import Role
@@ -23,33 +21,14 @@ from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.examples.fraud.specs import SOURCES
 from dsv_platform.services import trust
 from dsv_platform.settings import load_settings
+from dsv_platform_tests.fixtures.cli_runner import DsvCli, Result
 from dsv_platform_tests.scenarios.support import World
 
 
-@dataclass(frozen=True)
-class Result:
-    code: int
-    out: str
-    err: str
-
-
 @pytest.fixture
-def dsv(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # type: ignore[no-untyped-def]
+def dsv(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> DsvCli:
     """``dsv(*args, identity=None)``: the CLI in process on the test home, as ``identity`` (DSV_IDENTITY) when given."""
-
-    def run(*args: str, identity: str | None = None) -> Result:
-        monkeypatch.setenv("DSV_HOME", str(tmp_path / "home"))
-        for key in ("DSV_REGISTRY_URL", "DSV_OBJECT_STORE", "DSV_CONFIG_DIR", "DSV_STRICT", "DSV_KEY_DIR"):
-            monkeypatch.delenv(key, raising=False)
-        if identity is None:
-            monkeypatch.delenv("DSV_IDENTITY", raising=False)
-        else:
-            monkeypatch.setenv("DSV_IDENTITY", identity)
-        code = main(list(args))
-        out, err = capsys.readouterr()
-        return Result(code, out, err)
-
-    return run
+    return DsvCli(capsys, monkeypatch, {"DSV_HOME": str(tmp_path / "home")})
 
 
 def refused(result: Result, *names: str, code: int = 7) -> None:

@@ -15,7 +15,6 @@ import datetime as dt
 import json
 import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,7 +22,6 @@ import pyarrow.compute as pc
 import pytest
 
 from dsv_platform.bootstrap import Platform, build_platform
-from dsv_platform.cli.main import main
 from dsv_platform.core.batch import RawBatch, batch_of
 from dsv_platform.core.states import RealizationState
 from dsv_platform.core.trust import Role
@@ -36,18 +34,12 @@ from dsv_platform.services.canonical_load import build_labels, load_partition
 from dsv_platform.services.model_run import train_model
 from dsv_platform.services.realization import RealizationBuild, build_realization
 from dsv_platform.settings import load_settings
+from dsv_platform_tests.fixtures.cli_runner import DsvCli, Result
 
 POISON_ID_OFFSET = 70_000_000
 POISONED_ROWS = 10
 RESENT_AT = dt.datetime(2026, 6, 20, 12, tzinfo=dt.UTC)  # after every honest batch: the newest data the build pins
 IDENTITIES = ("pos-writer", "mallory", "builder", "approver", "op-two", "auditor", "trainer")
-
-
-@dataclass(frozen=True)
-class Result:
-    code: int
-    out: str
-    err: str
 
 
 def write_config(folder: Path) -> Path:
@@ -68,22 +60,9 @@ def home(tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def dsv(home: dict[str, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def dsv(home: dict[str, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> DsvCli:
     """``dsv(*args, identity=...)``: the CLI in process on the strict home, as ``identity`` (DSV_IDENTITY)."""
-
-    def run(*args: str, identity: str | None = None) -> Result:
-        for key, value in home.items():
-            monkeypatch.setenv(key, value)
-        for key in ("DSV_REGISTRY_URL", "DSV_OBJECT_STORE", "DSV_STRICT", "DSV_KEY_DIR", "DSV_IDENTITY"):
-            monkeypatch.delenv(key, raising=False)
-        if identity is not None:
-            monkeypatch.setenv("DSV_IDENTITY", identity)
-        capsys.readouterr()
-        code = main(list(args))
-        out, err = capsys.readouterr()
-        return Result(code, out, err)
-
-    return run
+    return DsvCli(capsys, monkeypatch, home)
 
 
 def ok(result: Result) -> str:

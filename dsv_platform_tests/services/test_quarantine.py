@@ -10,7 +10,6 @@ a quarantined raw batch is never loaded.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -23,34 +22,15 @@ from dsv_platform.examples.fraud.specs import SOURCES
 from dsv_platform.services import gc
 from dsv_platform.services.canonical_load import load_partition
 from dsv_platform.services.quarantine import quarantine, release
+from dsv_platform_tests.fixtures.cli_runner import DsvCli, Result
 from dsv_platform_tests.scenarios.support import World
 
 ZERO = GcPolicy(safety_window=timedelta(0))
 
 
-@dataclass(frozen=True)
-class Result:
-    code: int
-    out: str
-    err: str
-
-
 @pytest.fixture
-def dsv(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # type: ignore[no-untyped-def]
-    from dsv_platform.cli.main import main
-
-    def run(*args: str, identity: str | None = None) -> Result:
-        monkeypatch.setenv("DSV_HOME", str(tmp_path / "home"))
-        for key in ("DSV_REGISTRY_URL", "DSV_OBJECT_STORE", "DSV_CONFIG_DIR", "DSV_STRICT", "DSV_KEY_DIR", "DSV_IDENTITY"):
-            monkeypatch.delenv(key, raising=False)
-        if identity is not None:
-            monkeypatch.setenv("DSV_IDENTITY", identity)
-        capsys.readouterr()
-        code = main(list(args))
-        out, err = capsys.readouterr()
-        return Result(code, out, err)
-
-    return run
+def dsv(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> DsvCli:
+    return DsvCli(capsys, monkeypatch, {"DSV_HOME": str(tmp_path / "home")})
 
 
 def refused(result: Result, code: int, *names: str) -> None:
