@@ -12,6 +12,7 @@ holds the table, the order and two bucket texts.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -82,19 +83,24 @@ def _encode_segment(plan: NativeRows, rows: np.ndarray, ends: np.ndarray, take: 
 
 
 def gathered_chunks(plan: NativeRows, order: np.ndarray, table_bytes: int, take: Take, fallback: Fallback) -> Iterator[tuple[int, memoryview]]:
-    """``(rows, bytes)`` of ``plan``'s rows in ``order``, block by block (see the module docstring)."""
+    """``(rows, bytes)`` of ``plan``'s rows in ``order``, block by block (see the module docstring).
+
+    The next bucket is planned and queued before this one is awaited, so the
+    encoder threads never wait for the main thread; at most two bucket texts
+    are alive (the one gathered and the one encoding).
+    """
     bounds = bucket_bounds(len(order), table_bytes)
     with ThreadPoolExecutor(max_workers=SEGMENTS, thread_name_prefix="dsv-encode") as pool:
-        bucket = _Bucket(pool, plan, order[bounds[0][0] : bounds[0][1]], take)
+        queued = deque([_Bucket(pool, plan, order[bounds[0][0] : bounds[0][1]], take)])
         for i, (lo, hi) in enumerate(bounds):
+            if i + 1 < len(bounds):
+                queued.append(_Bucket(pool, plan, order[bounds[i + 1][0] : bounds[i + 1][1]], take))
+            bucket = queued.popleft()
             texts = bucket.texts()
-            following = _Bucket(pool, plan, order[bounds[i + 1][0] : bounds[i + 1][1]], take) if i + 1 < len(bounds) else None
             if texts is None:
                 yield from fallback(lo, hi)
             else:
                 for start in range(0, hi - lo, GATHER_ROWS):
                     rows = min(GATHER_ROWS, hi - lo - start)
                     yield rows, memoryview(_native.gather(texts, bucket.seg_rows, bucket.ends, bucket.where, start, rows))
-            del texts
-            if following is not None:
-                bucket = following
+            del texts, bucket  # this bucket's text is freed before the next one is planned
