@@ -30,7 +30,7 @@ def _load() -> str:
 
 def ruled_contract_doc() -> dict[str, object]:
     doc = copy.deepcopy(CONTRACT_DOC)
-    cols = {c["name"]: c for c in doc["columns"]}  # type: ignore[attr-defined]
+    cols = {c["name"]: c for c in doc["columns"]}
     cols["amount"].update({"range": {"min": -100_000, "max": 1_000_000}, "typical": {"p50": [1_000, 500_000], "p99": [10_000, 1_000_000]}})
     cols["amount"]["drift"] = {"p01_max_change": 0.5, "p50_max_change": 0.2, "p99_max_change": 0.2}
     cols["currency"].update({"allowed_values": CURRENCIES, "drift": {"psi_max": 0.1, "tv_max": 0.05}})

@@ -30,6 +30,7 @@ def main(rows: int = 2_000_000) -> None:
     batches = table.to_batches(max_chunksize=1 << 17)
     strings = [c for b in batches for c in b.columns if pa.types.is_string(c.type)]
     hash_s = _best(lambda: hashing.hash_table(table, contract), 3)
+
     def checks() -> None:
         for batch in batches:
             check_batch(batch, contract, "bench")

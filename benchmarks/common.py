@@ -55,3 +55,11 @@ def machine() -> dict[str, str]:
         "pyarrow": pa.__version__,
         "numpy": np.__version__,
     }
+
+
+def load_1min() -> float | None:
+    """The 1-minute load average, or None where the platform has none."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None

@@ -8,6 +8,7 @@ between runs.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -22,7 +23,7 @@ FILES = 10
 CURRENCIES = ["EUR", "USD", "GBP", "CHF", "JPY", "SEK"]
 NOTE_PIECES = ["refund", "chargeback\tpending", "line1\nline2", "C:\\temp\\x", "ok", "weird\r\x0b\x0c\x08end", "caf\u00e9", "transfer to savings", ""]
 
-CONTRACT_DOC = {
+CONTRACT_DOC: dict[str, Any] = {
     "name": "transactions",
     "key": ["transaction_id"],
     "columns": [
@@ -34,6 +35,14 @@ CONTRACT_DOC = {
         {"name": "is_fraud", "type": "bool"},
         {"name": "note", "type": "string", "nullable": True},
     ],
+}
+
+
+REGIONS = [f"r{i:02d}" for i in range(12)]  # the partitioned variant's partition column: 12 keys of similar size
+PARTITIONED_DOC: dict[str, Any] = {
+    **CONTRACT_DOC,
+    "name": "transactions_by_region",
+    "columns": [*CONTRACT_DOC["columns"], {"name": "region", "type": "string"}],
 }
 
 
@@ -66,9 +75,7 @@ def make_table(rows: int, seed: int = SEED) -> pa.Table:
     b = pc.take(pieces, pa.array(rng.integers(0, len(NOTE_PIECES), rows)))
     note = pc.binary_join_element_wise(a, pc.cast(pa.array(rng.integers(0, 10**6, rows)), pa.string()), b, " #")
     note = pc.if_else(pa.array(rng.random(rows) < 0.3), pa.scalar(None, pa.string()), note)
-    return pa.table(
-        {"transaction_id": ids, "account": account, "amount": amount, "currency": currency, "created_at": created, "is_fraud": fraud, "note": note}
-    )
+    return pa.table({"transaction_id": ids, "account": account, "amount": amount, "currency": currency, "created_at": created, "is_fraud": fraud, "note": note})
 
 
 def dataset(rows: int) -> tuple[Path, Path]:
@@ -85,5 +92,26 @@ def dataset(rows: int) -> tuple[Path, Path]:
         per = -(-rows // FILES)
         for i in range(FILES):
             pq.write_table(table.slice(i * per, per), folder / f"part-{i:02d}.parquet", row_group_size=1 << 20)
+        done.write_text(str(rows))
+    return folder, contract_file
+
+
+def partitioned_dataset(rows: int) -> tuple[Path, Path]:
+    """:func:`dataset` plus a ``region`` column (12 values, uniform): the files and contract for ``--partition-by region``."""
+    import yaml
+
+    source, _ = dataset(rows)
+    folder = DATA_DIR / f"transactions-by-region-{rows}"
+    contract_file = DATA_DIR / "transactions-by-region.yaml"
+    if not contract_file.exists():
+        contract_file.write_text(yaml.safe_dump(PARTITIONED_DOC, sort_keys=False), encoding="utf-8")
+    done = folder / "_COMPLETE"
+    if not done.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        rng = np.random.default_rng(SEED + 1)
+        for path in sorted(source.glob("*.parquet")):
+            table = pq.read_table(path)
+            region = pc.take(pa.array(REGIONS), pa.array(rng.integers(0, len(REGIONS), table.num_rows)))
+            pq.write_table(table.append_column("region", region), folder / path.name, row_group_size=1 << 20)
         done.write_text(str(rows))
     return folder, contract_file
