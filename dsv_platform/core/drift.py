@@ -8,6 +8,11 @@ per partition. ``None`` means "no baseline to compare with". Pure and vectorized
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,6 +21,34 @@ from dsv_platform.core.semantic import QUANTILES
 
 PSI_EPSILON = 1e-4
 """Floor of a category frequency in the PSI (a category absent on one side would otherwise be infinite)."""
+
+
+_SHARED: ContextVar[dict[tuple[object, ...], tuple[object, Any]] | None] = ContextVar("dsv_drift_shared", default=None)
+
+
+@contextmanager
+def shared_statistics() -> Iterator[None]:
+    """Within the block, each column's quantiles and frequencies are computed once, whatever the number of rules reading them."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def _data_identity(values: pa.ChunkedArray | pa.Array) -> tuple[object, ...]:
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    return (str(values.type), len(values), tuple((c.offset, len(c), tuple(b.address if b is not None else 0 for b in c.buffers())) for c in chunks))
+
+
+def _shared(values: pa.ChunkedArray | pa.Array, what: str, compute: Callable[[], Any]) -> Any:
+    memo = _SHARED.get()
+    if memo is None:
+        return compute()
+    key = (what, _data_identity(values))
+    if key not in memo:
+        memo[key] = (values, compute())  # the values are kept alive: their buffer addresses stay theirs
+    return memo[key][1]
 
 
 def as_float(values: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array | None:
@@ -31,11 +64,18 @@ def quantile(values: pa.ChunkedArray | pa.Array, q: float) -> float | None:
     nums = as_float(values)
     if nums is None:
         return None
+    if q in QUANTILES.values():
+        shared: dict[float, float | None] = _shared(values, "quantiles", lambda: _quantiles(nums, tuple(QUANTILES.values())))
+        return shared[q]
+    return _quantiles(nums, (q,))[q]
+
+
+def _quantiles(nums: pa.ChunkedArray | pa.Array, qs: tuple[float, ...]) -> dict[float, float | None]:
     nums = pc.drop_null(pc.if_else(pc.is_nan(nums), None, nums))
     if len(nums) == 0:
-        return None
-    out = pc.quantile(nums, q=[q], interpolation="linear").to_pylist()[0]
-    return float(out) if out is not None else None
+        return dict.fromkeys(qs)
+    out = pc.quantile(nums, q=list(qs), interpolation="linear").to_pylist()
+    return {q: float(v) if v is not None else None for q, v in zip(qs, out, strict=True)}
 
 
 def relative_change(current: float | None, base: float | None) -> float | None:
@@ -46,6 +86,12 @@ def relative_change(current: float | None, base: float | None) -> float | None:
 
 
 def frequencies(values: pa.ChunkedArray | pa.Array) -> dict[object, float]:
+    """Each category's share of the rows (null is a category)."""
+    result: dict[object, float] = _shared(values, "frequencies", lambda: _frequencies(values))
+    return result
+
+
+def _frequencies(values: pa.ChunkedArray | pa.Array) -> dict[object, float]:
     counts = pc.value_counts(values)
     keys = counts.field("values").to_pylist()
     n = np.asarray(counts.field("counts").to_numpy(zero_copy_only=False), dtype=float)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -174,10 +175,24 @@ def _population(rule: Rule, values: pa.ChunkedArray) -> RuleResult:
     return _membership(rule, values, tuple(rule.params["not_in"]), inside=False)
 
 
+def duplicate_rows(table: pa.Table, columns: list[str]) -> int:
+    """Rows beyond the first of each distinct value of ``columns`` (nulls equal, as in a group-by).
+
+    One integer, timestamp or date column without nulls is sorted with numpy
+    and adjacent values compared (a few times faster than Arrow's group-by).
+    """
+    if len(columns) == 1:
+        values = table.column(columns[0])
+        t = values.type
+        if not values.null_count and (pa.types.is_integer(t) or pa.types.is_timestamp(t) or pa.types.is_date(t)):
+            ordered = np.sort(values.to_numpy())
+            return int(np.count_nonzero(ordered[1:] == ordered[:-1]))
+    groups = table.select(columns).group_by(columns).aggregate([([], "count_all")])
+    return int(pc.sum(pc.subtract(groups.column("count_all"), 1)).as_py() or 0)
+
+
 def _unique(rule: Rule, table: pa.Table) -> RuleResult:
-    cols = list(rule.params["columns"])
-    groups = table.select(cols).group_by(cols).aggregate([([], "count_all")])
-    dup = int(pc.sum(pc.subtract(groups.column("count_all"), 1)).as_py() or 0)
+    dup = duplicate_rows(table, list(rule.params["columns"]))
     return _result(rule, dup == 0, f"{dup} duplicate rows", "0 duplicate rows")
 
 
@@ -207,7 +222,8 @@ def evaluate_rule(rule: Rule, table: pa.Table, baseline: pa.Table | None) -> Rul
 
 def evaluate(table: pa.Table, contract: Contract, baseline: pa.Table | None = None) -> tuple[RuleResult, ...]:
     """One result per declared rule of ``contract`` on ``table`` (drift and volume against ``baseline``)."""
-    return tuple(evaluate_rule(rule, table, baseline) for rule in declared_rules(contract))
+    with drift.shared_statistics():  # a column's quantiles and frequencies, once for all its rules
+        return tuple(evaluate_rule(rule, table, baseline) for rule in declared_rules(contract))
 
 
 def evaluate_load(table: pa.Table, contract: Contract) -> tuple[RuleResult, ...]:

@@ -179,3 +179,21 @@ def test_range_applies_to_numeric_columns_and_values_must_fit_the_column_type():
     assert [r.rule for r in declared_rules(contract)] == ["allowed_values"]
     with pytest.raises(ContractError, match=r"column 'kwh'.*do not fit the column's type decimal128\(12, 3\)"):
         evaluate(table([1.0], ["day"]), contract)
+
+
+def test_duplicate_rows_by_sort_equals_the_group_by_count() -> None:
+    import numpy as np
+    import pyarrow as pa
+
+    from dsv_platform.core.semantic_rules import duplicate_rows
+
+    rng = np.random.default_rng(3)
+    for values in (rng.integers(0, 50, 400), rng.permutation(300), np.array([], dtype=np.int64), np.array([7, 7, 7])):
+        for arrow in (pa.array(values, pa.int64()), pa.array(values, pa.uint8()) if len(values) and values.max() < 256 else pa.array(values, pa.int32()),
+                      pa.array(values.astype("datetime64[us]")).cast(pa.timestamp("us", tz="UTC"))):
+            table = pa.table({"k": pa.chunked_array([arrow[: len(arrow) // 2], arrow[len(arrow) // 2 :]], type=arrow.type)})
+            groups = table.group_by(["k"]).aggregate([([], "count_all")])
+            expected = int(sum(c - 1 for c in groups.column("count_all").to_pylist()))
+            assert duplicate_rows(table, ["k"]) == expected
+    with_nulls = pa.table({"k": pa.array([1, None, None, 1, 2], pa.int64())})
+    assert duplicate_rows(with_nulls, ["k"]) == 2  # nulls form one group, as in the group-by
