@@ -10,16 +10,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from dsv_platform.core.gc_graph import K_DATA_FILE, K_ICEBERG_SNAPSHOT, K_ICEBERG_TAG, K_MANIFEST, K_OBJECT, K_RAW_BATCH, K_REALIZATION, K_STAGING
+from dsv_platform.core.gc_graph import K_DATA_FILE, K_ICEBERG_SNAPSHOT, K_ICEBERG_TAG, K_MANIFEST, K_OBJECT, K_RAW_BATCH, K_REALIZATION, K_STAGING, GcGraph
 from dsv_platform.core.gc_inventory import Inventory, RealizationInfo
 from dsv_platform.core.gc_plan import Action, Decision
-from dsv_platform.core.lineage import LineageGraph, Node
+from dsv_platform.core.lineage import Node
 from dsv_platform.core.states import RealizationState
 
 S = RealizationState
 IN_FLIGHT = frozenset({S.STAGING.value, S.SEALED.value})
 TERMINAL_DONE = frozenset({S.EXPIRED.value, S.REDACTED.value})
 SAFETY_WINDOW = "within the safety window"
+REACHABLE = "reachable from a root"
+_REFERENCED = "referenced only by unreachable or expired nodes"
+_UNREFERENCED = "referenced by nothing"
+_DELETE_OBJECT = Action.DELETE_OBJECT.value
+_EXPIRE_REALIZATION = Action.EXPIRE_REALIZATION.value
 
 
 @dataclass
@@ -27,7 +32,7 @@ class Decider:
     """Decides nodes against what the roots reached and the safety-window horizon."""
 
     inv: Inventory
-    graph: LineageGraph
+    graph: GcGraph
     reached_by: dict[Node, str]
     horizon: datetime
     decisions: list[Decision] = field(default_factory=list)
@@ -39,48 +44,49 @@ class Decider:
         rid = self.reached_by.get(node)
         if rid is None:
             return None
-        return Decision(node[0], node[1], True, "reachable from a root", rid, None, size)
+        return Decision(node[0], node[1], True, REACHABLE, rid, None, size)
 
     def decide_all(self) -> list[Decision]:
+        sizes = self.graph.manifest_bytes
         for r in self.inv.realizations:
-            self.realization(r)
+            self.realization(r, sizes)
         self.objects()
         self.staging()
         self.iceberg_tags()
         self.iceberg_files()
         return self.decisions
 
-    def realization(self, r: RealizationInfo) -> None:
-        append = self.decisions.append
-        node = (K_REALIZATION, r.manifest_hash or f"candidate-{r.id}")
-        partitions = self.inv.manifests.get(r.manifest_hash or "", {}).get("partitions") or ()
-        size = sum(int(p.get("bytes") or 0) for p in partitions)
-        d = self.kept_by_root(node, size) if r.manifest_hash else None
-        if d is not None:
-            append(Decision(d.kind, d.id, True, d.reason, d.root, None, size, f"state {r.state}"))
+    def realization(self, r: RealizationInfo, sizes: dict[str, int]) -> None:
+        append, manifest_hash = self.decisions.append, r.manifest_hash
+        node = (K_REALIZATION, manifest_hash or f"candidate-{r.id}")
+        size = sizes.get(manifest_hash or "", 0)
+        rid = self.reached_by.get(node) if manifest_hash else None
+        if rid is not None:
+            append(Decision(node[0], node[1], True, REACHABLE, rid, None, size, f"state {r.state}"))
         elif r.state in TERMINAL_DONE:
             append(Decision(node[0], node[1], False, f"already {r.state}", None, None, size, f"realization {r.id}"))
         elif self.recent(r.created_at):
             append(Decision(node[0], node[1], True, SAFETY_WINDOW, None, None, size, f"state {r.state}, created {r.created_at.isoformat()}"))
         else:
-            append(Decision(node[0], node[1], False, "no root reaches it", None, Action.EXPIRE_REALIZATION.value, size, f"realization {r.id}, state {r.state}"))
-        if r.manifest_hash:
-            root = self.reached_by.get((K_MANIFEST, r.manifest_hash))
-            append(Decision(K_MANIFEST, r.manifest_hash, True, "audit metadata (kept after expiry)", root, None, 0))
+            append(Decision(node[0], node[1], False, "no root reaches it", None, _EXPIRE_REALIZATION, size, f"realization {r.id}, state {r.state}"))
+        if manifest_hash:
+            root = self.reached_by.get((K_MANIFEST, manifest_hash))
+            append(Decision(K_MANIFEST, manifest_hash, True, "audit metadata (kept after expiry)", root, None, 0))
 
     def objects(self) -> None:
-        append = self.decisions.append
-        for o in self.inv.objects:
-            node = (K_OBJECT, o.digest)
-            d = self.kept_by_root(node, o.size)
-            if d is not None:
-                append(d)
-            elif self.recent(o.modified_at):
-                append(Decision(node[0], node[1], True, SAFETY_WINDOW, None, None, o.size, "" if o.modified_at else "modification time unknown"))
+        """The hot loop (one pass over every stored object): locals only, decisions built with ``tuple.__new__``."""
+        append, reached, new = self.decisions.append, self.reached_by.get, tuple.__new__
+        downstream, horizon, kind, delete = self.graph.downstream, self.horizon, K_OBJECT, _DELETE_OBJECT
+        for digest, size, modified_at in self.inv.objects:
+            node = (kind, digest)
+            rid = reached(node)
+            if rid is not None:
+                append(new(Decision, (kind, digest, True, REACHABLE, rid, None, size, "")))
+            elif modified_at is None or modified_at > horizon:
+                append(new(Decision, (kind, digest, True, SAFETY_WINDOW, None, None, size, "" if modified_at else "modification time unknown")))
             else:
-                referenced = node in self.graph.downstream
-                why = "referenced only by unreachable or expired nodes" if referenced else "referenced by nothing"
-                append(Decision(node[0], node[1], False, why, None, Action.DELETE_OBJECT.value, o.size))
+                why = _REFERENCED if node in downstream else _UNREFERENCED
+                append(new(Decision, (kind, digest, False, why, None, delete, size, "")))
 
     def staging(self) -> None:
         for st in self.inv.staging:

@@ -9,6 +9,7 @@ Details: docs/gc-and-privacy.md
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -41,8 +42,23 @@ _R_USED = Relation.USED.value
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), check_circular=False)
+# A JSON string token that is exactly a digest (optionally ``sha256:``-prefixed): it opens after ``[,:{`` (so its
+# quote is not an escaped one) and closes before ``,:]}``.
+_DIGEST_TOKEN = re.compile(r'(?<=[\[,:{])"(?:sha256:)?([0-9a-f]{64})"(?=[,:\]}])')
+
+
 def named_digests(doc: Any) -> Iterator[str]:
     """Every SHA-256 digest (64 lowercase hex, optionally ``sha256:``-prefixed) anywhere in a JSON document, keys included."""
+    try:  # the C encoder and one regex scan; a value JSON cannot encode takes the walk
+        text = _ENCODER.encode([doc])
+    except (TypeError, ValueError, RecursionError):
+        return walk_digests(doc)
+    return iter(_DIGEST_TOKEN.findall(text))
+
+
+def walk_digests(doc: Any) -> Iterator[str]:
+    """:func:`named_digests` by walking the values (any mapping, list or tuple)."""
     stack = [doc]
     while stack:
         value = stack.pop()
@@ -57,9 +73,17 @@ def named_digests(doc: Any) -> Iterator[str]:
             stack.extend(value)
 
 
-def build_graph(inv: Inventory) -> LineageGraph:
+class GcGraph(LineageGraph):
+    """The GC dependency graph, plus each manifest's total partition bytes (gathered in the same pass)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.manifest_bytes: dict[str, int] = {}
+
+
+def build_graph(inv: Inventory) -> GcGraph:
     """The dependency graph GC walks: manifests (authoritative), recorded lineage, Iceberg structure, landing."""
-    graph = LineageGraph()
+    graph = GcGraph()
     _add_manifests(graph, inv.manifests)
     _add_run_manifests(graph, inv)
     _add_artifacts(graph, inv)
@@ -77,19 +101,29 @@ def build_graph(inv: Inventory) -> LineageGraph:
     return graph
 
 
-def _add_manifests(graph: LineageGraph, manifests: Mapping[str, Mapping[str, Any]]) -> None:
-    up, down = graph.upstream, graph.downstream
-    obj, part_of = K_OBJECT, _R_PART_OF
+def _add_manifests(graph: GcGraph, manifests: Mapping[str, Mapping[str, Any]]) -> None:
+    up, down, sizes = graph.upstream, graph.downstream, graph.manifest_bytes
+    obj, part_of, down_get = K_OBJECT, _R_PART_OF, graph.downstream.get
     for manifest_hash, doc in manifests.items():
         realization = (K_REALIZATION, manifest_hash)
         ups = up.setdefault(realization, [])
+        link, size = (realization, part_of), 0
         for part in doc.get("partitions") or ():  # the hot path: plain tuples, no Edge objects
             node = (obj, part["object"])
             ups.append((node, part_of))
-            down.setdefault(node, []).append((realization, part_of))
+            downs = down_get(node)
+            if downs is None:
+                down[node] = [link]
+            else:
+                downs.append(link)
+            size += int(part.get("bytes") or 0)
+        sizes[manifest_hash] = size
         rest = dict(doc, partitions=())
-        for edge in manifest_edges(manifest_hash, rest):
-            graph.add(edge)
+        if doc.get("splits") or doc.get("sources") or doc.get("labels") or doc.get("attachments"):  # what manifest_edges reads
+            for edge in manifest_edges(manifest_hash, rest):
+                graph.add(edge)
+        else:  # only the describes edge (what manifest_edges gives for a document without those fields)
+            graph.add_dependency((K_MANIFEST, manifest_hash), realization, _R_DESCRIBES)
         for digest in set(named_digests(rest)) - {manifest_hash}:  # every other pinned object (environment lock, ...)
             graph.add_dependency((obj, digest), realization, part_of)
 

@@ -109,3 +109,25 @@ def test_gc_root_costs_count_shared_and_exclusive_bytes() -> None:
     costs = {c["id"]: c for c in root_costs(inv, plan_gc(inv))}
     assert costs["1"]["bytes"] == 20 and costs["1"]["exclusive_bytes"] == 10
     assert costs["2"]["bytes"] == 20 and costs["2"]["exclusive_bytes"] == 10
+
+
+def test_named_digests_finds_exactly_what_the_walk_finds() -> None:
+    from types import MappingProxyType
+
+    from dsv_platform.core.gc_graph import named_digests, walk_digests
+
+    d = h(7)
+    docs = [
+        {"lock": d, f"sha256:{h(8)}": [1, None, True, {"x": (h(9), f"sha256:{h(10)}")}], "n": 10**70},
+        {"a": f'"{d}"', "b": f'x"{d}', "c": f"{d}\\", "d": f"{d}x", "e": f"sha256:sha256:{d}", "f": h(0xABCDEF).upper(), "g": [f"[{d}]", f",{d}:"]},
+        {"quoted": f'{{"k":"{d}"}}', "escaped": f'\\"{d}\\"', "unicode": f"é{d}", "tab": f"\t{d}"},
+        [d, [h(11), {"k": {h(12): None}}]],
+        d,
+        {"frozen": MappingProxyType({"x": h(13)}), "set": {h(14)}, "ok": h(15)},  # not JSON: the walk itself
+        {},
+    ]
+    for doc in docs:
+        assert set(named_digests(doc)) == set(walk_digests(doc)), doc
+    assert set(named_digests(docs[0])) == {h(7), h(8), h(9), h(10)}
+    assert set(named_digests(docs[1])) == set()
+    assert set(named_digests(docs[5])) == {h(13), h(15)}

@@ -164,3 +164,25 @@ def test_crash_mid_apply_leaves_no_half_deleted_readable_realization(reg: Regist
     gc.apply_plan(plan, registry=reg, store=store, dry_run=False)
     readable_ones_are_whole()
     assert gc.plan(reg, store, now=later()).collectable() == [], "the rerun finished"
+
+
+def test_registry_inventory_reads_what_the_orm_reads(reg: Registry, store: LocalObjectStore) -> None:
+    """The bulk read (plain DBAPI rows, each distinct time parsed once) gives the ORM's values: aware UTC times, the stored documents."""
+    import json
+
+    from sqlalchemy import select
+
+    from dsv_platform.adapters.registry import schema as s
+    from dsv_platform.adapters.registry.gc_inventory import read_inventory
+
+    gs.generate(reg, store, 20)
+    inv = read_inventory(reg, now=later())
+    r, c = s.realizations, s.publication_claims
+    with reg.engine.connect() as conn:
+        stmt = select(r.c.id, r.c.dataset, r.c.version, r.c.state, r.c.manifest_hash, r.c.logical_key, r.c.created_at, c.c.claimed_at)
+        rows = conn.execute(stmt.outerjoin_from(r, c, c.c.realization_id == r.c.id)).all()
+        docs = {m: json.loads(t) for m, t in conn.execute(select(s.manifests.c.manifest_hash, s.manifests.c.canonical_json))}
+    assert sorted(inv.realizations) == sorted(tuple(row) for row in rows)
+    assert any(x.published_at for x in inv.realizations) and any(x.published_at is None for x in inv.realizations)
+    assert all(x.created_at.utcoffset() == timedelta(0) for x in inv.realizations)
+    assert inv.manifests == docs and docs
