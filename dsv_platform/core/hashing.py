@@ -33,6 +33,7 @@ from dsv_platform.core.canonical_native import native_enabled as native_enabled 
 from dsv_platform.core.canonical_native import set_native as set_native
 from dsv_platform.core.contract import Contract
 from dsv_platform.core.errors import ContractViolationError
+from dsv_platform.core.packed_sort import stable_sort
 
 UNPARTITIONED_KEY = "all"
 CHUNK_ROWS = 1 << 18
@@ -119,26 +120,11 @@ def _key_integers(values: pa.ChunkedArray) -> np.ndarray | None:
 def _integer_order(ints: np.ndarray) -> tuple[np.ndarray | None, int | None]:
     """Stable ascending order of ``ints`` (None when already strictly increasing) and the first duplicate's position in it.
 
-    The packed sort keeps the sorted keys in its high bits, so duplicates are
-    found in one sequential pass, not by gathering the keys in the new order.
+    Duplicates are found on the sorted keys in one sequential pass, not by gathering the keys in the new order.
     """
-    n = len(ints)
-    if n < 2 or bool(np.all(ints[1:] > ints[:-1])):
+    if len(ints) < 2 or bool(np.all(ints[1:] > ints[:-1])):
         return None, None
-    lo, hi = int(ints.min()), int(ints.max())
-    bits = (n - 1).bit_length()
-    if hi - lo < 1 << (63 - bits):
-        packed = ints - np.int64(lo)  # fits: the span is below 2**(63-bits)
-        packed <<= np.int64(bits)
-        packed |= np.arange(n, dtype=np.int64)
-        packed.sort()
-        keys = packed >> np.int64(bits)
-        same = keys[1:] == keys[:-1]
-        del keys
-        packed &= np.int64((1 << bits) - 1)
-        return packed, (int(np.argmax(same)) + 1 if same.any() else None)
-    order = np.argsort(ints, kind="stable")
-    ordered = ints[order]
+    ordered, order = stable_sort(ints)
     same = ordered[1:] == ordered[:-1]
     return order, (int(np.argmax(same)) + 1 if same.any() else None)
 

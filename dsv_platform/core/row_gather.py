@@ -21,6 +21,7 @@ import numpy as np
 from dsv_platform import _native
 from dsv_platform.core.canonical_native import NativeRows, Take
 from dsv_platform.core.errors import ContractViolationError
+from dsv_platform.core.packed_sort import stable_sort
 
 BUCKET_BYTES = 64 << 20
 GATHER_ROWS = 1 << 13  # rows a gathered block: about 650 KB of text, inside L2 + a slice of L3
@@ -40,21 +41,10 @@ def bucket_bounds(rows: int, table_bytes: int, bucket_bytes: int = BUCKET_BYTES)
 
 def storage_positions(keyed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(rows, where)``: ``keyed``'s row indices ascending, and for each key position where its row is in ``rows``."""
-    n = len(keyed)
-    bits = max(1, (n - 1).bit_length())
-    where = np.empty(n, dtype=np.int64)
-    if n == 0:
-        return keyed.astype(np.int64), where
-    if int(keyed.max()).bit_length() + bits <= 63:  # one sort of (row << bits | key position)
-        packed = keyed.astype(np.int64) << np.int64(bits)
-        packed |= np.arange(n, dtype=np.int64)
-        packed.sort()
-        where[packed & np.int64((1 << bits) - 1)] = np.arange(n, dtype=np.int64)
-        packed >>= np.int64(bits)
-        return packed, where
-    by_row = np.argsort(keyed, kind="stable")
-    where[by_row] = np.arange(n, dtype=np.int64)
-    return np.ascontiguousarray(keyed[by_row], dtype=np.int64), where
+    rows, order = stable_sort(keyed)
+    where = np.empty(len(keyed), dtype=np.int64)
+    where[order] = np.arange(len(keyed), dtype=np.int64)
+    return rows, where
 
 
 class _Bucket:
