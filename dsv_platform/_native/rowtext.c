@@ -606,6 +606,25 @@ static inline int reserve(Out *o, size_t need) {
 
 enum { E_OK = 0, E_NOMEM = 1, E_INDEX = 2, E_INEXACT = 3, E_DATA = 4 };
 
+/* the output for about `want` bytes: a pooled buffer when there is one (call with the GIL; reserve() sizes it) */
+static Out start_output(size_t want) {
+    Out o = {0};
+    if (want) o.data = pool_pop(want, &o.cap);
+    return o;
+}
+
+/* hands the rows written to `result`; when rc is not E_OK the buffer is dropped (its memory back to the pool) and
+   NULL returned, with MemoryError set for E_NOMEM (the caller sets the error of its other codes) */
+static RowBuffer *finish_output(RowBuffer *result, Out *out, int rc) {
+    result->data = out->data;
+    result->size = (Py_ssize_t)out->size;
+    result->cap = out->cap;
+    if (rc == E_OK) return result;
+    Py_DECREF(result);
+    if (rc == E_NOMEM) PyErr_NoMemory();
+    return NULL;
+}
+
 /*
  * One pass over the rows. Memory latency dominates a random-order gather
  * (every value of every column is a cache miss), so the values of the row
@@ -863,22 +882,17 @@ static PyObject *rowtext_encode(PyObject *self, PyObject *args) {
     }
     result = new_buffer();
     if (!result) goto done;
-    Out out = {0};
     size_t want = count ? (size_t)count * (size_t)(ncols * 12) + 64 : 0;
-    if (count) out.data = pool_pop(want, &out.cap);
+    Out out = start_output(want);
     int64_t bad_row = -1;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = count ? (reserve(&out, want) ? E_NOMEM : E_OK) : E_OK;
+    rc = reserve(&out, want) ? E_NOMEM : E_OK;
     if (rc == E_OK) rc = write_rows(cols, ncols, layouts, nlayouts, perm, start, count, &out, ends, &bad_row);
     Py_END_ALLOW_THREADS
-    result->data = out.data;
-    result->size = (Py_ssize_t)out.size;
-    result->cap = out.cap;
-    if (rc != E_OK) {
-        Py_CLEAR(result);
-        if (rc == E_NOMEM) PyErr_NoMemory();
-        else if (rc == E_INDEX) PyErr_Format(PyExc_IndexError, "row %lld: index out of range", (long long)bad_row);
+    result = finish_output(result, &out, rc);
+    if (rc != E_OK && rc != E_NOMEM) {
+        if (rc == E_INDEX) PyErr_Format(PyExc_IndexError, "row %lld: index out of range", (long long)bad_row);
         else if (rc == E_INEXACT) PyErr_Format(PyExc_ValueError, "row %lld: timestamp is not a whole number of the unit", (long long)bad_row);
         else PyErr_Format(PyExc_ValueError, "row %lld: malformed string offsets", (long long)bad_row);
     }
@@ -992,23 +1006,16 @@ static PyObject *rowtext_gather(PyObject *self, PyObject *args) {
     result = new_buffer();
     if (!result) goto done;
     Segments g = {text, tlen, (int64_t)nseg, seg_rows, (const int64_t *)ev.buf, ev.len / 8};
-    Out out = {0};
     size_t want = count && g.nrows ? (size_t)((double)total_text / (double)g.nrows * (double)count * 1.05) + 256 : 0;
-    if (count) out.data = pool_pop(want, &out.cap);
+    Out out = start_output(want);
     int64_t bad_row = -1;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = count ? (reserve(&out, want) ? E_NOMEM : E_OK) : E_OK;
+    rc = reserve(&out, want) ? E_NOMEM : E_OK;
     if (rc == E_OK) rc = gather_rows(&g, (const int64_t *)ov.buf + start, count, &out, &bad_row);
     Py_END_ALLOW_THREADS
-    result->data = out.data;
-    result->size = (Py_ssize_t)out.size;
-    result->cap = out.cap;
-    if (rc != E_OK) {
-        Py_CLEAR(result);
-        if (rc == E_NOMEM) PyErr_NoMemory();
-        else PyErr_Format(PyExc_IndexError, "row %lld: index out of range or malformed row ends", (long long)bad_row);
-    }
+    result = finish_output(result, &out, rc);
+    if (rc != E_OK && rc != E_NOMEM) PyErr_Format(PyExc_IndexError, "row %lld: index out of range or malformed row ends", (long long)bad_row);
 done:
     if (have_order) PyBuffer_Release(&ov);
     if (have_ends) PyBuffer_Release(&ev);
