@@ -11,7 +11,6 @@ Details: docs/artifacts.md
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import platform as host
@@ -153,8 +152,7 @@ def produce_artifact(
     try:
         return _produce(platform, producer, runs, run_id, intent, who, now)
     except BaseException as exc:
-        with contextlib.suppress(Exception):  # the producer's error matters more; a run that cannot be marked stays INTENT
-            runs.fail(run_id, error=f"{type(exc).__name__}: {exc}", at=now())
+        runs.fail_during(run_id, exc, at=now())
         raise
 
 

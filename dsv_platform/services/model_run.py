@@ -11,7 +11,6 @@ that node, and the run is COMPLETE. Details: docs/lineage-and-reproduction.md
 
 from __future__ import annotations
 
-import contextlib
 import platform as host
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -101,8 +100,7 @@ def train_model(
     try:
         return _train(platform, runs, run_id, intent, trainer, who)
     except BaseException as exc:
-        with contextlib.suppress(Exception):  # the trainer's error matters more; a run that cannot be marked stays INTENT
-            runs.fail(run_id, error=f"{type(exc).__name__}: {exc}")
+        runs.fail_during(run_id, exc)
         raise
 
 

@@ -60,3 +60,13 @@ def test_activities_are_append_only(runs: RunRecords) -> None:
     assert isinstance(registry, Registry)
     with pytest.raises(DBAPIError, match="append-only"), registry.engine.begin() as conn:
         conn.execute(update(s.lineage_activities).values(kind="edited"))
+
+
+def test_fail_during_marks_the_run_and_never_raises_over_the_error(runs: RunRecords, caplog: pytest.LogCaptureFixture) -> None:
+    rid = runs.start("model_run", "m", producer="m:T", intent={}, actor="a")
+    runs.fail_during(rid, RuntimeError("boom"))
+    assert (runs.get(rid).state, runs.get(rid).error) == ("FAILED", "RuntimeError: boom")
+    with caplog.at_level("WARNING", logger="dsv_platform.adapters.registry.artifacts"):
+        runs.fail_during(rid, ValueError("again"))  # already FAILED: the marking fails, and is logged, not raised
+    assert runs.get(rid).error == "RuntimeError: boom"
+    assert f"production run #{rid} not marked FAILED" in caplog.text and "IllegalTransitionError" in caplog.text

@@ -8,6 +8,7 @@ and the stored files. Activities (e.g. a reproduction record) are append-only.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,6 +23,8 @@ from dsv_platform.adapters.registry.privacy import Transactions
 from dsv_platform.core import canonical_json
 from dsv_platform.core.artifact_manifest import footer_hash
 from dsv_platform.core.errors import IllegalTransitionError, NotFoundError
+
+log = logging.getLogger(__name__)
 
 INTENT, COMPLETE, FAILED = "INTENT", "COMPLETE", "FAILED"
 ARTIFACT, MODEL_RUN = "artifact", "model_run"
@@ -131,6 +134,13 @@ class RunRecords:
     def fail(self, run_id: int, *, error: str, at: datetime | None = None) -> RunRecord:
         """INTENT -> FAILED with the error (one line)."""
         return self._finish(run_id, {"state": FAILED, "error": error[:4000], "finished_at": at or self.registry._now()})
+
+    def fail_during(self, run_id: int, exc: BaseException, *, at: datetime | None = None) -> None:
+        """INTENT -> FAILED with ``exc`` while ``exc`` propagates: a failure to mark the run is logged, never raised over ``exc`` (the run stays as it was)."""
+        try:
+            self.fail(run_id, error=f"{type(exc).__name__}: {exc}", at=at)
+        except Exception as marking:  # the producer's or trainer's error is the one to raise
+            log.warning("production run #%s not marked FAILED (%s: %s)", run_id, type(marking).__name__, marking)
 
     def get(self, run_id: int) -> RunRecord:
         with self.registry._read() as conn:
