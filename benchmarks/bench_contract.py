@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 
 from benchmarks.common import Result, timed
 from benchmarks.data import CONTRACT_DOC, CURRENCIES, dataset, make_table
-from dsv_platform.core import hashing
-from dsv_platform.core.contract import parse_contract
-from dsv_platform.core.semantic_rules import evaluate
+from dsv_platform.core.contracts.contract import parse_contract
+from dsv_platform.core.contracts.semantic_rules import evaluate
+from dsv_platform.core.identity import hashing
 
 TARGET = 1.0
 

@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 
 from benchmarks.common import Result
 from benchmarks.data import make_table, transactions_contract
-from dsv_platform.core import hashing
-from dsv_platform.core.diff import diff_rows
+from dsv_platform.core.diff.diff import diff_rows
+from dsv_platform.core.identity import hashing
 
 TARGET = 3.0
 EDITED, REMOVED, ADDED = 0.005, 0.0025, 0.0025

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from benchmarks.common import Result, timed
 from benchmarks.data import DATA_DIR, FILES, dataset, transactions_contract
-from dsv_platform.core import hashing
+from dsv_platform.core.identity import hashing
 
 TARGET = 2.0
 DVC_VENV = DATA_DIR / "dvc-venv"

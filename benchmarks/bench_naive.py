@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from benchmarks.common import Result, timed
 from benchmarks.data import dataset, transactions_contract
-from dsv_platform.core import hashing
+from dsv_platform.core.identity import hashing
 
 TARGET = 20.0
 ROWS = 1_000_000

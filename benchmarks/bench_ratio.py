@@ -18,9 +18,9 @@ import pyarrow.parquet as pq
 from benchmarks.common import Result, timed
 from benchmarks.data import dataset, transactions_contract
 from dsv_platform import _native
-from dsv_platform.core import canonical_native, hashing, row_gather
-from dsv_platform.core.canonical import encode_rows
-from dsv_platform.core.contract import Contract
+from dsv_platform.core.contracts.contract import Contract
+from dsv_platform.core.identity import canonical_native, hashing, row_gather
+from dsv_platform.core.identity.canonical import encode_rows
 
 TARGET = 3.0
 

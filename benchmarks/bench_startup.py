@@ -37,8 +37,8 @@ def publish_tiny(home: Path) -> str:
     import pyarrow as pa
 
     from dsv_platform.bootstrap import build_platform
-    from dsv_platform.core.contract import parse_contract
-    from dsv_platform.services.publisher import BuildRequest, Publisher
+    from dsv_platform.core.contracts.contract import parse_contract
+    from dsv_platform.services.publication.publisher import BuildRequest, Publisher
     from dsv_platform.settings import load_settings
 
     doc = {"name": "startup_bench", "key": ["id"], "columns": [{"name": "id", "type": "int64"}, {"name": "s", "type": "string"}]}

@@ -12,8 +12,8 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from benchmarks.data import make_table, transactions_contract
-from dsv_platform.core import hashing
-from dsv_platform.core.streaming import _first_invalid_utf8, check_batch
+from dsv_platform.core.identity import hashing
+from dsv_platform.core.identity.streaming import _first_invalid_utf8, check_batch
 
 
 def _best(step: Callable[[], object], runs: int) -> float:

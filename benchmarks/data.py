@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dsv_platform.core.contract import Contract, parse_contract
+from dsv_platform.core.contracts.contract import Contract, parse_contract
 
 DATA_DIR = Path(__file__).resolve().parent / ".data"
 SEED = 20260314

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from dsv_platform.adapters.registry import Registry
 from dsv_platform.adapters.registry import lineage as reg_lineage
-from dsv_platform.core.gc import GcPolicy, StoredObject, plan_gc
-from dsv_platform.services import gc as gc_adapter
+from dsv_platform.core.retention.gc import GcPolicy, StoredObject, plan_gc
+from dsv_platform.services.retention import gc as gc_adapter
 
 NOW = datetime.now(UTC)
 OLD = NOW - timedelta(days=60)
@@ -39,7 +39,7 @@ class SyntheticStore:
         self.objects = objects
 
     def iter_objects(self) -> Iterator[tuple[str, int]]:
-        from dsv_platform.adapters.object_store import ObjectInfo
+        from dsv_platform.adapters.objects.object_store import ObjectInfo
 
         return (ObjectInfo(d, s) for d, s in self.objects)
 

@@ -19,7 +19,7 @@ __all__ = ["__version__", "open_dataset"]
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from dsv_platform.services.datasets import Dataset
+    from dsv_platform.services.publication.datasets import Dataset
     from dsv_platform.settings import Settings
 
 
@@ -31,7 +31,7 @@ def open_dataset(ref: str, *, settings: Settings | None = None, actor: str | Non
     Imports are deferred so ``import dsv_platform.core...`` stays light.
     """
     from dsv_platform.bootstrap import build_platform
-    from dsv_platform.services import datasets
+    from dsv_platform.services.publication import datasets
     from dsv_platform.settings import load_settings
 
     platform = build_platform(settings or load_settings())

@@ -17,20 +17,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dsv_platform.adapters.encrypted_store import EncryptingObjectStore
-from dsv_platform.adapters.object_store import ObjectStore
+from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore
+from dsv_platform.adapters.objects.object_store import ObjectStore
+from dsv_platform.adapters.objects.store_factory import build_encrypting_store
+from dsv_platform.adapters.objects.store_factory import build_object_store as _build_store
 from dsv_platform.adapters.registry.registry import Registry
-from dsv_platform.adapters.store_factory import build_encrypting_store
-from dsv_platform.adapters.store_factory import build_object_store as _build_store
+from dsv_platform.core.config.platform_config import PlatformConfig, load_config
 from dsv_platform.core.errors import EnvironmentSetupError
-from dsv_platform.core.platform_config import PlatformConfig, load_config
 from dsv_platform.settings import Settings, pinned_timezone
 
 if TYPE_CHECKING:  # imported where used: pyiceberg, pyarrow, pandas, pandera stay out of light commands (`dsv resolve`)
-    from dsv_platform.adapters.iceberg import CanonicalTables
-    from dsv_platform.adapters.landing import LandingZone
+    from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
+    from dsv_platform.adapters.objects.landing import LandingZone
 
-# The landing index file under DSV_HOME (dsv_platform.adapters.landing.INDEX_FILE, not imported here: start-up).
+# The landing index file under DSV_HOME (dsv_platform.adapters.objects.landing.INDEX_FILE, not imported here: start-up).
 INDEX_FILE = "landing_index.db"
 
 
@@ -52,7 +52,7 @@ def build_encrypted_store(settings: Settings, inner: ObjectStore | None = None) 
 
 def build_tables(settings: Settings, **extra: str) -> CanonicalTables:
     """The canonical tables of the Iceberg catalog ``settings`` names."""
-    from dsv_platform.adapters.iceberg import CanonicalTables
+    from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
 
     return CanonicalTables.open(
         settings.iceberg_catalog_url,
@@ -65,7 +65,7 @@ def build_tables(settings: Settings, **extra: str) -> CanonicalTables:
 
 def build_landing(settings: Settings, store: ObjectStore | None = None) -> LandingZone:
     """The landing zone: raw batches sealed through the encrypting store (crypto-erasable), the landing index under ``settings.home``."""
-    from dsv_platform.adapters.landing import LandingZone
+    from dsv_platform.adapters.objects.landing import LandingZone
 
     return LandingZone(store if store is not None else build_encrypted_store(settings), settings.home / INDEX_FILE)
 

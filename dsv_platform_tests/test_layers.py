@@ -28,11 +28,11 @@ FORBIDDEN = {
 # Only these files may import the SDK (module -> allowed files, relative to the package).
 ONLY_IN = {
     "sqlalchemy": ("adapters/registry/",),
-    "pyiceberg": ("adapters/iceberg.py",),
-    "boto3": ("adapters/s3_store.py",),
-    "botocore": ("adapters/s3_store.py", "adapters/s3_client.py"),
-    "openlineage": ("adapters/openlineage.py",),
-    "duckdb": ("adapters/duckdb_iceberg.py",),
+    "pyiceberg": ("adapters/iceberg/iceberg.py",),
+    "boto3": ("adapters/objects/s3_store.py",),
+    "botocore": ("adapters/objects/s3_store.py", "adapters/objects/s3_client.py"),
+    "openlineage": ("adapters/lineage/openlineage.py",),
+    "duckdb": ("adapters/iceberg/duckdb_iceberg.py",),
 }
 SETTINGS_IMPORTERS = ("bootstrap.py", "cli/", "defs/", "definitions.py", "__init__.py", "settings.py")
 

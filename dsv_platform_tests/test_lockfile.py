@@ -10,7 +10,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from dsv_platform.services.envbuild import lock_pins
+from dsv_platform.services.reproduction.envbuild import lock_pins
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = (ROOT / "requirements.lock").read_bytes()

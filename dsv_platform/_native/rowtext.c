@@ -39,7 +39,7 @@
  * The result is a read-only Buffer (buffer protocol, no copy). Freed output
  * buffers are kept for reuse by the next call; trim() frees them.
  *
- * The pure numpy/Arrow path in dsv_platform/core/canonical.py is the
+ * The pure numpy/Arrow path in dsv_platform/core/identity/canonical.py is the
  * reference; dsv_platform_tests/core/test_native_rowtext.py checks the two
  * give identical bytes.
  */

@@ -1,4 +1,4 @@
-"""`dsv approve REF --reason TEXT` and `dsv revoke REF --reason TEXT [--force]`: approval of realizations (services/approval.py)."""
+"""`dsv approve REF --reason TEXT` and `dsv revoke REF --reason TEXT [--force]`: approval of realizations (services/publication/approval.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
-from dsv_platform.services.approval import ApprovalOutcome, approve, revoke
-from dsv_platform.services.trust import gatekeeper
+from dsv_platform.services.publication.approval import ApprovalOutcome, approve, revoke
+from dsv_platform.services.trust.trust import gatekeeper
 
 
 def _print(done: ApprovalOutcome, as_json: bool) -> int:

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.core.errors import AuditChainError, ConfigurationError
-from dsv_platform.core.trust import Role, verify_chain
-from dsv_platform.services import trust
+from dsv_platform.core.trust.trust import Role, verify_chain
+from dsv_platform.services.trust import trust
 
 
 def _since(text: str | None) -> datetime | None:

@@ -8,10 +8,10 @@ import json
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.cli.runs import Runner, UnknownNameError, asset_metadata, check_lines
-from dsv_platform.core.dataset_definition import DatasetDefinition
-from dsv_platform.core.platform_config import PlatformConfig
-from dsv_platform.core.trust import Role
-from dsv_platform.services import trust
+from dsv_platform.core.config.dataset_definition import DatasetDefinition
+from dsv_platform.core.config.platform_config import PlatformConfig
+from dsv_platform.core.trust.trust import Role
+from dsv_platform.services.trust import trust
 
 JSON_KEYS = ("ref", "manifest_hash", "content_hash", "rows", "split_counts")
 

@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from dsv_platform.core.conformance import build_vectors, check_vectors, dumps_vectors
 from dsv_platform.core.errors import FileAccessError, InputError
+from dsv_platform.core.identity.conformance import build_vectors, check_vectors, dumps_vectors
 
 
 def _conformance(args: argparse.Namespace) -> int:

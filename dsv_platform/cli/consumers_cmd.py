@@ -7,7 +7,7 @@ import json
 
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
-from dsv_platform.services.consumers import add_consumer, list_consumers, remove_consumer
+from dsv_platform.services.publication.consumers import add_consumer, list_consumers, remove_consumer
 
 
 @with_platform

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from dsv_platform.adapters.parquet_source import discover_parquet, iter_batches
-from dsv_platform.core.contract import Contract, load_contract
+from dsv_platform.adapters.objects.parquet_source import discover_parquet, iter_batches
+from dsv_platform.core.contracts.contract import Contract, load_contract
+from dsv_platform.core.contracts.semantic_rules import evaluate, passed
 from dsv_platform.core.errors import InputError
-from dsv_platform.core.semantic_rules import evaluate, passed
 
 RULE_FAILED_EXIT = 9
 """A blocking rule of the contract failed on the data."""

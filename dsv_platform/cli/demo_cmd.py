@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 
+from dsv_platform.core.config.platform_config import load_config
+from dsv_platform.core.config.platform_options import PLATFORM_FILE
 from dsv_platform.core.config_yaml import ConfigError
-from dsv_platform.core.platform_config import load_config
-from dsv_platform.core.platform_options import PLATFORM_FILE
 from dsv_platform.defs.options import module_function
 from dsv_platform.settings import load_settings
 

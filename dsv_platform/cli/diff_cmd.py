@@ -13,10 +13,10 @@ from typing import Any
 
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
-from dsv_platform.core.diff import DEFAULT_EXAMPLES
-from dsv_platform.core.diff_report import RealizationDiff
+from dsv_platform.core.diff.diff import DEFAULT_EXAMPLES
+from dsv_platform.core.diff.diff_report import RealizationDiff
 from dsv_platform.core.errors import ConfigurationError, ResolutionError
-from dsv_platform.services.diff import diff_realizations
+from dsv_platform.services.publication.diff import diff_realizations
 
 TOP_COLUMNS = 8
 

@@ -12,11 +12,11 @@ from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.cli.gc_refs import check_root_ref
 from dsv_platform.core.errors import ConfigurationError, DsvError, FileAccessError, InputError
-from dsv_platform.core.gc import GcPlan, GcPolicy, build_graph, plan_gc, root_costs
-from dsv_platform.core.trust import Role
-from dsv_platform.services import gc as gc_adapter
-from dsv_platform.services import trust
-from dsv_platform.services.trust import gatekeeper
+from dsv_platform.core.retention.gc import GcPlan, GcPolicy, build_graph, plan_gc, root_costs
+from dsv_platform.core.trust.trust import Role
+from dsv_platform.services.retention import gc as gc_adapter
+from dsv_platform.services.trust import trust
+from dsv_platform.services.trust.trust import gatekeeper
 
 
 def backends(platform: Platform) -> dict[str, Any]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dsv_platform.bootstrap import Platform
 from dsv_platform.core.errors import ConfigurationError, DsvError, NotFoundError
-from dsv_platform.core.gc import build_graph
-from dsv_platform.core.gc_roots import published_by_version, resolve_root
-from dsv_platform.core.lineage import parse_node
-from dsv_platform.core.refs import parse_ref
-from dsv_platform.services import gc as gc_service
+from dsv_platform.core.lineage.lineage import parse_node
+from dsv_platform.core.publication.refs import parse_ref
+from dsv_platform.core.retention.gc import build_graph
+from dsv_platform.core.retention.gc_roots import published_by_version, resolve_root
+from dsv_platform.services.retention import gc as gc_service
 
 _FORMS = "NAME:VER@sha256:<hash>, NAME:VER@ALIAS, NAME:VER~N or KIND:ID such as model_run:<hash>"
 

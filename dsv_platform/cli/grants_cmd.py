@@ -7,8 +7,8 @@ import json
 
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
-from dsv_platform.core.trust import Grant, columns_of, parse_role
-from dsv_platform.services import trust
+from dsv_platform.core.trust.trust import Grant, columns_of, parse_role
+from dsv_platform.services.trust import trust
 
 
 def _grant(args: argparse.Namespace) -> Grant:

@@ -11,13 +11,13 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
-from dsv_platform.adapters.parquet_source import count_rows, discover_parquet, iter_batches
+from dsv_platform.adapters.objects.parquet_source import count_rows, discover_parquet, iter_batches
 from dsv_platform.cli.progress import row_progress
-from dsv_platform.core.contract import Contract, load_contract
+from dsv_platform.core.contracts.contract import Contract, load_contract
 from dsv_platform.core.errors import FileAccessError, InputError
-from dsv_platform.core.hashing import DatasetDigest, iter_canonical_chunks
-from dsv_platform.core.streaming import iter_partitions
-from dsv_platform.services.parallel_hash import default_jobs, hash_parallel
+from dsv_platform.core.identity.hashing import DatasetDigest, iter_canonical_chunks
+from dsv_platform.core.identity.streaming import iter_partitions
+from dsv_platform.services.publication.parallel_hash import default_jobs, hash_parallel
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Contract, list[Path], str | None]:

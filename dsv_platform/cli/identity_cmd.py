@@ -7,8 +7,8 @@ import json
 
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
-from dsv_platform.core.trust import Grant, Role
-from dsv_platform.services import trust
+from dsv_platform.core.trust.trust import Grant, Role
+from dsv_platform.services.trust import trust
 
 
 @with_platform

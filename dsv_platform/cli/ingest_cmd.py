@@ -9,17 +9,17 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsv_platform.adapters.landing import rows_per_day
+from dsv_platform.adapters.objects.landing import rows_per_day
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.cli.runs import Runner, UnknownNameError, check_lines
-from dsv_platform.core.batch import prepare_batch
+from dsv_platform.core.config.source import SourceSpec
 from dsv_platform.core.errors import ConfigurationError
-from dsv_platform.core.landing_format import EXTENSIONS
-from dsv_platform.core.source import SourceSpec
-from dsv_platform.core.trust import Role
+from dsv_platform.core.ingest.batch import prepare_batch
+from dsv_platform.core.ingest.landing_format import EXTENSIONS
+from dsv_platform.core.trust.trust import Role
 from dsv_platform.defs.raw import RawBatchConfig, file_batch
-from dsv_platform.services import trust
+from dsv_platform.services.trust import trust
 
 
 class BatchFileError(ConfigurationError):

@@ -9,7 +9,7 @@ from typing import Any
 
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
-from dsv_platform.services.lineage import lineage
+from dsv_platform.services.lineage.lineage import lineage
 
 
 def _node_line(n: Mapping[str, Any], impact: bool) -> str:

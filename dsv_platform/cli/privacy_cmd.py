@@ -8,8 +8,8 @@ from typing import Any
 
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
-from dsv_platform.core.privacy import parse_legal_bases
-from dsv_platform.services.privacy import PrivacyCoordinator, build_coordinator
+from dsv_platform.core.privacy.privacy import parse_legal_bases
+from dsv_platform.services.privacy.privacy import PrivacyCoordinator, build_coordinator
 
 
 def _coordinator(platform: Platform) -> PrivacyCoordinator:

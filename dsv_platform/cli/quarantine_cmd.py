@@ -1,4 +1,4 @@
-"""`dsv quarantine REF --reason TEXT` (or `--list`) and `dsv release REF --reason TEXT [--approve]` (services/quarantine.py)."""
+"""`dsv quarantine REF --reason TEXT` (or `--list`) and `dsv release REF --reason TEXT [--approve]` (services/publication/quarantine.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dsv_platform.adapters.registry.quarantine import QuarantineRecord
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.core.errors import ConfigurationError
-from dsv_platform.services.quarantine import quarantine, quarantines, release
+from dsv_platform.services.publication.quarantine import quarantine, quarantines, release
 
 REF_HELP = "name:version[@sha256:<hash>|@<alias>], raw:<source>/<batch id> (every revision) or raw_batch:<batch id>@<digest>"
 

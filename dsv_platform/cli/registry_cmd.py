@@ -10,12 +10,12 @@ from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.cli.progress import row_progress
 from dsv_platform.core.errors import ConfigurationError, ResolutionError
-from dsv_platform.core.records import Realization
-from dsv_platform.core.refs import HASH_PREFIX, DatasetRef, parse_ref
-from dsv_platform.services.datasets import Dataset, load_manifest, read_object
+from dsv_platform.core.publication.records import Realization
+from dsv_platform.core.publication.refs import HASH_PREFIX, DatasetRef, parse_ref
+from dsv_platform.services.publication.datasets import Dataset, load_manifest, read_object
 
 if TYPE_CHECKING:
-    from dsv_platform.services.signing import SignatureStatus
+    from dsv_platform.services.trust.signing import SignatureStatus
 
 
 def _record(r: Realization) -> dict[str, Any]:
@@ -41,8 +41,8 @@ def _failure_json(exc: ResolutionError) -> str:
 
 @with_platform
 def _resolve(args: argparse.Namespace, platform: Platform) -> int:
-    from dsv_platform.services.access import authorize  # imported here (with the trust service): `dsv resolve --help` stays light
-    from dsv_platform.services.signing import require_trusted
+    from dsv_platform.services.trust.access import authorize  # imported here (with the trust service): `dsv resolve --help` stays light
+    from dsv_platform.services.trust.signing import require_trusted
 
     registry = platform.registry
     try:
@@ -107,8 +107,8 @@ def _alias_set(args: argparse.Namespace, platform: Platform) -> int:
     args.manifest_hash = _manifest_hash_arg("manifest hash", args.manifest_hash)
     args.expect = _manifest_hash_arg("--expect", args.expect) if args.expect else None
     reason = args.reason or ""
-    from dsv_platform.core.trust import Role  # imported here: `dsv resolve` (same module) stays light
-    from dsv_platform.services import trust
+    from dsv_platform.core.trust.trust import Role  # imported here: `dsv resolve` (same module) stays light
+    from dsv_platform.services.trust import trust
 
     grant = trust.require(platform, Role.PUBLISHER, definition=f"{ref.name}:{ref.version}")  # moving a name is publishing (docs/trust.md)
     move = platform.registry.set_alias(
@@ -140,7 +140,7 @@ def _alias_history(args: argparse.Namespace, platform: Platform) -> int:
 
 @with_platform
 def _verify(args: argparse.Namespace, platform: Platform) -> int:
-    from dsv_platform.services.signing import check_signature, require_trusted
+    from dsv_platform.services.trust.signing import check_signature, require_trusted
 
     registry = platform.registry
     try:
@@ -175,7 +175,7 @@ def _verify(args: argparse.Namespace, platform: Platform) -> int:
 
 def _provenance(platform: Platform, realization: Realization, signature: SignatureStatus) -> dict[str, Any]:
     """Who built, published and approved it: the signed statement's names where it verifies, else the registry's records."""
-    from dsv_platform.services.signing import approvers, built_by
+    from dsv_platform.services.trust.signing import approvers, built_by
 
     trusted = signature.status == "valid"
     return {

@@ -16,10 +16,10 @@ from typing import Any
 
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
-from dsv_platform.services.promotion import promote
-from dsv_platform.services.rehearsal import full_rehearsal, rehearse
-from dsv_platform.services.reproduce import ReproductionReport, reproduce
-from dsv_platform.services.status import platform_status
+from dsv_platform.services.publication.status import platform_status
+from dsv_platform.services.reproduction.promotion import promote
+from dsv_platform.services.reproduction.rehearsal import full_rehearsal, rehearse
+from dsv_platform.services.reproduction.reproduce import ReproductionReport, reproduce
 
 
 def observe(platform: Platform, reports: list[ReproductionReport]) -> int:

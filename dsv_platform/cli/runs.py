@@ -16,8 +16,8 @@ from typing import Any
 
 import dagster as dg
 
+from dsv_platform.core.config.platform_config import PlatformConfig
 from dsv_platform.core.errors import AccessDeniedError, DsvError
-from dsv_platform.core.platform_config import PlatformConfig
 from dsv_platform.defs import build_defs
 from dsv_platform.settings import Settings
 

@@ -11,10 +11,10 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from dsv_platform.core.config.source import SOURCE_KEYS
 from dsv_platform.core.config_yaml import read_yaml
-from dsv_platform.core.contract import Contract, load_contract, parse_contract
-from dsv_platform.core.schema_diff import BREAKING_EXIT, Consumer, SchemaDiff, diff_contracts
-from dsv_platform.core.source import SOURCE_KEYS
+from dsv_platform.core.contracts.contract import Contract, load_contract, parse_contract
+from dsv_platform.core.contracts.schema_diff import BREAKING_EXIT, Consumer, SchemaDiff, diff_contracts
 
 
 def load_any_contract(path: str | Path) -> Contract:
@@ -32,7 +32,7 @@ def _consumers(definition: str | None) -> Sequence[Consumer]:
     if definition is None:
         return ()
     from dsv_platform.cli.context import open_platform
-    from dsv_platform.services.consumers import registered_consumers
+    from dsv_platform.services.publication.consumers import registered_consumers
 
     with open_platform() as platform:
         return registered_consumers(platform, definition)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from dsv_platform.adapters.duckdb_iceberg import table_location
+from dsv_platform.adapters.iceberg.duckdb_iceberg import table_location
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from dsv_platform.core.platform_config import PlatformConfig, load_config
+from dsv_platform.core.config.platform_config import PlatformConfig, load_config
 from dsv_platform.settings import Settings
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import dagster as dg
 
-from dsv_platform.core.batch import parse_batch_file
-from dsv_platform.core.source import SourceSpec
+from dsv_platform.core.config.source import SourceSpec
+from dsv_platform.core.ingest.batch import parse_batch_file
 from dsv_platform.defs.raw import RawBatchConfig, outside_reason
 from dsv_platform.defs.resources import PlatformResource
 

@@ -10,16 +10,16 @@ from dataclasses import replace
 
 import dagster as dg
 
-from dsv_platform.core.gates import GateResult
-from dsv_platform.core.hashing import content_hash
-from dsv_platform.core.semantic_rules import load_families
-from dsv_platform.core.source import SourceSpec
+from dsv_platform.core.config.source import SourceSpec
+from dsv_platform.core.contracts.semantic_rules import load_families
+from dsv_platform.core.identity.hashing import content_hash
+from dsv_platform.core.publication.gates import GateResult
 from dsv_platform.defs.metadata import AssetResult, failure_cases, md_table
 from dsv_platform.defs.partitions import partition_days
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.defs.semantic_checks import family_check_results, family_check_specs
-from dsv_platform.services.canonical_load import PartitionLoad, load_partition
-from dsv_platform.services.semantic_gate import gates_of
+from dsv_platform.services.ingest.canonical_load import PartitionLoad, load_partition
+from dsv_platform.services.publication.semantic_gate import gates_of
 
 ROWS_SATISFY_CONTRACT = "rows_satisfy_contract"
 

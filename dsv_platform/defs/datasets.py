@@ -4,13 +4,13 @@ from typing import Any
 
 import dagster as dg
 
-from dsv_platform.core.dataset_definition import DatasetDefinition
+from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.defs.integrity_checks import build_quarantine_check, integrity_check_specs, with_integrity_checks
 from dsv_platform.defs.metadata import AssetResult, md_table
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.defs.semantic_checks import semantic_check_specs, with_semantic_checks
-from dsv_platform.services.approval import approval_of_ref, approval_text
-from dsv_platform.services.realization import RealizationBuild, SplitsCheck, build_realization, check_splits
+from dsv_platform.services.publication.approval import approval_of_ref, approval_text
+from dsv_platform.services.publication.realization import RealizationBuild, SplitsCheck, build_realization, check_splits
 
 SPLITS_ARE_ENTITY_DISJOINT = "splits_are_entity_disjoint"
 REF = "ref"

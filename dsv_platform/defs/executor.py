@@ -13,9 +13,9 @@ from typing import Any
 import dagster as dg
 from dagster._config import validate_config
 
+from dsv_platform.core.config.platform_config import PlatformConfig
+from dsv_platform.core.config.platform_options import PLATFORM_FILE
 from dsv_platform.core.config_yaml import ConfigError
-from dsv_platform.core.platform_config import PlatformConfig
-from dsv_platform.core.platform_options import PLATFORM_FILE
 
 CELERY_DEFAULTS: dict[str, Any] = {"broker": {"env": "DSV_CELERY_BROKER_URL"}, "backend": {"env": "DSV_CELERY_BACKEND_URL"}}
 

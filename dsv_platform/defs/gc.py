@@ -4,10 +4,10 @@ from datetime import timedelta
 
 import dagster as dg
 
-from dsv_platform.core.gc import GcPolicy, plan_gc
+from dsv_platform.core.retention.gc import GcPolicy, plan_gc
 from dsv_platform.defs.resources import PlatformResource
-from dsv_platform.services import gc as gc_adapter
-from dsv_platform.services.trust import gatekeeper
+from dsv_platform.services.retention import gc as gc_adapter
+from dsv_platform.services.trust.trust import gatekeeper
 
 
 class GcConfig(dg.Config):

@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from dsv_platform.core.dataset_definition import DatasetDefinition
-from dsv_platform.core.gates import GateResult
-from dsv_platform.core.integrity_signals import GATE_PREFIX, SIGNALS
-from dsv_platform.core.states import RealizationState
+from dsv_platform.core.config.dataset_definition import DatasetDefinition
+from dsv_platform.core.contracts.integrity_signals import GATE_PREFIX, SIGNALS
+from dsv_platform.core.publication.gates import GateResult
+from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.defs.metadata import AssetResult
 from dsv_platform.defs.resources import PlatformResource
-from dsv_platform.services.integrity_signals import integrity_policy, stored_integrity_gates
-from dsv_platform.services.quarantine import quarantine_of
-from dsv_platform.services.realization import RealizationBuild
+from dsv_platform.services.publication.integrity_signals import integrity_policy, stored_integrity_gates
+from dsv_platform.services.publication.quarantine import quarantine_of
+from dsv_platform.services.publication.realization import RealizationBuild
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform

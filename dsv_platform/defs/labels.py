@@ -4,11 +4,11 @@ from typing import Any
 
 import dagster as dg
 
-from dsv_platform.core.labels import LabelVersion
+from dsv_platform.core.config.labels import LabelVersion
 from dsv_platform.defs.metadata import AssetResult
 from dsv_platform.defs.partitions import label_version_partitions
 from dsv_platform.defs.resources import PlatformResource
-from dsv_platform.services.canonical_load import LabelBuild, build_labels
+from dsv_platform.services.ingest.canonical_load import LabelBuild, build_labels
 
 
 def label_result(label: LabelVersion, build: LabelBuild) -> AssetResult:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from dsv_platform.core.validation import FailureCase
+from dsv_platform.core.contracts.validation import FailureCase
 
 MAX_ROWS = 50
 

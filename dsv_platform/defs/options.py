@@ -9,9 +9,9 @@ from typing import Any, cast
 
 import dagster as dg
 
+from dsv_platform.core.config.platform_config import PlatformConfig
+from dsv_platform.core.config.platform_options import PLATFORM_FILE
 from dsv_platform.core.config_yaml import ConfigError
-from dsv_platform.core.platform_config import PlatformConfig
-from dsv_platform.core.platform_options import PLATFORM_FILE
 
 
 def partitions_start(config: PlatformConfig) -> dt.date:

@@ -3,7 +3,7 @@
 import dagster as dg
 
 from dsv_platform.defs.resources import PlatformResource
-from dsv_platform.services.privacy import build_coordinator
+from dsv_platform.services.privacy.privacy import build_coordinator
 
 
 class PrivacyDeletionConfig(dg.Config):

@@ -7,17 +7,18 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from dsv_platform.adapters.landing import LandingRecord, LandingStatus, LandingZone
-from dsv_platform.core.batch import parse_batch_file
+from dsv_platform.adapters.objects.landing import LandingRecord, LandingStatus, LandingZone
+from dsv_platform.core.config.source import SourceSpec
 from dsv_platform.core.errors import ConfigurationError
-from dsv_platform.core.hashing import content_hash
-from dsv_platform.core.landing_format import EXTENSIONS
-from dsv_platform.core.source import SourceSpec
-from dsv_platform.core.trust import Role
+from dsv_platform.core.identity.hashing import content_hash
+from dsv_platform.core.ingest.batch import parse_batch_file
+from dsv_platform.core.ingest.landing_format import EXTENSIONS
+from dsv_platform.core.trust.trust import Role
 from dsv_platform.defs.metadata import AssetResult, md_table
 from dsv_platform.defs.partitions import partition_days
 from dsv_platform.defs.resources import PlatformResource
-from dsv_platform.services import openlineage, trust
+from dsv_platform.services.lineage import openlineage
+from dsv_platform.services.trust import trust
 
 BATCH_IS_READABLE = "batch_is_readable"
 DIGEST_COLUMNS = ["batch", "day", "digest", "rows", "recorded_at", "status"]

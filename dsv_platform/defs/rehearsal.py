@@ -5,8 +5,8 @@ import dagster as dg
 
 from dsv_platform.defs.metadata import AssetResult, md_table
 from dsv_platform.defs.resources import PlatformResource
-from dsv_platform.services.rehearsal import RehearsalRun, full_rehearsal, integrity_scan, rehearse
-from dsv_platform.services.status import platform_status
+from dsv_platform.services.publication.status import platform_status
+from dsv_platform.services.reproduction.rehearsal import RehearsalRun, full_rehearsal, integrity_scan, rehearse
 
 RECONSTRUCTABLE = "retained_models_are_reconstructable"
 INTEGRITY = "sampled_realizations_match_their_manifests"

@@ -12,7 +12,7 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from dsv_platform.bootstrap import Platform, build_platform
-from dsv_platform.services.trust import ensure_service_identity
+from dsv_platform.services.trust.trust import ensure_service_identity
 from dsv_platform.settings import Settings
 
 SERVICE_IDENTITY = "dagster"

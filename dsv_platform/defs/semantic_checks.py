@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from dsv_platform.core.dataset_definition import DatasetDefinition
-from dsv_platform.core.gates import GateResult
-from dsv_platform.core.semantic_rules import families
+from dsv_platform.core.config.dataset_definition import DatasetDefinition
+from dsv_platform.core.contracts.semantic_rules import families
+from dsv_platform.core.publication.gates import GateResult
 from dsv_platform.defs.metadata import AssetResult, md_table
-from dsv_platform.services.realization import RealizationBuild
-from dsv_platform.services.semantic_gate import GATE_PREFIX, stored_semantic_gates
+from dsv_platform.services.publication.realization import RealizationBuild
+from dsv_platform.services.publication.semantic_gate import GATE_PREFIX, stored_semantic_gates
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform

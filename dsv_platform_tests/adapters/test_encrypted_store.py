@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from cryptography.exceptions import InvalidTag
 
-from dsv_platform.adapters.encrypted_store import EncryptingObjectStore, seal, unseal
-from dsv_platform.adapters.key_store import LocalKeyStore
-from dsv_platform.adapters.local_store import LocalObjectStore
+from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore, seal, unseal
+from dsv_platform.adapters.objects.key_store import LocalKeyStore
+from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.core.errors import ObjectErasedError, ObjectNotFoundError, ObjectVerificationError
 
 DATA = b"account_id=acct-0001;amount=12.50\n" * 100

@@ -5,9 +5,9 @@ import threading
 import pyarrow.compute as pc
 import pytest
 
-from dsv_platform.adapters.iceberg import CanonicalTableError, CanonicalTables
+from dsv_platform.adapters.iceberg.iceberg import CanonicalTableError, CanonicalTables
 from dsv_platform.bootstrap import build_tables
-from dsv_platform.core.batch import prepare_batch
+from dsv_platform.core.ingest.batch import prepare_batch
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.examples.fraud.specs import ACCOUNT_FEATURES, TRANSACTIONS

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dsv_platform.adapters.key_store import KEY_BYTES, LocalKeyStore
+from dsv_platform.adapters.objects.key_store import KEY_BYTES, LocalKeyStore
 from dsv_platform.core.errors import ObjectErasedError, ObjectStoreError, RedactionNotReconciledError
 
 D = hashlib.sha256(b"object").hexdigest()

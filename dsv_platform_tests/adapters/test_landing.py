@@ -4,11 +4,11 @@ import os
 import pyarrow as pa
 import pytest
 
-from dsv_platform.adapters.landing import LandingError, LandingStatus, drop_file_problem, read_drop_file
+from dsv_platform.adapters.objects.landing import LandingError, LandingStatus, drop_file_problem, read_drop_file
 from dsv_platform.bootstrap import build_landing
-from dsv_platform.core.batch import RawBatch, batch_file_name, batch_of
+from dsv_platform.core.config.source import parse_source
 from dsv_platform.core.config_yaml import read_yaml
-from dsv_platform.core.source import parse_source
+from dsv_platform.core.ingest.batch import RawBatch, batch_file_name, batch_of
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.examples.fraud.specs import SOURCES, TRANSACTIONS

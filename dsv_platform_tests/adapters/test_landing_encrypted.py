@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from dsv_platform.adapters.encrypted_store import STAGED_MAGIC, EncryptingObjectStore
-from dsv_platform.adapters.landing import INDEX_FILE, LandingStatus, LandingZone
+from dsv_platform.adapters.objects.encrypted_store import STAGED_MAGIC, EncryptingObjectStore
+from dsv_platform.adapters.objects.landing import INDEX_FILE, LandingStatus, LandingZone
 from dsv_platform.bootstrap import build_encrypted_store, build_object_store
 from dsv_platform.core.errors import ObjectErasedError
 from dsv_platform.examples.fraud import events

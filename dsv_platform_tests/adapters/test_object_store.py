@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsv_platform.adapters.local_store import LocalObjectStore
-from dsv_platform.adapters.object_store import ObjectInfo, ObjectStore, object_key
-from dsv_platform.adapters.s3_store import S3ObjectStore
+from dsv_platform.adapters.objects.local_store import LocalObjectStore
+from dsv_platform.adapters.objects.object_store import ObjectInfo, ObjectStore, object_key
+from dsv_platform.adapters.objects.s3_store import S3ObjectStore
 from dsv_platform.bootstrap import build_object_store
 from dsv_platform.core.errors import (
     ConfigurationError,

@@ -10,8 +10,8 @@ from dsv_platform.adapters.registry.quarantine import QuarantineRecords, Quarant
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.adapters.registry.trust import TrustRecords
 from dsv_platform.core.errors import AccessDeniedError
-from dsv_platform.core.states import RealizationState as S
-from dsv_platform.core.trust import verify_chain
+from dsv_platform.core.publication.states import RealizationState as S
+from dsv_platform.core.trust.trust import verify_chain
 from dsv_platform_tests.adapters.test_registry import published, registry, registry_url, sealed
 
 __all__ = ["registry", "registry_url"]

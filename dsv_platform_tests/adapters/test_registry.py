@@ -26,9 +26,9 @@ from dsv_platform.core.errors import (
     QuarantinedError,
     RedactedError,
 )
-from dsv_platform.core.manifest import BuiltPart, Manifest, ManifestError, build_manifest
-from dsv_platform.core.records import DefinitionConflictError
-from dsv_platform.core.states import TRANSITIONS, ConcurrentTransitionError, RealizationState
+from dsv_platform.core.publication.manifest import BuiltPart, Manifest, ManifestError, build_manifest
+from dsv_platform.core.publication.records import DefinitionConflictError
+from dsv_platform.core.publication.states import TRANSITIONS, ConcurrentTransitionError, RealizationState
 
 S = RealizationState
 NAME, VERSION = "fraud_training_set", "v6"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from dsv_platform.adapters.registry import PublishResult, Registry, StaleAliasError
-from dsv_platform.core.states import RealizationState
+from dsv_platform.core.publication.states import RealizationState
 from dsv_platform_tests.adapters.test_registry import NAME, VERSION, make_manifest, published, registry_url
 
 __all__ = ["registry_url"]  # the parametrized SQLite / PostgreSQL fixture

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from dsv_platform.adapters.local_store import LocalObjectStore
+from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.adapters.registry import Registry
 from dsv_platform.cli.main import main
-from dsv_platform.core.states import RealizationState
+from dsv_platform.core.publication.states import RealizationState
 from dsv_platform_tests.core.config_support import write_config
 from dsv_platform_tests.services import publisher_worker as pw
 from dsv_platform_tests.services.test_publisher import backend_url

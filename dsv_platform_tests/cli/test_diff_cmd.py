@@ -15,7 +15,7 @@ import pytest
 
 from dsv_platform.bootstrap import build_platform
 from dsv_platform.examples.fraud.demo_diff import later_chargebacks
-from dsv_platform.services.realization import build_realization
+from dsv_platform.services.publication.realization import build_realization
 from dsv_platform_tests.core.config_support import write_config
 from dsv_platform_tests.defs.support import settings_at
 from dsv_platform_tests.scenarios.support import World

@@ -9,7 +9,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from dsv_platform.adapters.local_store import LocalObjectStore
+from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.adapters.registry import Registry
 from dsv_platform_tests.services import gc_support as gs
 

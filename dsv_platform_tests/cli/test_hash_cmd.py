@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dsv_platform.core.contract import load_contract
-from dsv_platform.core.hashing import hash_table
+from dsv_platform.core.contracts.contract import load_contract
+from dsv_platform.core.identity.hashing import hash_table
 
 DSV = str(Path(sys.executable).with_name("dsv"))
 CONTRACT_YAML = """\

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from dsv_platform.cli.main import main
-from dsv_platform.core.contract import load_contract
-from dsv_platform.core.hashing import hash_table
+from dsv_platform.core.contracts.contract import load_contract
+from dsv_platform.core.identity.hashing import hash_table
 
 DSV = str(Path(sys.executable).with_name("dsv"))
 CONTRACT = """\

@@ -8,10 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dsv_platform.adapters.local_store import LocalObjectStore
+from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.adapters.registry import Registry
-from dsv_platform.core.manifest import Manifest, SourcePin
-from dsv_platform.services.lineage import record_realization_lineage
+from dsv_platform.core.publication.manifest import Manifest, SourcePin
+from dsv_platform.services.lineage.lineage import record_realization_lineage
 from dsv_platform_tests.services import gc_support as gs
 
 DSV = str(Path(sys.executable).with_name("dsv"))

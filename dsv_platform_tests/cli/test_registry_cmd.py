@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from dsv_platform.adapters.local_store import LocalObjectStore
+from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.adapters.registry import Registry
 from dsv_platform.adapters.registry import schema as s
-from dsv_platform.core.states import RealizationState
+from dsv_platform.core.publication.states import RealizationState
 from dsv_platform_tests.services import publisher_worker as pw
 from dsv_platform_tests.services.test_datasets import flip_byte
 from dsv_platform_tests.services.test_publisher import backend_url, cli_env, dsv
@@ -97,8 +97,8 @@ def test_resolution_failures_through_the_cli(backend_url: str, tmp_path: Path) -
 
 @pytest.mark.s3
 def test_verify_flipped_byte_on_s3(s3_server, s3_bucket: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from dsv_platform.adapters.object_store import object_key
-    from dsv_platform.adapters.s3_store import S3ObjectStore
+    from dsv_platform.adapters.objects.object_store import object_key
+    from dsv_platform.adapters.objects.s3_store import S3ObjectStore
 
     url = f"sqlite:///{tmp_path / 'registry.db'}"
     store = S3ObjectStore(

@@ -140,14 +140,14 @@ def test_resolving_a_published_realization_imports_no_heavy_package(tmp_path: Pa
 
 def test_landing_index_name_matches_the_adapter() -> None:
     from dsv_platform import bootstrap
-    from dsv_platform.adapters import landing
+    from dsv_platform.adapters.objects import landing
 
     assert bootstrap.INDEX_FILE == landing.INDEX_FILE
 
 
 def test_join_type_check_matches_arrow_types() -> None:
-    from dsv_platform.core.contract import parse_contract
-    from dsv_platform.core.platform_config import arrow_identity
+    from dsv_platform.core.config.platform_config import arrow_identity
+    from dsv_platform.core.contracts.contract import parse_contract
 
     types: list[dict[str, object]] = [
         {"type": t} for t in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool", "string", "date", "binary")

@@ -15,11 +15,11 @@ import pytest
 from dsv_platform.bootstrap import build_platform
 from dsv_platform.cli.runs import Runner
 from dsv_platform.core.errors import AccessDeniedError
-from dsv_platform.core.trust import Role
+from dsv_platform.core.trust.trust import Role
 from dsv_platform.examples.fraud.events import daily_batch
 from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.examples.fraud.specs import SOURCES
-from dsv_platform.services import trust
+from dsv_platform.services.trust import trust
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.fixtures.cli_runner import DsvCli, Result
 from dsv_platform_tests.scenarios.support import World

@@ -8,11 +8,11 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from dsv_platform.core.aggregation import TransformError, parse_aggregate, parse_derive
+from dsv_platform.core.assembly.transform import aggregate, derive
+from dsv_platform.core.config.aggregation import TransformError, parse_aggregate, parse_derive
+from dsv_platform.core.config.dataset_definition import load_definition
+from dsv_platform.core.config.platform_config import load_config
 from dsv_platform.core.config_yaml import ConfigError
-from dsv_platform.core.dataset_definition import load_definition
-from dsv_platform.core.platform_config import load_config
-from dsv_platform.core.transform import aggregate, derive
 from dsv_platform.examples.readings import CONFIG_DIR
 
 UTC = dt.UTC

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from dsv_platform.core import canonical_json
-from dsv_platform.core.artifact_manifest import (
+from dsv_platform.core.reproduction.artifact_manifest import (
     ArtifactManifestError,
     build_manifest,
     compare_results,

@@ -4,10 +4,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from dsv_platform.core.assembly import AssemblyError, as_of_join, assemble_examples
-from dsv_platform.core.dataset_definition import AsOfJoin
-from dsv_platform.core.hashing import hash_table
-from dsv_platform.core.platform_config import load_config
+from dsv_platform.core.assembly.assembly import AssemblyError, as_of_join, assemble_examples
+from dsv_platform.core.config.dataset_definition import AsOfJoin
+from dsv_platform.core.config.platform_config import load_config
+from dsv_platform.core.identity.hashing import hash_table
 from dsv_platform.examples.fraud import CONFIG_DIR
 from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.examples.fraud.labels import LABEL_DEFINITIONS, compute_labels
@@ -20,7 +20,7 @@ DAYS = DOMAIN.days(12)
 
 
 def _legacy_assemble(definition, tx, features, labels):
-    """A frozen copy of the pre-configuration ``assemble`` join (services/realization.py), as the oracle."""
+    """A frozen copy of the pre-configuration ``assemble`` join (services/publication/realization.py), as the oracle."""
     window, population = definition.observation_window, definition.population_filter
     days = tx.column(window.column)
     keep = pc.and_(pc.greater_equal(days, pa.scalar(window.start, pa.date32())), pc.less_equal(days, pa.scalar(window.end, pa.date32())))
@@ -131,7 +131,7 @@ def test_window_lag_ties_and_nulls(tmp_path):
 def _spec(name, key, valid_time, columns):
     from dataclasses import replace
 
-    from dsv_platform.core.contract import parse_contract
+    from dsv_platform.core.contracts.contract import parse_contract
 
     cols = [{"name": valid_time, "type": "timestamp", "resolution": "us"}, *({"name": n, "type": t} for n, t in columns)]
     contract = parse_contract({"name": name, "key": key, "partition_by": valid_time, "columns": cols})

@@ -13,10 +13,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dsv_platform.core.contract import parse_contract
+from dsv_platform.core.contracts.contract import parse_contract
 from dsv_platform.core.errors import ContractViolationError, DsvError
-from dsv_platform.core.hashing import hash_table
-from dsv_platform.core.streaming import hash_batches
+from dsv_platform.core.identity.hashing import hash_table
+from dsv_platform.core.identity.streaming import hash_batches
 
 DSV = str(Path(sys.executable).with_name("dsv"))
 CONTRACT_DOC: dict[str, Any] = {

@@ -14,10 +14,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from dsv_platform.core.canonical import encode_column, encode_rows, join_lines
-from dsv_platform.core.contract import parse_contract
+from dsv_platform.core.contracts.contract import parse_contract
 from dsv_platform.core.errors import ContractViolationError
-from dsv_platform.core.hashing import canonical_bytes, hash_partition, sort_by_key
+from dsv_platform.core.identity.canonical import encode_column, encode_rows, join_lines
+from dsv_platform.core.identity.hashing import canonical_bytes, hash_partition, sort_by_key
 
 _ESC = {"\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 _ALPHABET = [*"ab\\\b\f\n\r\t\v é€", "\x00", "N"]
@@ -164,7 +164,7 @@ def test_canonical_fastpaths_rows_match_reference(n: int, chunk_rows: int, shuff
     expected = ref_canonical(table)
     chunked = pa.Table.from_batches(table.to_batches(max_chunksize=37)) if n else table
     for candidate in (table, chunked, table.slice(0, n)):
-        from dsv_platform.core.hashing import iter_canonical_chunks
+        from dsv_platform.core.identity.hashing import iter_canonical_chunks
 
         assert b"".join(bytes(c) for c in iter_canonical_chunks(candidate, contract, chunk_rows=chunk_rows)) == expected
     assert canonical_bytes(table, contract) == expected

@@ -19,11 +19,11 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from dsv_platform.cli.main import main as dsv_main
-from dsv_platform.core.canonical import value_text
-from dsv_platform.core.contract import parse_contract
+from dsv_platform.core.contracts.contract import parse_contract
 from dsv_platform.core.errors import ContractViolationError
-from dsv_platform.core.hashing import hash_table
-from dsv_platform.core.streaming import hash_batches
+from dsv_platform.core.identity.canonical import value_text
+from dsv_platform.core.identity.hashing import hash_table
+from dsv_platform.core.identity.streaming import hash_batches
 
 CONTRACT_DOC: dict[str, Any] = {
     "name": "props",

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dsv_platform.core.conformance import FORMAT, build_vectors, check_vectors, dumps_vectors
+from dsv_platform.core.identity.conformance import FORMAT, build_vectors, check_vectors, dumps_vectors
 
 DOC = build_vectors()
 VECTORS = {v["id"]: v for v in DOC["vectors"]}
@@ -302,7 +302,7 @@ def test_conformance_split_nfd_and_nfc_identifiers_agree() -> None:
 
 @pytest.mark.parametrize("vector", SPLIT_VECTORS, ids=[v["id"] for v in SPLIT_VECTORS])
 def test_conformance_split_vectors_match_splits_module(vector: dict[str, Any]) -> None:
-    splits = pytest.importorskip("dsv_platform.core.splits")
+    splits = pytest.importorskip("dsv_platform.core.splits.splits")
     from dsv_platform.core.errors import SplitPolicyError
 
     policy = splits.HashSplitPolicy(

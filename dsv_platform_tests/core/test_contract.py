@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from dsv_platform.core.contract import LogicalType, load_contract, parse_contract
+from dsv_platform.core.contracts.contract import LogicalType, load_contract, parse_contract
 from dsv_platform.core.errors import ContractError
 
 GOOD = """\

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
+from dsv_platform.core.config.dataset_definition import load_definition, load_definitions, parse_definition
+from dsv_platform.core.config.platform_config import load_config
 from dsv_platform.core.config_yaml import ConfigError
-from dsv_platform.core.dataset_definition import load_definition, load_definitions, parse_definition
-from dsv_platform.core.platform_config import load_config
 from dsv_platform.examples.fraud import CONFIG_DIR
 from dsv_platform_tests.core.config_support import DATASET, write_config
 

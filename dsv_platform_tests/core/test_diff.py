@@ -1,4 +1,4 @@
-"""The pure diff (core/diff.py, diff_report.py) against an independent pandas merge, on keys and types of every kind."""
+"""The pure diff (core/diff/diff.py, diff_report.py) against an independent pandas merge, on keys and types of every kind."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from dsv_platform.core.diff import DiffError, diff_rows, packed_keys, split_reassignments
-from dsv_platform.core.diff_report import compare_partitions
-from dsv_platform.core.manifest import PartitionEntry
+from dsv_platform.core.diff.diff import DiffError, diff_rows, packed_keys, split_reassignments
+from dsv_platform.core.diff.diff_report import compare_partitions
+from dsv_platform.core.publication.manifest import PartitionEntry
 
 
 def _oracle(a: pd.DataFrame, b: pd.DataFrame, key: list[str]) -> dict[str, object]:

@@ -1,4 +1,4 @@
-"""core/dsse.py: PAE (the DSSE spec's example), envelope round trip, statement build and validation."""
+"""core/trust/dsse.py: PAE (the DSSE spec's example), envelope round trip, statement build and validation."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from dsv_platform.core import canonical_json, dsse
+from dsv_platform.core import canonical_json
+from dsv_platform.core.trust import dsse
 
 HASH = "a" * 64
 

@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dsv_platform.core.gc import (
+from dsv_platform.core.lineage.lineage import Edge
+from dsv_platform.core.retention.gc import (
     AliasInfo,
     GcPlan,
     GcPlanError,
@@ -19,7 +20,6 @@ from dsv_platform.core.gc import (
     plan_gc,
     root_costs,
 )
-from dsv_platform.core.lineage import Edge
 
 NOW = datetime(2030, 1, 10, tzinfo=UTC)
 OLD = NOW - timedelta(days=30)
@@ -114,7 +114,7 @@ def test_gc_root_costs_count_shared_and_exclusive_bytes() -> None:
 def test_named_digests_finds_exactly_what_the_walk_finds() -> None:
     from types import MappingProxyType
 
-    from dsv_platform.core.gc_graph import named_digests, walk_digests
+    from dsv_platform.core.retention.gc_graph import named_digests, walk_digests
 
     d = h(7)
     docs = [

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from dsv_platform.core.config.dataset_definition import parse_definition
 from dsv_platform.core.config_yaml import ConfigError
-from dsv_platform.core.dataset_definition import parse_definition
-from dsv_platform.core.integrity_signals import (
+from dsv_platform.core.contracts.integrity_signals import (
     IntegrityPolicy,
     contributor_share,
     duplicate_clusters,

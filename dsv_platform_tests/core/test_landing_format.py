@@ -4,10 +4,10 @@ from dataclasses import replace
 import pyarrow as pa
 import pytest
 
-from dsv_platform.core.batch import batch_file_name, batch_of, parse_batch_file, parse_batch_file_name, prepare_batch, prepare_table
-from dsv_platform.core.hashing import hash_table
-from dsv_platform.core.landing_format import encode_batch, read_batch_table, read_csv_text
-from dsv_platform.core.platform_config import load_config
+from dsv_platform.core.config.platform_config import load_config
+from dsv_platform.core.identity.hashing import hash_table
+from dsv_platform.core.ingest.batch import batch_file_name, batch_of, parse_batch_file, parse_batch_file_name, prepare_batch, prepare_table
+from dsv_platform.core.ingest.landing_format import encode_batch, read_batch_table, read_csv_text
 from dsv_platform.examples.fraud import CONFIG_DIR
 from dsv_platform.examples.fraud.generator import FraudDomain
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dsv_platform.core.lineage import Edge, LineageGraph, NodeKind, Relation, canonical_node, dependency, manifest_edges, node_label, parse_node
+from dsv_platform.core.lineage.lineage import Edge, LineageGraph, NodeKind, Relation, canonical_node, dependency, manifest_edges, node_label, parse_node
 
 
 def test_lineage_reports_on_is_reversed_and_released_is_not_a_dependency() -> None:

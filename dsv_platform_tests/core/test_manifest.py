@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from dsv_platform.core import canonical_json
 from dsv_platform.core.errors import ContractViolationError, PublicationError
-from dsv_platform.core.manifest import (
+from dsv_platform.core.publication.manifest import (
     BuiltPart,
     CodePin,
     EnvironmentPin,

@@ -21,10 +21,10 @@ import pyarrow.compute as pc
 import pytest
 
 from dsv_platform import _native
-from dsv_platform.core import canonical_native
-from dsv_platform.core.conformance import table_from_rows
-from dsv_platform.core.contract import parse_contract
-from dsv_platform.core.hashing import canonical_bytes, hash_partition, hash_table, iter_canonical_chunks
+from dsv_platform.core.contracts.contract import parse_contract
+from dsv_platform.core.identity import canonical_native
+from dsv_platform.core.identity.conformance import table_from_rows
+from dsv_platform.core.identity.hashing import canonical_bytes, hash_partition, hash_table, iter_canonical_chunks
 from dsv_platform_tests.core.test_native_rowtext import COLUMNS, _both, _contract, _table
 
 pytestmark = pytest.mark.skipif(not _native.available, reason="the compiled row encoder is not built")

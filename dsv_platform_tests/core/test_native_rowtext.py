@@ -20,11 +20,11 @@ import pyarrow as pa
 import pytest
 
 from dsv_platform import _native
-from dsv_platform.core import canonical_native, hashing
-from dsv_platform.core.conformance import build_vectors, check_vectors
-from dsv_platform.core.contract import Contract, parse_contract
+from dsv_platform.core.contracts.contract import Contract, parse_contract
 from dsv_platform.core.errors import ContractViolationError
-from dsv_platform.core.hashing import canonical_bytes, hash_partition, iter_canonical_chunks
+from dsv_platform.core.identity import canonical_native, hashing
+from dsv_platform.core.identity.conformance import build_vectors, check_vectors
+from dsv_platform.core.identity.hashing import canonical_bytes, hash_partition, iter_canonical_chunks
 
 pytestmark = pytest.mark.skipif(not _native.available, reason="the compiled row encoder is not built")
 

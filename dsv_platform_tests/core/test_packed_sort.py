@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dsv_platform.core.packed_sort import stable_sort
+from dsv_platform.core.identity.packed_sort import stable_sort
 
 
 @pytest.mark.parametrize(

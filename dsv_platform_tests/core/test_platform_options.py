@@ -2,9 +2,9 @@ import datetime as dt
 
 import pytest
 
+from dsv_platform.core.config.platform_config import load_config
+from dsv_platform.core.config.platform_options import DEFAULT_PARTITIONS_START, PlatformOptions
 from dsv_platform.core.config_yaml import ConfigError
-from dsv_platform.core.platform_config import load_config
-from dsv_platform.core.platform_options import DEFAULT_PARTITIONS_START, PlatformOptions
 from dsv_platform.examples.fraud import CONFIG_DIR
 from dsv_platform_tests.core.config_support import write_config
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dsv_platform.core.errors import ReferenceSyntaxError
-from dsv_platform.core.refs import DatasetRef, parse_ref
+from dsv_platform.core.publication.refs import DatasetRef, parse_ref
 
 HEX = "0123456789abcdef" * 4
 

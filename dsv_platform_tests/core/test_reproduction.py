@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from dsv_platform.core.reproduction import Check, Outcome, Tolerance, compare_outputs, decide, diff_environments, reconstructable_fraction, rotating_sample
+from dsv_platform.core.reproduction.reproduction import (
+    Check,
+    Outcome,
+    Tolerance,
+    compare_outputs,
+    decide,
+    diff_environments,
+    reconstructable_fraction,
+    rotating_sample,
+)
 
 
 def test_reproduction_decide_takes_the_most_damning_failure() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dsv_platform.core.reproduction import Outcome
-from dsv_platform.core.reproduction_steps import TITLES, StepStatus, failed, passed, skipped, verdict
+from dsv_platform.core.reproduction.reproduction import Outcome
+from dsv_platform.core.reproduction.reproduction_steps import TITLES, StepStatus, failed, passed, skipped, verdict
 
 
 def test_verdict_all_passed_is_reproduced() -> None:

@@ -1,4 +1,4 @@
-"""The whole-row gather (dsv_platform/core/row_gather.py) gives the pure path's bytes, at every boundary.
+"""The whole-row gather (dsv_platform/core/identity/row_gather.py) gives the pure path's bytes, at every boundary.
 
 Rows out of key order are cut into key-range buckets, each bucket encoded in
 storage order in segments, and whole rows copied in key order in blocks.
@@ -20,9 +20,9 @@ import pyarrow as pa
 import pytest
 
 from dsv_platform import _native
-from dsv_platform.core import hashing, row_gather
 from dsv_platform.core.errors import ContractViolationError
-from dsv_platform.core.hashing import canonical_bytes, hash_partition, hash_table
+from dsv_platform.core.identity import hashing, row_gather
+from dsv_platform.core.identity.hashing import canonical_bytes, hash_partition, hash_table
 from dsv_platform_tests.core.test_native_rowtext import _both, _chunked, _contract, _table
 
 pytestmark = pytest.mark.skipif(not _native.available, reason="the compiled row encoder is not built")

@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
-from dsv_platform.core.contract import parse_contract
-from dsv_platform.core.errors import ContractError
-from dsv_platform.core.records import DefinitionConflictError
-from dsv_platform.core.schema_diff import (
+from dsv_platform.core.contracts.contract import parse_contract
+from dsv_platform.core.contracts.schema_diff import (
     ChangeKind,
     Consumer,
     ConsumerBreakError,
     diff_contracts,
     refuse_breaking,
 )
+from dsv_platform.core.errors import ContractError
+from dsv_platform.core.publication.records import DefinitionConflictError
 
 K = ChangeKind
 METERS: dict[str, Any] = {

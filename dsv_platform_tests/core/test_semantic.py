@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from dsv_platform.core import canonical_json
-from dsv_platform.core.contract import load_contract, parse_contract
+from dsv_platform.core.contracts.contract import load_contract, parse_contract
+from dsv_platform.core.contracts.semantic_rules import declared_rules, evaluate, families, passed
 from dsv_platform.core.errors import ContractError
-from dsv_platform.core.semantic_rules import declared_rules, evaluate, families, passed
 
 BASE = {
     "name": "meters",
@@ -185,7 +185,7 @@ def test_duplicate_rows_by_sort_equals_the_group_by_count() -> None:
     import numpy as np
     import pyarrow as pa
 
-    from dsv_platform.core.semantic_rules import duplicate_rows
+    from dsv_platform.core.contracts.semantic_rules import duplicate_rows
 
     rng = np.random.default_rng(3)
     for values in (rng.integers(0, 50, 400), rng.permutation(300), np.array([], dtype=np.int64), np.array([7, 7, 7])):

@@ -2,9 +2,9 @@ import dataclasses
 
 import pytest
 
+from dsv_platform.core.config.platform_config import load_config
+from dsv_platform.core.config.source import SourceSpec
 from dsv_platform.core.config_yaml import ConfigError
-from dsv_platform.core.platform_config import load_config
-from dsv_platform.core.source import SourceSpec
 from dsv_platform.examples.fraud import CONFIG_DIR
 from dsv_platform.examples.fraud.specs import SOURCES
 from dsv_platform_tests.core.config_support import CALIBRATION, DATASET, METERS, write_config

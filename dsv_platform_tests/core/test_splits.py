@@ -18,14 +18,14 @@ from hypothesis import strategies as st
 
 from dsv_platform.core import canonical_json
 from dsv_platform.core.errors import SplitPolicyError
-from dsv_platform.core.split_checks import (
+from dsv_platform.core.splits.split_checks import (
     assignment_hash,
     expected_parts,
     proportions_within_tolerance,
     splits_are_entity_disjoint,
     time_boundaries_respected,
 )
-from dsv_platform.core.splits import (
+from dsv_platform.core.splits.splits import (
     GroupSplitPolicy,
     HashSplitPolicy,
     SeededRandomSplitPolicy,
@@ -111,7 +111,7 @@ def test_hash_split_accepts_chunked_dictionary_large_and_numpy_inputs() -> None:
 
 
 def test_hash_split_batches_agree_across_batch_boundary(monkeypatch: pytest.MonkeyPatch) -> None:
-    import dsv_platform.core.hash_split as hash_split
+    import dsv_platform.core.splits.hash_split as hash_split
 
     monkeypatch.setattr(hash_split, "BATCH_ROWS", 7)
     ids = [f"x{i}é" for i in range(50)]

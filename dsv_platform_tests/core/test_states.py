@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from dsv_platform.core.errors import IllegalTransitionError
-from dsv_platform.core.states import (
+from dsv_platform.core.publication.states import (
     TRANSITIONS,
     RealizationState,
     alias_targetable,

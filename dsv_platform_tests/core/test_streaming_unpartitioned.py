@@ -5,9 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from dsv_platform.core import hashing, streaming
-from dsv_platform.core.contract import parse_contract
-from dsv_platform.core.hashing import UNPARTITIONED_KEY, hash_table
+from dsv_platform.core.contracts.contract import parse_contract
+from dsv_platform.core.identity import hashing, streaming
+from dsv_platform.core.identity.hashing import UNPARTITIONED_KEY, hash_table
 
 CONTRACT = parse_contract({"name": "t", "key": ["id"], "columns": [{"name": "id", "type": "int64"}, {"name": "s", "type": "string", "nullable": True}]})
 

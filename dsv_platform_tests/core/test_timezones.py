@@ -9,8 +9,8 @@ from importlib import resources
 import pytest
 import tzdata
 
+from dsv_platform.core.config.timezones import check_tz_database, tz_database, zone
 from dsv_platform.core.errors import ConfigurationError
-from dsv_platform.core.timezones import check_tz_database, tz_database, zone
 
 
 def _tzdata_bytes(*parts: str) -> bytes:

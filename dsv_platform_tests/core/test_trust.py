@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from dsv_platform.core.errors import ConfigurationError
-from dsv_platform.core.trust import GENESIS_HASH, Grant, Role, audit_entry_hash, grant_covers, parse_role, verify_chain
+from dsv_platform.core.trust.trust import GENESIS_HASH, Grant, Role, audit_entry_hash, grant_covers, parse_role, verify_chain
 
 
 def chain(n: int) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from dsv_platform.core.batch import RawBatch
+from dsv_platform.core.ingest.batch import RawBatch
 from dsv_platform.settings import Settings, load_settings
 
 ROWS_PER_DAY = 200

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dsv_platform.core.batch import RawBatch
+from dsv_platform.core.ingest.batch import RawBatch
 from dsv_platform.defs import build_defs
 from dsv_platform_tests.core.config_support import METERS, write_config
 from dsv_platform_tests.defs.support import drop, settings_at

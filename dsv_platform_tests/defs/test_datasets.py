@@ -7,11 +7,11 @@ import pytest
 
 from dsv_platform import open_dataset
 from dsv_platform.adapters.registry.registry import Registry
-from dsv_platform.core.platform_config import load_config
+from dsv_platform.core.config.platform_config import load_config
 from dsv_platform.defs import build_defs
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.generator import FraudDomain
-from dsv_platform.services.approval import approve
+from dsv_platform.services.publication.approval import approve
 from dsv_platform_tests.defs.support import FRAUD_SOURCES, drop, range_tags, settings_at
 from dsv_platform_tests.scenarios.support import definition
 

@@ -10,8 +10,8 @@ import dagster as dg
 import pytest
 
 from dsv_platform.bootstrap import build_platform
+from dsv_platform.core.config.platform_config import load_config
 from dsv_platform.core.errors import ConfigurationError
-from dsv_platform.core.platform_config import load_config
 from dsv_platform.defs import build_defs
 from dsv_platform.defs.raw import RawBatchConfig, batch_files, outside_reason
 from dsv_platform.examples.fraud import events

@@ -12,14 +12,14 @@ import dagster as dg
 import pytest
 
 from dsv_platform.bootstrap import build_platform
-from dsv_platform.core.dataset_definition import parse_definition
-from dsv_platform.core.integrity_signals import SIGNALS
+from dsv_platform.core.config.dataset_definition import parse_definition
+from dsv_platform.core.contracts.integrity_signals import SIGNALS
 from dsv_platform.defs import build_defs
 from dsv_platform.defs.datasets import build_snapshot_asset
 from dsv_platform.defs.integrity_checks import NOT_QUARANTINED
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.generator import FraudDomain
-from dsv_platform.services.quarantine import quarantine
+from dsv_platform.services.publication.quarantine import quarantine
 from dsv_platform_tests.defs.support import FRAUD_SOURCES, drop, range_tags, settings_at
 from dsv_platform_tests.scenarios.support import definition
 

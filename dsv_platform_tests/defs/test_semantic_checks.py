@@ -8,7 +8,7 @@ import datetime as dt
 import dagster as dg
 import pytest
 
-from dsv_platform.core.semantic_rules import families
+from dsv_platform.core.contracts.semantic_rules import families
 from dsv_platform.defs import build_defs
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.demo_semantic import leaked_test_accounts

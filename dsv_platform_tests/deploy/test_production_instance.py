@@ -26,7 +26,7 @@ import psycopg2
 import pytest
 
 from dsv_platform.adapters.registry.registry import Registry
-from dsv_platform.core.states import RealizationState
+from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.defs.datasets import PUBLICATION_TAG
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.demo import SOURCES, START

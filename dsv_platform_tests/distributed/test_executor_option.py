@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from dsv_platform.core.config.platform_config import load_config
+from dsv_platform.core.config.platform_options import EXECUTORS, parse_options
 from dsv_platform.core.config_yaml import ConfigError
-from dsv_platform.core.platform_config import load_config
-from dsv_platform.core.platform_options import EXECUTORS, parse_options
 from dsv_platform.defs import build_defs
 from dsv_platform.examples.fraud import CONFIG_DIR
 from dsv_platform.settings import load_settings

@@ -22,8 +22,8 @@ from dagster._config import process_config, resolve_to_config_type
 from dagster._core.run_coordinator import QueuedRunCoordinator
 from dagster_k8s import K8sRunLauncher, k8s_job_executor
 
-from dsv_platform.core.platform_config import load_config
-from dsv_platform.core.platform_options import load_options
+from dsv_platform.core.config.platform_config import load_config
+from dsv_platform.core.config.platform_options import load_options
 from dsv_platform.defs import build_defs
 from dsv_platform.examples.fraud import CONFIG_DIR
 from dsv_platform.settings import load_settings

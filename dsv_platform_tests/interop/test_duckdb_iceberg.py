@@ -10,7 +10,7 @@ import sys
 import pyarrow as pa
 import pytest
 
-from dsv_platform.adapters import duckdb_iceberg as di
+from dsv_platform.adapters.iceberg import duckdb_iceberg as di
 from dsv_platform.examples.fraud.events import daily_batch, late_transactions
 from dsv_platform.examples.fraud.specs import SOURCES
 from dsv_platform_tests.scenarios.support import World

@@ -17,15 +17,15 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from dsv_platform.adapters import openlineage as ol
+from dsv_platform.adapters.lineage import openlineage as ol
 from dsv_platform.bootstrap import build_platform
 from dsv_platform.core.errors import NotFoundError
 from dsv_platform.defs import build_defs
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.examples.fraud.model import MODEL_NAME, TRAINER
-from dsv_platform.services.canonical_load import load_partition
-from dsv_platform.services.model_run import train_model
+from dsv_platform.services.ingest.canonical_load import load_partition
+from dsv_platform.services.reproduction.model_run import train_model
 from dsv_platform.settings import Settings, load_settings
 from dsv_platform_tests.defs.support import FRAUD_SOURCES, drop, range_tags
 from dsv_platform_tests.interop.collector import Collector, collector, graph, node_of, upstream

@@ -29,9 +29,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsv_platform import _native
-from dsv_platform.core import row_gather
-from dsv_platform.core.contract import Contract, parse_contract
-from dsv_platform.core.hashing import hash_table, set_native
+from dsv_platform.core.contracts.contract import Contract, parse_contract
+from dsv_platform.core.identity import row_gather
+from dsv_platform.core.identity.hashing import hash_table, set_native
 
 pytestmark = pytest.mark.postgres
 

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dsv_platform.adapters.encrypted_store import EncryptingObjectStore
+from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore
 from dsv_platform.bootstrap import build_platform
-from dsv_platform.services.realization import build_realization
+from dsv_platform.services.publication.realization import build_realization
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.scenarios.support import definition
 

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dsv_platform.core.timezones import zone
+from dsv_platform.core.config.timezones import zone
 
 DATASET = "fraud_training_set:v6"
 

@@ -8,20 +8,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dsv_platform import open_dataset
-from dsv_platform.adapters.encrypted_store import EncryptingObjectStore
-from dsv_platform.adapters.iceberg import CanonicalTables
-from dsv_platform.adapters.landing import LandingZone
-from dsv_platform.adapters.object_store import ObjectStore
+from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
+from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore
+from dsv_platform.adapters.objects.landing import LandingZone
+from dsv_platform.adapters.objects.object_store import ObjectStore
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.bootstrap import Platform, build_platform
-from dsv_platform.core.batch import RawBatch
-from dsv_platform.core.dataset_definition import DatasetDefinition, load_definition
+from dsv_platform.core.config.dataset_definition import DatasetDefinition, load_definition
+from dsv_platform.core.ingest.batch import RawBatch
 from dsv_platform.examples.fraud import CONFIG_DIR
 from dsv_platform.examples.fraud.events import daily_batch
 from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.examples.fraud.specs import SOURCES
-from dsv_platform.services.canonical_load import build_labels, load_partition
-from dsv_platform.services.realization import RealizationBuild, build_realization
+from dsv_platform.services.ingest.canonical_load import build_labels, load_partition
+from dsv_platform.services.publication.realization import RealizationBuild, build_realization
 from dsv_platform.settings import Settings, load_settings
 
 ROWS_PER_DAY = 60

@@ -22,17 +22,17 @@ import pyarrow.compute as pc
 import pytest
 
 from dsv_platform.bootstrap import Platform, build_platform
-from dsv_platform.core.batch import RawBatch, batch_of
-from dsv_platform.core.states import RealizationState
-from dsv_platform.core.trust import Role
+from dsv_platform.core.ingest.batch import RawBatch, batch_of
+from dsv_platform.core.publication.states import RealizationState
+from dsv_platform.core.trust.trust import Role
 from dsv_platform.examples.fraud import CONFIG_DIR, model
 from dsv_platform.examples.fraud.events import daily_batch
 from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.examples.fraud.specs import SOURCES
-from dsv_platform.services import trust
-from dsv_platform.services.canonical_load import build_labels, load_partition
-from dsv_platform.services.model_run import train_model
-from dsv_platform.services.realization import RealizationBuild, build_realization
+from dsv_platform.services.ingest.canonical_load import build_labels, load_partition
+from dsv_platform.services.publication.realization import RealizationBuild, build_realization
+from dsv_platform.services.reproduction.model_run import train_model
+from dsv_platform.services.trust import trust
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.fixtures.cli_runner import DsvCli, Result
 

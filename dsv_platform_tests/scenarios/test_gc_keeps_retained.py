@@ -29,15 +29,15 @@ import pytest
 
 from dsv_platform import open_dataset
 from dsv_platform.core.errors import ExpiredError
-from dsv_platform.core.gc import GcPolicy, Inventory, StoredObject, plan_gc
-from dsv_platform.core.manifest import CodePin
+from dsv_platform.core.publication.manifest import CodePin
+from dsv_platform.core.retention.gc import GcPolicy, Inventory, StoredObject, plan_gc
 from dsv_platform.examples.fraud.events import late_transactions
 from dsv_platform.examples.fraud.model import MODEL_NAME, TRAINER
-from dsv_platform.services import gc
-from dsv_platform.services.model_run import ModelRun, train_model
-from dsv_platform.services.realization import RealizationBuild, build_realization, code_pin
-from dsv_platform.services.rehearsal import rehearse
-from dsv_platform.services.reproduce import reproduce
+from dsv_platform.services.publication.realization import RealizationBuild, build_realization, code_pin
+from dsv_platform.services.reproduction.model_run import ModelRun, train_model
+from dsv_platform.services.reproduction.rehearsal import rehearse
+from dsv_platform.services.reproduction.reproduce import reproduce
+from dsv_platform.services.retention import gc
 from dsv_platform_tests.scenarios.support import World, definition
 
 ZERO = GcPolicy(safety_window=timedelta(0))
@@ -119,8 +119,8 @@ def test_any_digest_a_manifest_names_is_kept_whatever_the_field() -> None:
     realization_doc = {"partitions": [], "new_pin": {"thing": f"sha256:{DIGEST}"}}
     run_doc = {"format": "dsv-model-run/1", "future": [{"blob": "cd" * 32}]}
     objects = [StoredObject(DIGEST, 10, old), StoredObject("cd" * 32, 10, old), StoredObject("ef" * 32, 10, old)]
-    from dsv_platform.core.gc import RealizationInfo, RootSpec
-    from dsv_platform.core.lineage import Edge
+    from dsv_platform.core.lineage.lineage import Edge
+    from dsv_platform.core.retention.gc import RealizationInfo, RootSpec
 
     mh, run_hash = "11" * 32, "22" * 32
     inv = Inventory(
@@ -141,11 +141,11 @@ def test_any_digest_a_manifest_names_is_kept_whatever_the_field() -> None:
 
 _CLEAN_DSV = """
 import sys
-from dsv_platform.core.manifest import CodePin
-from dsv_platform.services import realization
+from dsv_platform.core.publication.manifest import CodePin
+from dsv_platform.services.publication import realization
 clean = CodePin(realization.code_pin().commit, False)
 realization.code_pin = lambda *a, **k: clean  # a dirty working tree would make every build NOT_REPRODUCIBLE_DIRTY
-from dsv_platform.services import code_pins
+from dsv_platform.services.reproduction import code_pins
 checkout_of = code_pins.checkout_of
 code_pins.checkout_of = lambda path: {**checkout_of(path), "dirty": False}  # the same for a model run's trainer checkout
 from dsv_platform.cli.main import main

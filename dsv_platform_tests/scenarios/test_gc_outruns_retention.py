@@ -18,10 +18,10 @@ import pytest
 
 from dsv_platform import open_dataset
 from dsv_platform.core.errors import ExpiredError
-from dsv_platform.core.gc import GcPolicy
+from dsv_platform.core.retention.gc import GcPolicy
 from dsv_platform.examples.fraud.events import late_transactions
 from dsv_platform.examples.fraud.specs import SOURCES
-from dsv_platform.services import gc
+from dsv_platform.services.retention import gc
 from dsv_platform_tests.scenarios.support import World
 
 

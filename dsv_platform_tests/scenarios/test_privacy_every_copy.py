@@ -21,13 +21,13 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pytest
 
-from dsv_platform.adapters.encrypted_store import STAGED_MAGIC
-from dsv_platform.core.gc_plan import Action
-from dsv_platform.core.privacy import Outcome
+from dsv_platform.adapters.objects.encrypted_store import STAGED_MAGIC
+from dsv_platform.core.privacy.privacy import Outcome
+from dsv_platform.core.retention.gc_plan import Action
 from dsv_platform.examples.fraud.specs import SOURCES
-from dsv_platform.services import gc
-from dsv_platform.services.privacy import build_coordinator
-from dsv_platform.services.privacy_sweep import holds_subject
+from dsv_platform.services.privacy.privacy import build_coordinator
+from dsv_platform.services.privacy.privacy_sweep import holds_subject
+from dsv_platform.services.retention import gc
 from dsv_platform_tests.scenarios.support import World
 
 REPO = Path(__file__).resolve().parents[2]

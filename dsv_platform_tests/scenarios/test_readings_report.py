@@ -14,14 +14,14 @@ import pyarrow as pa
 import pytest
 
 from dsv_platform.bootstrap import build_platform
-from dsv_platform.core.artifact_manifest import footer
-from dsv_platform.core.platform_config import load_config
+from dsv_platform.core.config.platform_config import load_config
+from dsv_platform.core.reproduction.artifact_manifest import footer
 from dsv_platform.defs import build_defs
 from dsv_platform.examples.readings import CONFIG_DIR, DATASET, generator
 from dsv_platform.examples.readings.landing import land_and_load
 from dsv_platform.examples.readings.report import PARAMETERS, PRODUCER, nearest_rank
-from dsv_platform.services.artifacts import locate_artifact
-from dsv_platform.services.datasets import open_dataset
+from dsv_platform.services.publication.datasets import open_dataset
+from dsv_platform.services.reproduction.artifacts import locate_artifact
 from dsv_platform.settings import load_settings
 
 PACKAGE = Path(__file__).resolve().parents[2] / "dsv_platform"

@@ -22,16 +22,16 @@ import pytest
 import yaml
 
 from dsv_platform.bootstrap import build_platform
+from dsv_platform.core.config.dataset_definition import parse_definition
+from dsv_platform.core.config.timezones import check_tz_database, tz_database, zone
 from dsv_platform.core.config_yaml import StrictLoader
-from dsv_platform.core.dataset_definition import parse_definition
 from dsv_platform.core.errors import PublicationError
-from dsv_platform.core.hashing import hash_table
-from dsv_platform.core.timezones import check_tz_database, tz_database, zone
+from dsv_platform.core.identity.hashing import hash_table
 from dsv_platform.examples.readings import CONFIG_DIR, generator
 from dsv_platform.examples.readings.landing import land_and_load
-from dsv_platform.services.datasets import open_dataset
-from dsv_platform.services.realization import build_realization
-from dsv_platform.services.realization_inputs import assemble, inputs_of
+from dsv_platform.services.publication.datasets import open_dataset
+from dsv_platform.services.publication.realization import build_realization
+from dsv_platform.services.publication.realization_inputs import assemble, inputs_of
 from dsv_platform.settings import load_settings
 
 DAYS = [dt.date(2026, 2, 15), dt.date(2026, 2, 16), dt.date(2026, 2, 17), *(dt.date(2026, 3, d) for d in range(28, 32))]

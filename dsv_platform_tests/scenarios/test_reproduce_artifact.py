@@ -17,14 +17,14 @@ import pytest
 
 from dsv_platform.adapters.registry.artifacts import RunRecords
 from dsv_platform.cli.main import main
-from dsv_platform.core.reproduction import Outcome
-from dsv_platform.core.reproduction_steps import TITLES
+from dsv_platform.core.reproduction.reproduction import Outcome
+from dsv_platform.core.reproduction.reproduction_steps import TITLES
 from dsv_platform.examples.fraud.model import MODEL_NAME, TRAINER
-from dsv_platform.services.artifacts import ArtifactRun, produce_artifact
-from dsv_platform.services.code_pins import checkout_of
-from dsv_platform.services.envbuild import lock_pins
-from dsv_platform.services.model_run import train_model
-from dsv_platform.services.reproduce import ReproductionReport, reproduce
+from dsv_platform.services.reproduction.artifacts import ArtifactRun, produce_artifact
+from dsv_platform.services.reproduction.code_pins import checkout_of
+from dsv_platform.services.reproduction.envbuild import lock_pins
+from dsv_platform.services.reproduction.model_run import train_model
+from dsv_platform.services.reproduction.reproduce import ReproductionReport, reproduce
 from dsv_platform_tests.fixtures.code_repo import CodeRepo, git
 from dsv_platform_tests.scenarios.reproduce_producer import DATASET, PRODUCER
 from dsv_platform_tests.services.reproduce_support import Lab

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from dsv_platform.core.errors import PublicationError
-from dsv_platform.core.states import RealizationState
+from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.examples.fraud.demo_semantic import cents_batches, leaked_test_accounts, restore_batches
-from dsv_platform.services.realization import ALIAS, RealizationBuild
+from dsv_platform.services.publication.realization import ALIAS, RealizationBuild
 from dsv_platform_tests.scenarios.support import World
 
 DAYS = 5

@@ -15,17 +15,18 @@ import pytest
 from sqlalchemy import insert, select
 
 from dsv_platform.adapters.registry import schema as s
-from dsv_platform.core import canonical_json, dsse
+from dsv_platform.core import canonical_json
 from dsv_platform.core.errors import UntrustedError
-from dsv_platform.core.manifest import Manifest, content_hash_of
-from dsv_platform.core.records import Realization
-from dsv_platform.core.reproduction import Outcome
-from dsv_platform.core.states import RealizationState
+from dsv_platform.core.publication.manifest import Manifest, content_hash_of
+from dsv_platform.core.publication.records import Realization
+from dsv_platform.core.publication.states import RealizationState
+from dsv_platform.core.reproduction.reproduction import Outcome
+from dsv_platform.core.trust import dsse
 from dsv_platform.examples.fraud.model import MODEL_NAME, TRAINER
-from dsv_platform.services import signing, trust
-from dsv_platform.services.datasets import load_manifest, open_dataset
-from dsv_platform.services.model_run import train_model
-from dsv_platform.services.reproduce import reproduce
+from dsv_platform.services.publication.datasets import load_manifest, open_dataset
+from dsv_platform.services.reproduction.model_run import train_model
+from dsv_platform.services.reproduction.reproduce import reproduce
+from dsv_platform.services.trust import signing, trust
 from dsv_platform_tests.scenarios.support import World
 
 DSV = str(Path(sys.executable).with_name("dsv"))
@@ -207,8 +208,8 @@ def test_the_fraud_model_asset_fails_untrusted_on_a_forged_upstream(world: World
 
 
 def test_a_scoped_publisher_signs_and_its_signatures_stop_verifying_when_the_grant_goes(world: World, published: Realization) -> None:
-    from dsv_platform.core.trust import Grant, Role
-    from dsv_platform.services.publisher import BuildRequest, Publisher
+    from dsv_platform.core.trust.trust import Grant, Role
+    from dsv_platform.services.publication.publisher import BuildRequest, Publisher
 
     platform = world.platform
     pub2, _ = trust.create_identity(platform, "pub2", by="test")

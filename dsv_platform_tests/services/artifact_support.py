@@ -11,8 +11,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from dsv_platform.core.model_run import TrainedModel, TrainingData
-from dsv_platform.core.timezones import zone
+from dsv_platform.core.config.timezones import zone
+from dsv_platform.core.reproduction.model_run import TrainedModel, TrainingData
 
 DATASET = "fraud_training_set:v6"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from dsv_platform.adapters.local_store import LocalObjectStore
+from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.adapters.registry import Registry
-from dsv_platform.core.manifest import BuiltPart, Manifest, build_manifest
+from dsv_platform.core.publication.manifest import BuiltPart, Manifest, build_manifest
 
 NAME = "gc_set"
 
@@ -35,7 +35,7 @@ def generate(reg: Registry, store: LocalObjectStore, n: int, *, seed: int = 7, v
         rid = reg.create_candidate(NAME, v, f"req-{i}", f"lk-{i}", "tests")
         reg.seal(rid, manifest)
         if i % 10 == 9:
-            from dsv_platform.core.states import RealizationState
+            from dsv_platform.core.publication.states import RealizationState
 
             reg.transition(rid, RealizationState.FAILED, reason="gate", actor="tests")
             h.failed.append((rid, manifest))

@@ -7,9 +7,9 @@ import signal
 import sys
 from datetime import UTC, datetime, timedelta
 
-from dsv_platform.adapters.local_store import LocalObjectStore
+from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.adapters.registry import Registry
-from dsv_platform.services import gc
+from dsv_platform.services.retention import gc
 
 
 def main() -> None:

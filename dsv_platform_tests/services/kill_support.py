@@ -17,11 +17,11 @@ import pytest
 
 from dsv_platform.bootstrap import Platform, build_platform
 from dsv_platform.cli.main import main as dsv
-from dsv_platform.core.manifest import Manifest
-from dsv_platform.core.states import RealizationState
-from dsv_platform.services import integrity
-from dsv_platform.services.privacy import build_coordinator
-from dsv_platform.services.publisher import Publisher
+from dsv_platform.core.publication.manifest import Manifest
+from dsv_platform.core.publication.states import RealizationState
+from dsv_platform.services.privacy.privacy import build_coordinator
+from dsv_platform.services.publication.publisher import Publisher
+from dsv_platform.services.retention import integrity
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.fixtures.postgres_server import PostgresServer
 from dsv_platform_tests.fixtures.s3_server import S3Server

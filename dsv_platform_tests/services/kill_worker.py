@@ -27,8 +27,8 @@ from typing import Any
 
 from dsv_platform.adapters.registry.privacy import PrivacyRecords
 from dsv_platform.bootstrap import build_platform
-from dsv_platform.services import gc as gc_service
-from dsv_platform.services.publisher import BuildStep, Publisher
+from dsv_platform.services.publication.publisher import BuildStep, Publisher
+from dsv_platform.services.retention import gc as gc_service
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.services import publisher_worker as pw
 
@@ -76,7 +76,7 @@ def arm_gc(step: str) -> None:
 
 
 def arm_privacy(step: str) -> None:
-    from dsv_platform.services.privacy import PrivacyCoordinator
+    from dsv_platform.services.privacy.privacy import PrivacyCoordinator
 
     if step == "plan":
         PrivacyCoordinator.apply = lambda self, plan, **kw: die()  # type: ignore[method-assign,assignment]

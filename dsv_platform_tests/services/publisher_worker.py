@@ -22,14 +22,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from dsv_platform.adapters.local_store import LocalObjectStore
-from dsv_platform.adapters.object_store import ObjectStore
+from dsv_platform.adapters.objects.local_store import LocalObjectStore
+from dsv_platform.adapters.objects.object_store import ObjectStore
 from dsv_platform.adapters.registry.registry import Registry
-from dsv_platform.core.contract import Contract
-from dsv_platform.core.gates import GateResult, rows_at_least
-from dsv_platform.core.manifest import Manifest
+from dsv_platform.core.contracts.contract import Contract
+from dsv_platform.core.publication.gates import GateResult, rows_at_least
+from dsv_platform.core.publication.manifest import Manifest
 from dsv_platform.examples.fraud.sample_data import transactions_for_day
-from dsv_platform.services.publisher import BuildRequest, BuildResult, BuildStep, Publisher
+from dsv_platform.services.publication.publisher import BuildRequest, BuildResult, BuildStep, Publisher
 
 NAME = "txn_protocol"
 VERSION = "v1"

@@ -11,14 +11,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dsv_platform.adapters.local_store import LocalObjectStore
-from dsv_platform.core.manifest import CodePin, EnvironmentPin
-from dsv_platform.core.states import RealizationState
+from dsv_platform.adapters.objects.local_store import LocalObjectStore
+from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin
+from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.examples.fraud.events import daily_batch
 from dsv_platform.examples.fraud.model import MODEL_NAME, TRAINER
 from dsv_platform.examples.fraud.specs import SOURCES
-from dsv_platform.services.model_run import ModelRun, train_model
-from dsv_platform.services.realization import REPO, RealizationBuild, build_realization, environment_lockfile
+from dsv_platform.services.publication.realization import REPO, RealizationBuild, build_realization, environment_lockfile
+from dsv_platform.services.reproduction.model_run import ModelRun, train_model
 from dsv_platform_tests.scenarios.support import SEALED, World, definition
 
 DAYS = 3

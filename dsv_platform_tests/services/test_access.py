@@ -18,13 +18,13 @@ from sqlalchemy import select
 
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.bootstrap import build_platform
-from dsv_platform.core.access import AccessPolicy, RowFilter, parse_access
 from dsv_platform.core.config_yaml import ConfigError
 from dsv_platform.core.errors import AccessDeniedError
-from dsv_platform.core.trust import Grant, Role
+from dsv_platform.core.trust.access import AccessPolicy, RowFilter, parse_access
+from dsv_platform.core.trust.trust import Grant, Role
 from dsv_platform.examples.fraud import CONFIG_DIR
-from dsv_platform.services import trust
-from dsv_platform.services.datasets import open_dataset
+from dsv_platform.services.publication.datasets import open_dataset
+from dsv_platform.services.trust import trust
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.scenarios.support import World
 

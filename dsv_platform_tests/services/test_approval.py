@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from dsv_platform.adapters.local_store import LocalObjectStore
+from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.adapters.registry import Registry
 from dsv_platform.adapters.registry import aliases as al
 from dsv_platform.adapters.registry import approval as ap
-from dsv_platform.core.approval import ApprovalStateError, ProtectedAliasError
 from dsv_platform.core.errors import ConfigurationError, PublicationError
-from dsv_platform.core.gates import GateResult
-from dsv_platform.core.states import RealizationState
-from dsv_platform.services.approval import approval_metadata, approve, revoke
-from dsv_platform.services.publisher import BuildResult, Publisher
+from dsv_platform.core.publication.approval import ApprovalStateError, ProtectedAliasError
+from dsv_platform.core.publication.gates import GateResult
+from dsv_platform.core.publication.states import RealizationState
+from dsv_platform.services.publication.approval import approval_metadata, approve, revoke
+from dsv_platform.services.publication.publisher import BuildResult, Publisher
 from dsv_platform_tests.services import publisher_worker as pw
 from dsv_platform_tests.services.test_publisher import backend_url
 

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 from dsv_platform.core import canonical_json
-from dsv_platform.core.artifact_manifest import footer, validate_manifest
+from dsv_platform.core.config.timezones import tz_database
 from dsv_platform.core.errors import DsvError, NotFoundError
-from dsv_platform.core.gc import GcPolicy
-from dsv_platform.core.timezones import tz_database
+from dsv_platform.core.reproduction.artifact_manifest import footer, validate_manifest
+from dsv_platform.core.retention.gc import GcPolicy
 from dsv_platform.examples.fraud.events import late_transactions
-from dsv_platform.services import gc
-from dsv_platform.services.artifacts import artifact_runs, locate_artifact, produce_artifact
-from dsv_platform.services.lineage import lineage, record_activity
-from dsv_platform.services.realization import RealizationBuild
+from dsv_platform.services.lineage.lineage import lineage, record_activity
+from dsv_platform.services.publication.realization import RealizationBuild
+from dsv_platform.services.reproduction.artifacts import artifact_runs, locate_artifact, produce_artifact
+from dsv_platform.services.retention import gc
 from dsv_platform_tests.cli.test_lineage_cmd import dsv
 from dsv_platform_tests.scenarios.support import World
 from dsv_platform_tests.services.artifact_support import CRASHING, DATASET, FAILING, PRODUCER
@@ -129,7 +129,7 @@ def test_a_crash_while_computing_leaves_the_run_intent(world: World, build: Real
     code = (
         "from dsv_platform.bootstrap import build_platform\n"
         "from dsv_platform.settings import load_settings\n"
-        "from dsv_platform.services.artifacts import produce_artifact\n"
+        "from dsv_platform.services.reproduction.artifacts import produce_artifact\n"
         "from dsv_platform_tests.services.artifact_support import CRASHING, DATASET\n"
         f"produce_artifact(build_platform(load_settings()), CRASHING, inputs={{DATASET: {build.ref!r}}}, parameters={{}}, seed=1)\n"
     )

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from dsv_platform.adapters.local_store import LocalObjectStore
+from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.adapters.registry import Registry
 from dsv_platform.core.errors import AliasConflictError
-from dsv_platform.core.states import RealizationState
-from dsv_platform.services.publisher import BuildStep, Publisher
+from dsv_platform.core.publication.states import RealizationState
+from dsv_platform.services.publication.publisher import BuildStep, Publisher
 from dsv_platform_tests.adapters.test_registry import registry_url
 from dsv_platform_tests.services import publisher_worker as pw
 

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from dsv_platform.bootstrap import Platform, build_platform
+from dsv_platform.core.contracts.schema_diff import ConsumerBreakError
 from dsv_platform.core.errors import NotFoundError
-from dsv_platform.core.records import DefinitionConflictError
-from dsv_platform.core.schema_diff import ConsumerBreakError
-from dsv_platform.services.consumers import UnknownConsumerColumnError, add_consumer, list_consumers, registered_consumers, remove_consumer
+from dsv_platform.core.publication.records import DefinitionConflictError
+from dsv_platform.services.publication.consumers import UnknownConsumerColumnError, add_consumer, list_consumers, registered_consumers, remove_consumer
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.services.test_publisher import backend_url
 

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 
 from dsv_platform import open_dataset
-from dsv_platform.adapters.local_store import LocalObjectStore
+from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.adapters.registry import Registry
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.core.errors import CorruptError, NotFoundError

@@ -16,13 +16,13 @@ import pytest
 
 from dsv_platform import open_dataset
 from dsv_platform.bootstrap import Platform, build_platform
-from dsv_platform.core.diff import DiffError
+from dsv_platform.core.diff.diff import DiffError
 from dsv_platform.core.errors import CorruptError, NotFoundError
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.demo_diff import later_chargebacks
-from dsv_platform.services.datasets import open_dataset as open_platform_dataset
-from dsv_platform.services.diff import diff_realizations
-from dsv_platform.services.realization import RealizationBuild, build_realization
+from dsv_platform.services.publication.datasets import open_dataset as open_platform_dataset
+from dsv_platform.services.publication.diff import diff_realizations
+from dsv_platform.services.publication.realization import RealizationBuild, build_realization
 from dsv_platform_tests.core.config_support import DATASET, METERS, write_config
 from dsv_platform_tests.defs.support import settings_at
 from dsv_platform_tests.scenarios.support import World, definition

@@ -10,7 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from dsv_platform.services.envbuild import MARKER, EnvironmentBuildError, NotReproducibleError, environment_from_lock, lock_at, lock_pins, restored_code, run_in
+from dsv_platform.services.reproduction.envbuild import (
+    MARKER,
+    EnvironmentBuildError,
+    NotReproducibleError,
+    environment_from_lock,
+    lock_at,
+    lock_pins,
+    restored_code,
+    run_in,
+)
 from dsv_platform_tests.fixtures.code_repo import CodeRepo, git
 
 PYTHON = host.python_version()

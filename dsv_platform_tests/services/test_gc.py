@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from dsv_platform.adapters.local_store import LocalObjectStore
+from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.adapters.registry import Registry
 from dsv_platform.core.errors import ExpiredError
-from dsv_platform.core.gc import GcPlan
-from dsv_platform.core.states import READABLE, RealizationState
-from dsv_platform.services import gc
+from dsv_platform.core.publication.states import READABLE, RealizationState
+from dsv_platform.core.retention.gc import GcPlan
+from dsv_platform.services.retention import gc
 from dsv_platform_tests.services import gc_support as gs
 from dsv_platform_tests.services import gc_worker
 

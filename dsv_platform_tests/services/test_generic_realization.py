@@ -11,11 +11,11 @@ import pyarrow as pa
 import pytest
 
 from dsv_platform.bootstrap import Platform, build_platform
-from dsv_platform.core.batch import batch_of
-from dsv_platform.core.hashing import hash_table
-from dsv_platform.services.canonical_load import load_partition
-from dsv_platform.services.datasets import open_dataset
-from dsv_platform.services.realization import build_realization, check_splits
+from dsv_platform.core.identity.hashing import hash_table
+from dsv_platform.core.ingest.batch import batch_of
+from dsv_platform.services.ingest.canonical_load import load_partition
+from dsv_platform.services.publication.datasets import open_dataset
+from dsv_platform.services.publication.realization import build_realization, check_splits
 from dsv_platform_tests.core.config_support import write_config
 from dsv_platform_tests.defs.support import settings_at
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from dsv_platform.core.manifest import Manifest
-from dsv_platform.services import integrity
+from dsv_platform.core.publication.manifest import Manifest
+from dsv_platform.services.retention import integrity
 from dsv_platform_tests.services import kill_support as ks
 from dsv_platform_tests.services import publisher_worker as pw
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from dsv_platform.core.batch import batch_of
 from dsv_platform.core.errors import PublicationError
-from dsv_platform.core.states import RealizationState
+from dsv_platform.core.ingest.batch import batch_of
+from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.examples.fraud import CONFIG_DIR
-from dsv_platform.services.realization import build_realization
+from dsv_platform.services.publication.realization import build_realization
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.scenarios.support import World
 

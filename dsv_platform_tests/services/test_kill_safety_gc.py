@@ -1,7 +1,7 @@
 """Issue 11 item 5: `dsv gc apply` SIGKILLed (a real subprocess) at several points, on the embedded local backends.
 
 After each kill, rerunning the command completes, and the registry and the
-object store agree: the integrity scan (services/integrity.py) finds nothing
+object store agree: the integrity scan (services/retention/integrity.py) finds nothing
 missing and nothing orphaned beyond the safety window (kill_support.py has the
 checks; test_kill_safety_production.py runs a subset on PostgreSQL + S3).
 """

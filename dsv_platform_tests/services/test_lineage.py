@@ -13,9 +13,9 @@ from dsv_platform.bootstrap import Platform, build_platform
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.examples.fraud.model import MODEL_NAME, TRAINER
-from dsv_platform.services.canonical_load import load_partition
-from dsv_platform.services.lineage import lineage
-from dsv_platform.services.model_run import train_model
+from dsv_platform.services.ingest.canonical_load import load_partition
+from dsv_platform.services.lineage.lineage import lineage
+from dsv_platform.services.reproduction.model_run import train_model
 from dsv_platform_tests.cli.test_lineage_cmd import dsv
 from dsv_platform_tests.defs.support import settings_at
 

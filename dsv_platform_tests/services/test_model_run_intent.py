@@ -10,11 +10,11 @@ import pytest
 
 from dsv_platform.adapters.registry.artifacts import RunRecords
 from dsv_platform.core.errors import NotFoundError
-from dsv_platform.core.manifest import CodePin
+from dsv_platform.core.publication.manifest import CodePin
 from dsv_platform.examples.fraud.model import MODEL_NAME, TRAINER
-from dsv_platform.services.code_pins import checkout_of, module_file
-from dsv_platform.services.model_run import train_model
-from dsv_platform.services.realization import RealizationBuild, build_realization
+from dsv_platform.services.publication.realization import RealizationBuild, build_realization
+from dsv_platform.services.reproduction.code_pins import checkout_of, module_file
+from dsv_platform.services.reproduction.model_run import train_model
 from dsv_platform_tests.scenarios.support import World, definition
 from dsv_platform_tests.services.artifact_support import crashing_trainer, exploding_trainer
 
@@ -76,7 +76,7 @@ def test_a_crash_mid_training_leaves_the_run_intent(world: World, build: Realiza
     code = (
         "from dsv_platform.bootstrap import build_platform\n"
         "from dsv_platform.settings import load_settings\n"
-        "from dsv_platform.services.model_run import train_model\n"
+        "from dsv_platform.services.reproduction.model_run import train_model\n"
         "from dsv_platform_tests.services.artifact_support import crashing_trainer\n"
         f"train_model(build_platform(load_settings()), {build.ref!r}, model_name='crashing_model', trainer=crashing_trainer, seed=2)\n"
     )

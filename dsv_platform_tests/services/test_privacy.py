@@ -19,16 +19,16 @@ import pytest
 from cryptography.exceptions import InvalidTag
 
 from dsv_platform import open_dataset
-from dsv_platform.adapters.encrypted_store import EncryptingObjectStore, unseal
+from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore, unseal
 from dsv_platform.adapters.registry import Registry
 from dsv_platform.bootstrap import build_encrypted_store
+from dsv_platform.core.config.platform_config import load_config
 from dsv_platform.core.errors import ObjectErasedError, RedactedError, RedactionNotReconciledError
-from dsv_platform.core.platform_config import load_config
-from dsv_platform.core.privacy import DescendantKind, Outcome
-from dsv_platform.core.states import RealizationState
+from dsv_platform.core.privacy.privacy import DescendantKind, Outcome
+from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.examples.fraud import CONFIG_DIR
-from dsv_platform.services.privacy import PrivacyCoordinator, PrivacyPlanStaleError
-from dsv_platform.services.publisher import Publisher
+from dsv_platform.services.privacy.privacy import PrivacyCoordinator, PrivacyPlanStaleError
+from dsv_platform.services.publication.publisher import Publisher
 from dsv_platform.settings import Settings, load_settings
 from dsv_platform_tests.services import publisher_worker as pw
 from dsv_platform_tests.services.test_publisher import backend_url

@@ -17,10 +17,10 @@ from pyiceberg.expressions import EqualTo
 
 from dsv_platform import open_dataset
 from dsv_platform.bootstrap import build_encrypted_store
-from dsv_platform.core.privacy import DescendantKind, Outcome
-from dsv_platform.core.states import RealizationState
+from dsv_platform.core.privacy.privacy import DescendantKind, Outcome
+from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.examples.fraud.specs import SOURCES
-from dsv_platform.services.privacy import PrivacyCoordinator
+from dsv_platform.services.privacy.privacy import PrivacyCoordinator
 from dsv_platform_tests.scenarios.support import World
 
 K = DescendantKind

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dsv_platform.services.approval import approve
-from dsv_platform.services.promotion import PromotionRefusedError, Refusal, promote
+from dsv_platform.services.publication.approval import approve
+from dsv_platform.services.reproduction.promotion import PromotionRefusedError, Refusal, promote
 from dsv_platform_tests.services.reproduce_support import Lab, corrupted
 
 

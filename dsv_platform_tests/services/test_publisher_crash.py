@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from dsv_platform import open_dataset
-from dsv_platform.adapters.local_store import LocalObjectStore
+from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.adapters.registry import Registry
 from dsv_platform.core.errors import NotFoundError
-from dsv_platform.core.states import RealizationState
+from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.services import publisher_worker as pw
 from dsv_platform_tests.services.test_publisher import WORKER, backend_url

@@ -12,12 +12,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from dsv_platform.adapters.local_store import LocalObjectStore
+from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.adapters.registry import Registry
 from dsv_platform.core.errors import ConfigurationError, DsvError
-from dsv_platform.core.states import RealizationState
-from dsv_platform.services.parallel_parts import default_build_jobs, ordered_map
-from dsv_platform.services.publisher import BuildResult, Publisher
+from dsv_platform.core.publication.states import RealizationState
+from dsv_platform.services.publication.parallel_parts import default_build_jobs, ordered_map
+from dsv_platform.services.publication.publisher import BuildResult, Publisher
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.services import publisher_worker as pw
 

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from dsv_platform.core.gc import GcPolicy
-from dsv_platform.core.states import RealizationState
+from dsv_platform.core.publication.states import RealizationState
+from dsv_platform.core.retention.gc import GcPolicy
 from dsv_platform.examples.fraud.events import late_transactions
 from dsv_platform.examples.fraud.specs import SOURCES
-from dsv_platform.services import gc
-from dsv_platform.services.canonical_load import load_partition
-from dsv_platform.services.quarantine import quarantine, release
+from dsv_platform.services.ingest.canonical_load import load_partition
+from dsv_platform.services.publication.quarantine import quarantine, release
+from dsv_platform.services.retention import gc
 from dsv_platform_tests.fixtures.cli_runner import DsvCli, Result
 from dsv_platform_tests.scenarios.support import World
 
@@ -104,8 +104,8 @@ def _as(world: World, name: str):  # type: ignore[no-untyped-def]
     from dataclasses import replace
 
     from dsv_platform.bootstrap import build_platform
-    from dsv_platform.core.trust import Grant, Role
-    from dsv_platform.services import trust
+    from dsv_platform.core.trust.trust import Grant, Role
+    from dsv_platform.services.trust import trust
 
     trust.create_identity(world.platform, name, by="admin")
     trust.change_grant(world.platform, Grant(name, Role.OPERATOR), add=True, reason="test")
@@ -140,7 +140,7 @@ def test_a_rebuild_after_a_raw_batch_quarantine_reads_none_of_its_rows(tmp_path:
     """The poisoned rows were loaded before the quarantine (append-only: they stay in the table); a rebuild leaves them out."""
     import json
 
-    from dsv_platform.services.datasets import open_dataset
+    from dsv_platform.services.publication.datasets import open_dataset
 
     world = World.create(tmp_path / "home", rows_per_day=40, days=4)
     day = world.domain.days(2)[1]

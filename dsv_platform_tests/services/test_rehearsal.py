@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from dsv_platform.core.reproduction import Outcome
-from dsv_platform.core.states import RealizationState
-from dsv_platform.services.artifacts import produce_artifact
-from dsv_platform.services.rehearsal import full_rehearsal, integrity_scan, rehearse, retained_models, retained_population
+from dsv_platform.core.publication.states import RealizationState
+from dsv_platform.core.reproduction.reproduction import Outcome
+from dsv_platform.services.reproduction.artifacts import produce_artifact
+from dsv_platform.services.reproduction.rehearsal import full_rehearsal, integrity_scan, rehearse, retained_models, retained_population
 from dsv_platform_tests.fixtures.code_repo import CodeRepo
 from dsv_platform_tests.scenarios.reproduce_producer import DATASET, PRODUCER
 from dsv_platform_tests.services.reproduce_support import Lab, corrupted

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from dsv_platform.bootstrap import build_landing
-from dsv_platform.core.manifest import CodePin
-from dsv_platform.core.reproduction import Outcome
-from dsv_platform.core.states import RealizationState
-from dsv_platform.services.reproduce import ReproductionReport, reproduce
+from dsv_platform.core.publication.manifest import CodePin
+from dsv_platform.core.publication.states import RealizationState
+from dsv_platform.core.reproduction.reproduction import Outcome
+from dsv_platform.services.reproduction.reproduce import ReproductionReport, reproduce
 from dsv_platform_tests.services.reproduce_support import HEAD, Lab, corrupted, drifted_environment
 
 

@@ -20,13 +20,13 @@ from dsv_platform.adapters.registry.trust import TrustRecords
 from dsv_platform.bootstrap import build_platform
 from dsv_platform.cli.main import main
 from dsv_platform.core.errors import AccessDeniedError
-from dsv_platform.core.states import RealizationState
-from dsv_platform.core.trust import Grant, Role, verify_chain
-from dsv_platform.services import trust
-from dsv_platform.services.approval import approve
-from dsv_platform.services.datasets import open_dataset
-from dsv_platform.services.realization import build_realization
-from dsv_platform.services.trust import gatekeeper
+from dsv_platform.core.publication.states import RealizationState
+from dsv_platform.core.trust.trust import Grant, Role, verify_chain
+from dsv_platform.services.publication.approval import approve
+from dsv_platform.services.publication.datasets import open_dataset
+from dsv_platform.services.publication.realization import build_realization
+from dsv_platform.services.trust import trust
+from dsv_platform.services.trust.trust import gatekeeper
 from dsv_platform.settings import Settings, load_settings
 from dsv_platform_tests.scenarios.support import World, definition
 from dsv_platform_tests.services.test_publisher import backend_url

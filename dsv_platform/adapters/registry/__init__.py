@@ -1,7 +1,7 @@
 """The SQL registry (SQLite embedded default, PostgreSQL in production)."""
 
 from dsv_platform.adapters.registry.registry import Registry
-from dsv_platform.core.records import (
+from dsv_platform.core.publication.records import (
     AliasMove,
     AliasRecord,
     Definition,

@@ -21,10 +21,10 @@ from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.approval import audit_in, locked_state
 from dsv_platform.adapters.registry.publication import insert_ignore
 from dsv_platform.adapters.registry.quarantine import quarantine_note
-from dsv_platform.core.approval import DEFAULT_PROTECTED_ALIASES, check_protected_target
 from dsv_platform.core.errors import NotFoundError, PublicationError, QuarantinedError
-from dsv_platform.core.records import AliasMove, AliasRecord, StaleAliasError
-from dsv_platform.core.states import RealizationState, alias_targetable
+from dsv_platform.core.publication.approval import DEFAULT_PROTECTED_ALIASES, check_protected_target
+from dsv_platform.core.publication.records import AliasMove, AliasRecord, StaleAliasError
+from dsv_platform.core.publication.states import RealizationState, alias_targetable
 
 A = s.aliases
 H = s.alias_history

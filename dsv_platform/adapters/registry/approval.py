@@ -17,10 +17,10 @@ from sqlalchemy.engine import Connection
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry import schema_trust as st
-from dsv_platform.core.approval import check_approvable, check_revocable, check_revoke_aliases
 from dsv_platform.core.errors import AccessDeniedError
-from dsv_platform.core.records import Realization
-from dsv_platform.core.states import ConcurrentTransitionError, RealizationState
+from dsv_platform.core.publication.approval import check_approvable, check_revocable, check_revoke_aliases
+from dsv_platform.core.publication.records import Realization
+from dsv_platform.core.publication.states import ConcurrentTransitionError, RealizationState
 
 S = RealizationState
 

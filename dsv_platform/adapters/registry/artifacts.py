@@ -21,8 +21,8 @@ from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.privacy import Transactions
 from dsv_platform.core import canonical_json
-from dsv_platform.core.artifact_manifest import footer_hash
 from dsv_platform.core.errors import IllegalTransitionError, NotFoundError
+from dsv_platform.core.reproduction.artifact_manifest import footer_hash
 
 log = logging.getLogger(__name__)
 

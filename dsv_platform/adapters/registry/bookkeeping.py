@@ -21,8 +21,8 @@ from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.privacy import PrivacyRecords
 from dsv_platform.adapters.registry.transactions import RegistryTransactions
 from dsv_platform.core import canonical_json
-from dsv_platform.core.records import Realization
-from dsv_platform.core.states import RealizationState
+from dsv_platform.core.publication.records import Realization
+from dsv_platform.core.publication.states import RealizationState
 
 LineageEdge = tuple[str, str, str, str, str, Mapping[str, Any]]
 

@@ -20,10 +20,10 @@ from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.transactions import RegistryTransactions
 from dsv_platform.core import canonical_json
-from dsv_platform.core.contract import parse_contract
+from dsv_platform.core.contracts.contract import parse_contract
+from dsv_platform.core.contracts.schema_diff import Consumer, diff_contracts, refuse_breaking
 from dsv_platform.core.errors import ContractError, NotFoundError
-from dsv_platform.core.records import Definition
-from dsv_platform.core.schema_diff import Consumer, diff_contracts, refuse_breaking
+from dsv_platform.core.publication.records import Definition
 
 T = s.dataset_consumers
 

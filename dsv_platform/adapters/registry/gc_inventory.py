@@ -14,8 +14,8 @@ from sqlalchemy.engine import Connection
 from dsv_platform.adapters.registry import lineage as reg_lineage
 from dsv_platform.adapters.registry import retention as reg_retention
 from dsv_platform.adapters.registry import schema as s
-from dsv_platform.core.gc import AliasInfo, RealizationInfo, RootSpec
-from dsv_platform.core.lineage import Edge
+from dsv_platform.core.lineage.lineage import Edge
+from dsv_platform.core.retention.gc import AliasInfo, RealizationInfo, RootSpec
 
 if TYPE_CHECKING:
     from dsv_platform.adapters.registry.registry import Registry

@@ -14,7 +14,7 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.engine import Connection, Engine
 
 from dsv_platform.adapters.registry import schema as s
-from dsv_platform.core.lineage import LEGACY_MODEL_KIND, NOT_DEPENDENCIES, REVERSED, Edge, LineageGraph, Node, NodeKind, canonical_node
+from dsv_platform.core.lineage.lineage import LEGACY_MODEL_KIND, NOT_DEPENDENCIES, REVERSED, Edge, LineageGraph, Node, NodeKind, canonical_node
 
 _BATCH = 400
 
@@ -64,7 +64,7 @@ def walk_subgraph(conn: Connection, start: Node, *, direction: str, max_nodes: i
     With ``with_manifests``, upstream walks also read each realization's stored
     manifest (authoritative even where no edge was recorded).
     """
-    from dsv_platform.core.lineage import manifest_edges
+    from dsv_platform.core.lineage.lineage import manifest_edges
 
     graph = LineageGraph()
     seen = {start}

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.core import canonical_json
-from dsv_platform.core.privacy import Decision, Descendant
+from dsv_platform.core.privacy.privacy import Decision, Descendant
 
 T = TypeVar("T")
 

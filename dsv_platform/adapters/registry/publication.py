@@ -21,9 +21,9 @@ from sqlalchemy.engine import Connection
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.core.errors import CorruptError, IllegalTransitionError, NotFoundError, PublicationError
-from dsv_platform.core.manifest import Manifest
-from dsv_platform.core.records import PublishOutcome, PublishResult, Realization
-from dsv_platform.core.states import RealizationState
+from dsv_platform.core.publication.manifest import Manifest
+from dsv_platform.core.publication.records import PublishOutcome, PublishResult, Realization
+from dsv_platform.core.publication.states import RealizationState
 
 S = RealizationState
 

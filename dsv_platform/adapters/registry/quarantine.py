@@ -22,8 +22,8 @@ from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.transactions import RegistryTransactions
 from dsv_platform.core import canonical_json
 from dsv_platform.core.errors import AccessDeniedError, DsvError, NotFoundError
-from dsv_platform.core.records import Realization
-from dsv_platform.core.states import RealizationState, is_legal
+from dsv_platform.core.publication.records import Realization
+from dsv_platform.core.publication.states import RealizationState, is_legal
 
 T, R = s.quarantines, s.quarantine_releases
 ACTIVE, RELEASE_PENDING, RELEASED = "ACTIVE", "RELEASE_PENDING", "RELEASED"

@@ -11,8 +11,8 @@ from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.core.errors import DsvError, NotFoundError
-from dsv_platform.core.records import Definition, Realization, RealizationEvent
-from dsv_platform.core.states import ConcurrentTransitionError, RealizationState, check_transition
+from dsv_platform.core.publication.records import Definition, Realization, RealizationEvent
+from dsv_platform.core.publication.states import ConcurrentTransitionError, RealizationState, check_transition
 
 
 def realization_from_row(row: Row[Any]) -> Realization:

@@ -27,10 +27,10 @@ from dsv_platform.adapters.registry.engine import create_registry_engine
 from dsv_platform.adapters.registry.signatures import RegistrySignatures
 from dsv_platform.adapters.registry.transactions import Clock, utcnow
 from dsv_platform.core import canonical_json
-from dsv_platform.core.approval import DEFAULT_PROTECTED_ALIASES
 from dsv_platform.core.errors import IllegalTransitionError, NotFoundError
-from dsv_platform.core.manifest import Manifest
-from dsv_platform.core.records import (
+from dsv_platform.core.publication.approval import DEFAULT_PROTECTED_ALIASES
+from dsv_platform.core.publication.manifest import Manifest
+from dsv_platform.core.publication.records import (
     AliasMove,
     AliasRecord,
     Definition,
@@ -42,8 +42,8 @@ from dsv_platform.core.records import (
     check_name,
     check_version,
 )
-from dsv_platform.core.refs import DatasetRef, parse_ref
-from dsv_platform.core.states import ConcurrentTransitionError, RealizationState
+from dsv_platform.core.publication.refs import DatasetRef, parse_ref
+from dsv_platform.core.publication.states import ConcurrentTransitionError, RealizationState
 
 
 class Registry(RegistrySignatures, RegistryBookkeeping):

@@ -19,8 +19,8 @@ from sqlalchemy.engine import Connection
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.core import canonical_json
-from dsv_platform.core.records import Realization
-from dsv_platform.core.states import RealizationState
+from dsv_platform.core.publication.records import Realization
+from dsv_platform.core.publication.states import RealizationState
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from dsv_platform.adapters.registry import aliases as al
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.core.errors import AccessDeniedError, ExpiredError, NotFoundError, QuarantinedError, RedactedError
-from dsv_platform.core.records import Realization
-from dsv_platform.core.states import RealizationState, is_readable
+from dsv_platform.core.publication.records import Realization
+from dsv_platform.core.publication.states import RealizationState, is_readable
 
 S = RealizationState
 

@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.core.errors import ConfigurationError, NotFoundError
-from dsv_platform.core.records import RetentionRoot
+from dsv_platform.core.publication.records import RetentionRoot
 
 
 def _from_row(row: Row[Any]) -> RetentionRoot:

@@ -19,8 +19,8 @@ from dsv_platform.adapters.registry import publication as pub
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.approval import audit_in
 from dsv_platform.adapters.registry.transactions import RegistryTransactions
-from dsv_platform.core.records import PublishOutcome, PublishResult
-from dsv_platform.core.states import ConcurrentTransitionError
+from dsv_platform.core.publication.records import PublishOutcome, PublishResult
+from dsv_platform.core.publication.states import ConcurrentTransitionError
 
 
 @dataclass(frozen=True)

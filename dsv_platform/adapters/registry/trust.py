@@ -21,7 +21,7 @@ from dsv_platform.adapters.registry import schema_trust as st
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.adapters.registry.transactions import RegistryTransactions
 from dsv_platform.core import canonical_json
-from dsv_platform.core.trust import GENESIS_HASH, Grant, audit_entry_hash, parse_role
+from dsv_platform.core.trust.trust import GENESIS_HASH, Grant, audit_entry_hash, parse_role
 
 _PG_AUDIT_LOCK_ID = 0x64737661  # "dsva"
 

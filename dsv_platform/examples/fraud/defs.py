@@ -2,12 +2,12 @@
 
 import dagster as dg
 
-from dsv_platform.core.platform_config import PlatformConfig
+from dsv_platform.core.config.platform_config import PlatformConfig
 from dsv_platform.defs.datasets import REF, upstream_ref
 from dsv_platform.defs.metadata import AssetResult, md_table
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.examples.fraud import model
-from dsv_platform.services.model_run import ModelRun, train_model
+from dsv_platform.services.reproduction.model_run import ModelRun, train_model
 
 TRAINING_SET = dg.AssetKey("fraud_training_set_v6_snapshot")
 MODEL_NAME = "fraud_model"

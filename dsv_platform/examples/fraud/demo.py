@@ -21,7 +21,7 @@ from typing import Any
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import open_platform
 from dsv_platform.cli.runs import Runner
-from dsv_platform.core.batch import RawBatch
+from dsv_platform.core.ingest.batch import RawBatch
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.demo_diff import label_diff
 from dsv_platform.examples.fraud.demo_home import prepare_home
@@ -29,10 +29,10 @@ from dsv_platform.examples.fraud.demo_rehearsal import rehearse_once
 from dsv_platform.examples.fraud.demo_schema import report_rename
 from dsv_platform.examples.fraud.demo_semantic import play as play_semantic
 from dsv_platform.examples.fraud.generator import FraudDomain
-from dsv_platform.services.approval import approve
-from dsv_platform.services.datasets import open_dataset
-from dsv_platform.services.promotion import promote
-from dsv_platform.services.trust import gatekeeper
+from dsv_platform.services.publication.approval import approve
+from dsv_platform.services.publication.datasets import open_dataset
+from dsv_platform.services.reproduction.promotion import promote
+from dsv_platform.services.trust.trust import gatekeeper
 
 START = dt.date(2026, 6, 1)
 BUGGY_FEATURE_DAYS = 3  # the feature job ran with the cents bug for three days mid-month

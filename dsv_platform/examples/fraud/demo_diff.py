@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dsv_platform.core.batch import RawBatch, arrival_time, batch_of
+from dsv_platform.core.ingest.batch import RawBatch, arrival_time, batch_of
 from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.examples.fraud.specs import CHARGEBACKS
-from dsv_platform.services.diff import diff_realizations
+from dsv_platform.services.publication.diff import diff_realizations
 
 if TYPE_CHECKING:
     from dsv_platform.examples.fraud.demo import Demo

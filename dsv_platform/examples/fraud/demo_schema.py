@@ -11,9 +11,9 @@ from __future__ import annotations
 import textwrap
 
 from dsv_platform.cli.schema_cmd import render
-from dsv_platform.core.contract import Contract, parse_contract
-from dsv_platform.core.platform_config import PlatformConfig
-from dsv_platform.core.schema_diff import ChangeKind, Consumer, SchemaDiff, diff_contracts
+from dsv_platform.core.config.platform_config import PlatformConfig
+from dsv_platform.core.contracts.contract import Contract, parse_contract
+from dsv_platform.core.contracts.schema_diff import ChangeKind, Consumer, SchemaDiff, diff_contracts
 
 OLD, NEW = "merchant_risk", "merchant_risk_score"
 SCORE_UNIT = "score"

@@ -18,14 +18,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dsv_platform.bootstrap import Platform, build_platform
-from dsv_platform.core.batch import RawBatch, arrival_time, batch_of
 from dsv_platform.core.errors import PublicationError
+from dsv_platform.core.ingest.batch import RawBatch, arrival_time, batch_of
 from dsv_platform.examples.fraud.events import daily_batch
 from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.examples.fraud.specs import TRANSACTIONS
-from dsv_platform.services.canonical_load import build_labels, load_partition
-from dsv_platform.services.realization import ALIAS, build_realization
-from dsv_platform.services.semantic_gate import stored_semantic_gates
+from dsv_platform.services.ingest.canonical_load import build_labels, load_partition
+from dsv_platform.services.publication.realization import ALIAS, build_realization
+from dsv_platform.services.publication.semantic_gate import stored_semantic_gates
 
 TEST_ID_OFFSET = 7_000_000
 SCRATCH = "semantic-demo"

@@ -12,8 +12,8 @@ import datetime as dt
 import numpy as np
 import pyarrow as pa
 
-from dsv_platform.core.batch import RawBatch, arrival_time, batch_of
-from dsv_platform.core.landing_format import encode_csv
+from dsv_platform.core.ingest.batch import RawBatch, arrival_time, batch_of
+from dsv_platform.core.ingest.landing_format import encode_csv
 from dsv_platform.examples.fraud.generator import FraudDomain, _rng
 from dsv_platform.examples.fraud.labels import LabelDefinition, label_definition
 from dsv_platform.examples.fraud.specs import ACCOUNT_FEATURES, TRANSACTIONS

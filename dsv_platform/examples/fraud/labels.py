@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dsv_platform.core.labels import LabelFunction
+from dsv_platform.core.config.labels import LabelFunction
 from dsv_platform.examples.fraud.specs import FRAUD_LABELS
 
 if TYPE_CHECKING:  # imported where used: loading the configuration (`dsv resolve`) needs no pyarrow

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dsv_platform.core import canonical_json
-from dsv_platform.core.model_run import TrainedModel, TrainingData
+from dsv_platform.core.reproduction.model_run import TrainedModel, TrainingData
 
 FEATURES = ("amount", "card_present", "merchant_risk", "txn_count_7d", "amount_sum_7d", "card_present_ratio_7d")
 TARGET = "is_fraud"
@@ -112,7 +112,7 @@ def evaluate(model: LogisticModel, table: pa.Table) -> dict[str, int | str]:
 
 
 def train_run(data: TrainingData) -> TrainedModel:
-    """The platform's trainer interface (:mod:`dsv_platform.core.model_run`) over :func:`train` and :func:`evaluate`.
+    """The platform's trainer interface (:mod:`dsv_platform.core.reproduction.model_run`) over :func:`train` and :func:`evaluate`.
 
     ``data.parameters`` are :class:`TrainingParameters` fields; ``smoke`` trains :data:`SMOKE_EPOCHS` epochs.
     """

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from dsv_platform.core.config.labels import parse_label_file
+from dsv_platform.core.config.source import SourceSpec, parse_source
 from dsv_platform.core.config_yaml import read_yaml
-from dsv_platform.core.contract import Contract
-from dsv_platform.core.labels import parse_label_file
-from dsv_platform.core.source import SourceSpec, parse_source
+from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.examples.fraud import CONFIG_DIR
 
 

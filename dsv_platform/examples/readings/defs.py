@@ -4,12 +4,12 @@ import base64
 
 import dagster as dg
 
-from dsv_platform.core.platform_config import PlatformConfig
+from dsv_platform.core.config.platform_config import PlatformConfig
 from dsv_platform.defs.datasets import REF, upstream_ref
 from dsv_platform.defs.metadata import AssetResult, md_table
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.examples.readings.quarterly import produce_report
-from dsv_platform.services.artifacts import ArtifactRun
+from dsv_platform.services.reproduction.artifacts import ArtifactRun
 
 READINGS = dg.AssetKey("readings_hourly_v1_snapshot")
 

@@ -23,20 +23,20 @@ from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import open_platform
 from dsv_platform.cli.reproduce_cmd import observe
 from dsv_platform.cli.runs import Runner
-from dsv_platform.core.batch import RawBatch
 from dsv_platform.core.errors import ResolutionError
-from dsv_platform.core.gc import GcPolicy
+from dsv_platform.core.ingest.batch import RawBatch
+from dsv_platform.core.retention.gc import GcPolicy
 from dsv_platform.examples.readings import generator
 from dsv_platform.examples.readings.demo_home import prepare_home
 from dsv_platform.examples.readings.demo_print import explain, numbers, print_steps
 from dsv_platform.examples.readings.landing import land_and_load
 from dsv_platform.examples.readings.quarterly import produce_report
-from dsv_platform.services import gc
-from dsv_platform.services.artifacts import ArtifactRun
-from dsv_platform.services.code_pins import checkout_of
-from dsv_platform.services.datasets import open_dataset
-from dsv_platform.services.realization_inputs import REPO
-from dsv_platform.services.reproduce import reproduce
+from dsv_platform.services.publication.datasets import open_dataset
+from dsv_platform.services.publication.realization_inputs import REPO
+from dsv_platform.services.reproduction.artifacts import ArtifactRun
+from dsv_platform.services.reproduction.code_pins import checkout_of
+from dsv_platform.services.reproduction.reproduce import reproduce
+from dsv_platform.services.retention import gc
 
 PRODUCED_AT = dt.datetime(2026, 4, 3, 9, 0, tzinfo=dt.UTC)  # the quarter closed; late readings and the correction not yet in
 SIX_MONTHS_LATER = PRODUCED_AT + timedelta(days=183)

@@ -6,8 +6,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from dsv_platform.core.reproduction import Outcome
-from dsv_platform.services.reproduce import ReproductionReport
+from dsv_platform.core.reproduction.reproduction import Outcome
+from dsv_platform.services.reproduction.reproduce import ReproductionReport
 
 MARK = {"passed": "ok  ", "failed": "FAIL", "skipped": "skip"}
 DIRTY_NOTE = (

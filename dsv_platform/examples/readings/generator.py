@@ -22,8 +22,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from dsv_platform.core.batch import RawBatch, arrival_time, batch_of
-from dsv_platform.core.timezones import zone
+from dsv_platform.core.config.timezones import zone
+from dsv_platform.core.ingest.batch import RawBatch, arrival_time, batch_of
 
 TZ = "Europe/Berlin"
 QUARTER = (dt.date(2026, 1, 1), dt.date(2026, 3, 31))

@@ -6,9 +6,9 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 
 from dsv_platform.bootstrap import Platform
-from dsv_platform.core.batch import RawBatch, prepare_batch
-from dsv_platform.core.source import SourceSpec
-from dsv_platform.services.canonical_load import PartitionLoad, load_partition
+from dsv_platform.core.config.source import SourceSpec
+from dsv_platform.core.ingest.batch import RawBatch, prepare_batch
+from dsv_platform.services.ingest.canonical_load import PartitionLoad, load_partition
 
 
 def partition_days(batches: Iterable[RawBatch], sources: Mapping[str, SourceSpec]) -> dict[str, list[dt.date]]:

@@ -9,8 +9,8 @@ from typing import Any
 from dsv_platform.bootstrap import Platform
 from dsv_platform.examples.readings import DATASET
 from dsv_platform.examples.readings.report import PARAMETERS, PRODUCER, SEED
-from dsv_platform.services.artifacts import ArtifactRun, produce_artifact
-from dsv_platform.services.datasets import open_dataset
+from dsv_platform.services.publication.datasets import open_dataset
+from dsv_platform.services.reproduction.artifacts import ArtifactRun, produce_artifact
 
 
 def produce_report(

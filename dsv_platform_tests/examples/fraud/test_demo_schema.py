@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dsv_platform.core.platform_config import load_config
-from dsv_platform.core.schema_diff import ChangeKind
+from dsv_platform.core.config.platform_config import load_config
+from dsv_platform.core.contracts.schema_diff import ChangeKind
 from dsv_platform.examples import fraud
 from dsv_platform.examples.fraud import demo_schema
 

@@ -3,9 +3,9 @@ import datetime as dt
 import pyarrow.compute as pc
 import pytest
 
-from dsv_platform.core.batch import PreparedBatch, batch_file_name, parse_batch_file_name, prepare_table
-from dsv_platform.core.hashing import hash_table
-from dsv_platform.core.landing_format import read_csv_text
+from dsv_platform.core.identity.hashing import hash_table
+from dsv_platform.core.ingest.batch import PreparedBatch, batch_file_name, parse_batch_file_name, prepare_table
+from dsv_platform.core.ingest.landing_format import read_csv_text
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.events import daily_batch
 from dsv_platform.examples.fraud.generator import FraudDomain

@@ -3,7 +3,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-from dsv_platform.core.validation import pandera_schema, split_valid, validate
+from dsv_platform.core.contracts.validation import pandera_schema, split_valid, validate
 from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.examples.fraud.specs import ACCOUNT_FEATURES, TRANSACTIONS
 

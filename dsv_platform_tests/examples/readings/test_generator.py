@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from dsv_platform.adapters.landing import read_drop_file
-from dsv_platform.core.batch import prepare_batch
-from dsv_platform.core.platform_config import load_config
+from dsv_platform.adapters.objects.landing import read_drop_file
+from dsv_platform.core.config.platform_config import load_config
+from dsv_platform.core.ingest.batch import prepare_batch
 from dsv_platform.examples.readings import CONFIG_DIR, generator
 from dsv_platform.examples.readings.landing import partition_days
 

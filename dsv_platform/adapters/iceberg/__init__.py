@@ -1,0 +1,1 @@
+"""Canonical tables on Apache Iceberg (pyiceberg), their metadata maintenance, and DuckDB reads of them."""

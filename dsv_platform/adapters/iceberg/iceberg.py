@@ -1,0 +1,363 @@
+"""Canonical tables on Apache Iceberg (pyiceberg SqlCatalog): two clocks, append-only corrections, pins.
+
+A correction or a late event is a new row, never a rewrite, so a table can be read as known
+at any time (``as_of``) or as corrected now; appends are idempotent and retried on a lost
+commit race, and ``pin`` tags the snapshot a realization needs.
+
+Details: docs/storage.md
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import time
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.catalog import Catalog
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression, EqualTo
+from pyiceberg.table import Table
+
+from dsv_platform.adapters.iceberg.iceberg_values import (
+    BATCH,
+    RECORDED_AT,
+    AppendOutcome,
+    PinnedSnapshot,
+    RowDeletion,
+    SnapshotInfo,
+    latest_per_key,
+    table_schema,
+)
+from dsv_platform.core.config.source import TableSpecLike
+from dsv_platform.core.contracts.contract import Contract
+from dsv_platform.core.errors import DsvError
+
+NAMESPACE = "canonical"
+COMMIT_ATTEMPTS = 8
+
+
+class CanonicalTableError(DsvError):
+    """A canonical table operation failed (commit retries exhausted, unknown snapshot or tag)."""
+
+
+def catalog_properties(
+    catalog_url: str, warehouse: str, *, s3_region: str = "us-east-1", s3_endpoint_url: str | None = None, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """SqlCatalog properties: the catalog URL, the warehouse and, for s3://, the S3 FileIO endpoint."""
+    if "://" not in warehouse:
+        path = Path(warehouse).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        warehouse = path.as_uri()
+    props = {"uri": catalog_url, "warehouse": warehouse}
+    if warehouse.startswith("s3://"):
+        props["s3.region"] = s3_region
+        if s3_endpoint_url:
+            props["s3.endpoint"] = s3_endpoint_url
+    props.update(extra or {})
+    return props
+
+
+def build_catalog(catalog_url: str, warehouse: str, *, name: str = "dsv", **options: Any) -> SqlCatalog:
+    """The pyiceberg SQL catalog (SQLite embedded, PostgreSQL in production); ``options`` as :func:`catalog_properties`."""
+    return SqlCatalog(name, **catalog_properties(catalog_url, warehouse, **options))
+
+
+class CanonicalTables:
+    """Canonical Iceberg tables in one catalog namespace, one per table spec (a source, a label version)."""
+
+    def __init__(self, catalog: Catalog, *, namespace: str = NAMESPACE, commit_attempts: int = COMMIT_ATTEMPTS) -> None:
+        self.catalog = catalog
+        self.namespace = namespace
+        self.commit_attempts = commit_attempts
+
+    @classmethod
+    def open(cls, catalog_url: str, warehouse: str, **options: Any) -> CanonicalTables:
+        """The tables of the SQL catalog at ``catalog_url`` over ``warehouse`` (options as :func:`catalog_properties`)."""
+        return cls(build_catalog(catalog_url, warehouse, **options))
+
+    def identifier(self, spec: TableSpecLike) -> str:
+        return f"{self.namespace}.{spec.name}"
+
+    # -- tables ---------------------------------------------------------------
+    def table(self, spec: TableSpecLike) -> Table:
+        """The table of ``spec``, created (partitioned by the contract's ``partition_by``) if missing."""
+        ident = self.identifier(spec)
+        try:
+            return self.catalog.load_table(ident)
+        except NoSuchTableError:
+            pass
+        with contextlib.suppress(NamespaceAlreadyExistsError):
+            self.catalog.create_namespace(self.namespace)
+        try:
+            with self.catalog.create_table_transaction(ident, schema=table_schema(spec.contract)) as txn:
+                if spec.contract.partition_by:
+                    with txn.update_spec() as update:
+                        update.add_identity(spec.contract.partition_by)
+        except (TableAlreadyExistsError, CommitFailedException):
+            pass  # another writer created it first
+        return self.catalog.load_table(ident)
+
+    def exists(self, spec: TableSpecLike) -> bool:
+        return bool(self.catalog.table_exists(self.identifier(spec)))
+
+    def table_names(self) -> list[str]:
+        """Names of the tables in the namespace (none before the first table is created)."""
+        try:
+            return [i[-1] if isinstance(i, tuple) else str(i).split(".")[-1] for i in self.catalog.list_tables(self.namespace)]
+        except NoSuchNamespaceError:
+            return []
+
+    def load(self, name: str) -> Table:
+        """An existing table by name (maintenance: iceberg_maintenance.py)."""
+        return self.catalog.load_table(f"{self.namespace}.{name}")
+
+    def count_matching(self, spec: TableSpecLike, column: str, value: object) -> int:
+        """Rows of the current snapshot whose ``column`` equals ``value`` (0 for a missing or empty table)."""
+        if not self.exists(spec):
+            return 0
+        tbl = self.catalog.load_table(self.identifier(spec))
+        if tbl.current_snapshot() is None:
+            return 0
+        return int(tbl.scan(row_filter=_equal(column, value), selected_fields=(column,)).to_arrow().num_rows)
+
+    # -- writes ---------------------------------------------------------------
+    def append(self, spec: TableSpecLike, rows: pa.Table, *, recorded_at: dt.datetime, batch: str) -> AppendOutcome:
+        """Append ``rows`` (contract columns) learned at ``recorded_at`` from ``batch``; idempotent, retried."""
+        if recorded_at.tzinfo is None:
+            raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
+        contract = spec.contract
+        rows = rows.select(contract.column_names).cast(contract.arrow_schema)
+        tbl = self.table(spec)
+        for attempt in range(1, self.commit_attempts + 1):
+            current = self._scan(tbl, contract, self._filter_for(contract, rows), None)
+            if current.num_rows and pc.any(pc.equal(current.column(BATCH), batch)).as_py():
+                return AppendOutcome(spec.name, _snapshot_id(tbl), 0, 0, True, attempt)
+            new = _changed_rows(rows, latest_per_key(current, contract.key), contract)
+            if new.num_rows == 0:
+                return AppendOutcome(spec.name, _snapshot_id(tbl), 0, rows.num_rows, False, attempt)
+            ts = pa.timestamp("us", tz="UTC")
+            stamped = new.append_column(pa.field(RECORDED_AT, ts, nullable=False), pa.array([recorded_at] * new.num_rows, ts))
+            stamped = stamped.append_column(pa.field(BATCH, pa.string(), nullable=False), pa.array([batch] * new.num_rows, pa.string()))
+            try:
+                tbl.append(stamped)
+            except CommitFailedException:
+                time.sleep(0.05 * attempt)
+                tbl = self.catalog.load_table(self.identifier(spec))
+                continue
+            return AppendOutcome(spec.name, _snapshot_id(tbl), new.num_rows, rows.num_rows - new.num_rows, False, attempt)
+        raise CanonicalTableError(f"append to {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
+
+    # -- row-level deletes (privacy) ----------------------------------------------
+    def delete_rows(self, spec: TableSpecLike, delete_filter: BooleanExpression | tuple[str, object]) -> RowDeletion:
+        """Remove the rows matching ``delete_filter`` from the current snapshot (copy-on-write); retried, idempotent.
+
+        The new current snapshot no longer holds them; older snapshots still do
+        until they are expired (see :meth:`snapshots_matching` and :meth:`expire`).
+        """
+        delete_filter = _where(delete_filter)
+        if not self.exists(spec):
+            return RowDeletion(spec.name, None, None, 0, ())
+        tbl = self.catalog.load_table(self.identifier(spec))
+        for attempt in range(1, self.commit_attempts + 1):
+            before = _snapshot_id(tbl)
+            if before is None:
+                return RowDeletion(spec.name, None, None, 0, ())
+            hits = tbl.scan(row_filter=delete_filter).to_arrow()
+            if hits.num_rows == 0:
+                return RowDeletion(spec.name, before, before, 0, ())
+            part = spec.contract.partition_by
+            partitions = tuple(sorted({str(v) for v in hits.column(part).to_pylist()})) if part else ()
+            try:
+                tbl.delete(delete_filter=delete_filter)
+            except CommitFailedException:
+                time.sleep(0.05 * attempt)
+                tbl = self.catalog.load_table(self.identifier(spec))
+                continue
+            return RowDeletion(spec.name, before, _snapshot_id(tbl), hits.num_rows, partitions)
+        raise CanonicalTableError(f"deleting rows of {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
+
+    def snapshots_matching(self, spec: TableSpecLike, row_filter: BooleanExpression | tuple[str, object]) -> list[int]:
+        """Ids of the snapshots (the current one included) that still hold a row matching ``row_filter`` (an expression or ``(column, value)``)."""
+        row_filter = _where(row_filter)
+        if not self.exists(spec):
+            return []
+        tbl = self.catalog.load_table(self.identifier(spec))
+        return [s.snapshot_id for s in tbl.snapshots() if tbl.scan(row_filter=row_filter, snapshot_id=s.snapshot_id, limit=1).to_arrow().num_rows]
+
+    def remove_tags(self, spec: TableSpecLike, tags: list[str]) -> list[str]:
+        """Remove these tags (those still present); returns the ones removed."""
+        for attempt in range(1, self.commit_attempts + 1):
+            tbl = self.catalog.load_table(self.identifier(spec))
+            present = [t for t in sorted(set(tags)) if t in self.tags(spec)]
+            if not present:
+                return []
+            manage = tbl.manage_snapshots()
+            for t in present:
+                manage = manage.remove_tag(t)
+            try:
+                manage.commit()
+            except CommitFailedException:
+                time.sleep(0.05 * attempt)
+                continue
+            return present
+        raise CanonicalTableError(f"removing tags of {self.identifier(spec)} lost {self.commit_attempts} commit races in a row")
+
+    def expire(self, spec: TableSpecLike, snapshot_ids: list[int]) -> list[int]:
+        """Expire these snapshots, skipping the current one and any a tag or branch protects; returns the ones expired.
+
+        Their data files stay on storage until GC removes files no live snapshot references.
+        """
+        for attempt in range(1, self.commit_attempts + 1):
+            tbl = self.catalog.load_table(self.identifier(spec))
+            protected = {ref.snapshot_id for ref in tbl.refs().values()}
+            todo = sorted(i for i in set(snapshot_ids) if i not in protected and tbl.snapshot_by_id(i) is not None)
+            if not todo:
+                return []
+            try:
+                tbl.maintenance.expire_snapshots().by_ids(todo).commit()
+            except CommitFailedException:
+                time.sleep(0.05 * attempt)
+                continue
+            return todo
+        raise CanonicalTableError(f"expiring snapshots of {self.identifier(spec)} lost {self.commit_attempts} commit races in a row")
+
+    # -- reads ----------------------------------------------------------------
+    def read(
+        self,
+        spec: TableSpecLike,
+        *,
+        partition: object | None = None,
+        as_of: dt.datetime | None = None,
+        snapshot_id: int | None = None,
+        history: bool = False,
+        exclude_batches: Collection[str] = (),
+    ) -> pa.Table:
+        """Contract rows of ``spec`` (one partition value, or all), latest per key.
+
+        ``as_of`` keeps only rows recorded at or before it ("as known at T");
+        ``snapshot_id`` reads a pinned snapshot; ``history`` returns every
+        version with the system columns instead of the latest per key;
+        ``exclude_batches`` leaves out the rows those batches wrote (quarantined raw batches).
+        """
+        contract = spec.contract
+        if not self.exists(spec):
+            return contract.arrow_schema.empty_table() if not history else table_schema(contract).empty_table()
+        tbl = self.catalog.load_table(self.identifier(spec))
+        if snapshot_id is not None and tbl.snapshot_by_id(snapshot_id) is None:
+            raise CanonicalTableError(f"table {self.identifier(spec)} has no snapshot {snapshot_id} (expired?)")
+        row_filter: BooleanExpression = AlwaysTrue()
+        if partition is not None and contract.partition_by:
+            row_filter = _equal(contract.partition_by, _literal(partition))
+        rows = self._scan(tbl, contract, row_filter, snapshot_id)
+        if exclude_batches:
+            rows = rows.filter(pc.invert(pc.is_in(rows.column(BATCH), value_set=pa.array(sorted(exclude_batches), pa.string()))))
+        if as_of is not None:
+            rows = rows.filter(pc.less_equal(rows.column(RECORDED_AT), pa.scalar(as_of, pa.timestamp("us", tz="UTC"))))
+        if history:
+            return rows.sort_by([(RECORDED_AT, "ascending"), (BATCH, "ascending"), *[(k, "ascending") for k in contract.key]])
+        return latest_per_key(rows, contract.key).select(contract.column_names).cast(contract.arrow_schema)
+
+    @staticmethod
+    def _scan(tbl: Table, contract: Contract, row_filter: BooleanExpression, snapshot_id: int | None) -> pa.Table:
+        schema = table_schema(contract)
+        if snapshot_id is None and tbl.current_snapshot() is None:
+            return schema.empty_table()
+        arrow = tbl.scan(row_filter=row_filter, snapshot_id=snapshot_id).to_arrow()
+        return arrow.select(schema.names).cast(schema)
+
+    @staticmethod
+    def _filter_for(contract: Contract, rows: pa.Table) -> BooleanExpression:
+        part = contract.partition_by
+        if part is None or rows.num_rows == 0:
+            return AlwaysTrue()
+        values = pc.unique(rows.column(part)).to_pylist()
+        if len(values) != 1:
+            return AlwaysTrue()
+        return _equal(part, _literal(values[0]))
+
+    # -- snapshots and tags ---------------------------------------------------
+    def current_snapshot_id(self, spec: TableSpecLike) -> int | None:
+        return _snapshot_id(self.table(spec))
+
+    def snapshot_parent(self, spec: TableSpecLike, snapshot_id: int) -> int | None:
+        """The parent of ``snapshot_id`` from the table metadata (None for the first snapshot or an unknown id)."""
+        snap = self.table(spec).snapshot_by_id(snapshot_id)
+        return None if snap is None else snap.parent_snapshot_id
+
+    def pin(self, spec: TableSpecLike, tag: str, *, snapshot_id: int | None = None) -> PinnedSnapshot:
+        """Tag ``snapshot_id`` (default: the current snapshot) as ``tag``; re-pinning the same pair is a no-op."""
+        tbl = self.table(spec)
+        target = snapshot_id if snapshot_id is not None else _snapshot_id(tbl)
+        if target is None:
+            raise CanonicalTableError(f"table {self.identifier(spec)} has no snapshot to pin: materialize it first")
+        for attempt in range(1, self.commit_attempts + 1):
+            existing = tbl.refs().get(tag)
+            if existing is not None:
+                if existing.snapshot_id != target:
+                    raise CanonicalTableError(f"tag {tag!r} on {self.identifier(spec)} already pins snapshot {existing.snapshot_id}, not {target}")
+                return PinnedSnapshot(spec.name, target, tag)
+            try:
+                tbl.manage_snapshots().create_tag(target, tag).commit()
+            except CommitFailedException:
+                time.sleep(0.05 * attempt)
+                tbl = self.catalog.load_table(self.identifier(spec))
+                continue
+            return PinnedSnapshot(spec.name, target, tag)
+        raise CanonicalTableError(f"tagging {self.identifier(spec)} lost {self.commit_attempts} commit races in a row")
+
+    def tags(self, spec: TableSpecLike) -> dict[str, int]:
+        """Tag name -> snapshot id (branches such as ``main`` left out)."""
+        refs = self.table(spec).refs()
+        return {name: ref.snapshot_id for name, ref in sorted(refs.items()) if str(ref.snapshot_ref_type) == "tag"}
+
+    def snapshots(self, spec: TableSpecLike) -> list[SnapshotInfo]:
+        tbl = self.table(spec)
+        by_snapshot: dict[int, list[str]] = {}
+        for name, sid in self.tags(spec).items():
+            by_snapshot.setdefault(sid, []).append(name)
+        return [
+            SnapshotInfo(
+                snapshot_id=s.snapshot_id,
+                parent_id=s.parent_snapshot_id,
+                timestamp_ms=s.timestamp_ms,
+                operation=s.summary.operation.value if s.summary is not None else None,
+                tags=tuple(sorted(by_snapshot.get(s.snapshot_id, []))),
+            )
+            for s in tbl.snapshots()
+        ]
+
+
+def _equal(column: str, value: object) -> BooleanExpression:
+    """``column == value`` (pyiceberg's runtime signature; its typed model signature differs)."""
+    return EqualTo(column, value)  # type: ignore[call-arg, arg-type]
+
+
+def _where(condition: BooleanExpression | tuple[str, object]) -> BooleanExpression:
+    return _equal(condition[0], condition[1]) if isinstance(condition, tuple) else condition
+
+
+def _snapshot_id(tbl: Table) -> int | None:
+    snap = tbl.current_snapshot()
+    return None if snap is None else snap.snapshot_id
+
+
+def _literal(value: object) -> object:
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value
+
+
+def _changed_rows(rows: pa.Table, latest: pa.Table, contract: Contract) -> pa.Table:
+    """Rows of ``rows`` whose key is new or whose values differ from the key's latest version."""
+    if latest.num_rows == 0 or rows.num_rows == 0:
+        return rows
+    names = contract.column_names
+    known = {tuple(r) for r in zip(*(latest.column(n).to_pylist() for n in names), strict=True)}
+    keep = [tuple(r) not in known for r in zip(*(rows.column(n).to_pylist() for n in names), strict=True)]
+    return rows.filter(pa.array(keep, pa.bool_()))

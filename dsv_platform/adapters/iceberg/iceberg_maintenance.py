@@ -1,0 +1,180 @@
+"""Iceberg metadata reads and maintenance for GC, privacy and lineage, over :class:`CanonicalTables`.
+
+The pyiceberg objects come from ``CanonicalTables.load``; this module never
+imports pyiceberg itself (that stays in iceberg.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
+from dsv_platform.adapters.iceberg.iceberg_values import BATCH
+from dsv_platform.core.retention.gc import DataFileInfo, SnapshotInfo, TagInfo
+
+
+def local_path(uri: str) -> Path | None:
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file"):
+        return Path(unquote(parsed.path))
+    return None
+
+
+def local_key(uri: str) -> str:
+    """A data file's identity for comparing metadata paths with files found on disk."""
+    local = local_path(uri)
+    return str(local) if local is not None else uri
+
+
+def _data_files(tbl: Any, snap: Any) -> Iterable[Any]:
+    for manifest in snap.manifests(tbl.io):
+        yield from (entry.data_file for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True))
+
+
+def _batches_in(tbl: Any, path: str) -> tuple[str, ...]:
+    """The ``_batch`` values one data file holds; () for a file that is gone."""
+    try:
+        with tbl.io.new_input(path).open() as fh:
+            col = pq.read_table(fh, columns=[BATCH]).column(BATCH)
+    except (OSError, pa.ArrowInvalid):  # a file gone (GC raced with us): nothing to attribute
+        return ()
+    return tuple(sorted(str(v) for v in pc.unique(col).to_pylist()))
+
+
+def _has_batch_column(tbl: Any) -> bool:
+    return any(f.name == BATCH for f in tbl.schema().fields)
+
+
+def _files_on_disk(tbl: Any) -> dict[str, tuple[int, datetime | None]]:
+    on_disk: dict[str, tuple[int, datetime | None]] = {}
+    data_dir = local_path(tbl.metadata.location.rstrip("/") + "/data")
+    if data_dir is not None and data_dir.exists():
+        for dirpath, _, names in os.walk(data_dir):
+            for fname in names:
+                full = Path(dirpath) / fname
+                st = full.stat()
+                on_disk[str(full)] = (st.st_size, datetime.fromtimestamp(st.st_mtime, UTC))
+    return on_disk
+
+
+def inventory(tables: CanonicalTables) -> tuple[list[SnapshotInfo], list[TagInfo], list[DataFileInfo]]:
+    """Every snapshot (with the data files it references), tag and data file (referenced or only on disk) of the namespace."""
+    snapshots: list[SnapshotInfo] = []
+    tags: list[TagInfo] = []
+    files: list[DataFileInfo] = []
+    for name in tables.table_names():
+        tbl = tables.load(name)
+        current = tbl.current_snapshot()
+        referenced: dict[str, int] = {}
+        for snap in tbl.snapshots():
+            paths = []
+            for f in _data_files(tbl, snap):
+                paths.append(f.file_path)
+                referenced[f.file_path] = f.file_size_in_bytes
+            is_current = current is not None and snap.snapshot_id == current.snapshot_id
+            snapshots.append(SnapshotInfo(name, snap.snapshot_id, datetime.fromtimestamp(snap.timestamp_ms / 1000, UTC), is_current, tuple(sorted(set(paths)))))
+        tags += [TagInfo(name, tag, ref.snapshot_id) for tag, ref in tbl.refs().items() if str(ref.snapshot_ref_type) == "tag"]
+        on_disk = _files_on_disk(tbl)
+        with_batches = _has_batch_column(tbl)
+        # Iceberg records "file:///a/b=c/f.parquet" unquoted; local files are compared by their decoded path.
+        for path, size in referenced.items():
+            mtime = on_disk.pop(local_key(path), (size, None))[1]
+            files.append(DataFileInfo(name, path, size, mtime, _batches_in(tbl, path) if with_batches else ()))
+        files += [DataFileInfo(name, path, size, mtime, ()) for path, (size, mtime) in on_disk.items()]
+    return snapshots, tags, files
+
+
+@dataclass(frozen=True)
+class SnapshotBatches:
+    """One snapshot, its parent, and the raw batches its added data files carry."""
+
+    table: str
+    snapshot_id: int
+    parent_id: int | None
+    batches: tuple[str, ...]
+
+
+def snapshot_batches(tables: CanonicalTables) -> list[SnapshotBatches]:
+    """For every snapshot of every table: the ``_batch`` values of the data files it added (tables without ``_batch``: none)."""
+    out = []
+    for name in tables.table_names():
+        tbl = tables.load(name)
+        with_batches = _has_batch_column(tbl)
+        for snap in tbl.snapshots():
+            batches: set[str] = set()
+            if with_batches:
+                for manifest in snap.manifests(tbl.io):
+                    if manifest.added_snapshot_id != snap.snapshot_id:
+                        continue
+                    for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True):
+                        batches.update(_batches_in(tbl, entry.data_file.file_path))
+            out.append(SnapshotBatches(name, snap.snapshot_id, snap.parent_snapshot_id, tuple(sorted(batches))))
+    return out
+
+
+def remove_tags(tables: CanonicalTables, table: str, names: list[str]) -> None:
+    """Remove the named tags that are still present."""
+    tbl = tables.load(table)
+    present = [n for n in names if n in tbl.refs()]
+    if present:
+        update = tbl.manage_snapshots()
+        for n in present:
+            update = update.remove_tag(n)
+        update.commit()
+
+
+def expire_snapshots(tables: CanonicalTables, table: str, ids: list[int]) -> tuple[list[int], list[int]]:
+    """Expire the snapshots no branch or tag references; returns (expired, protected)."""
+    tbl = tables.load(table)
+    protected = {ref.snapshot_id for ref in tbl.refs().values()}
+    live = [i for i in ids if i not in protected and tbl.snapshot_by_id(i) is not None]
+    if live:
+        tbl.maintenance.expire_snapshots().by_ids(live).commit()
+    return live, [i for i in ids if i in protected]
+
+
+def live_data_files(tables: CanonicalTables, table: str) -> set[str]:
+    """Keys (:func:`local_key`) of the data files some snapshot of ``table`` still references."""
+    tbl = tables.load(table)
+    return {local_key(f.file_path) for snap in tbl.snapshots() for f in _data_files(tbl, snap)}
+
+
+def delete_data_file(tables: CanonicalTables, table: str, path: str) -> None:
+    tables.load(table).io.delete(path)
+
+
+def expire_unprotected(tables: CanonicalTables, *, older_than: datetime) -> int:
+    """Expire every snapshot older than ``older_than`` that no branch or tag protects; returns how many went."""
+    n = 0
+    for name in tables.table_names():
+        tbl = tables.load(name)
+        protected = {ref.snapshot_id for ref in tbl.refs().values()}
+        ids = [sn.snapshot_id for sn in tbl.snapshots() if sn.snapshot_id not in protected and sn.timestamp_ms < older_than.timestamp() * 1000]
+        if ids:
+            tbl.maintenance.expire_snapshots().by_ids(ids).commit()
+            n += len(ids)
+    return n
+
+
+__all__ = [
+    "SnapshotBatches",
+    "delete_data_file",
+    "expire_snapshots",
+    "expire_unprotected",
+    "inventory",
+    "live_data_files",
+    "local_key",
+    "local_path",
+    "remove_tags",
+    "snapshot_batches",
+]

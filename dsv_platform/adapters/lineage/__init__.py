@@ -1,0 +1,1 @@
+"""OpenLineage emission through openlineage-python."""

@@ -1,0 +1,225 @@
+"""The per-object key store that makes crypto-erasure possible.
+
+Every subject-bearing object is encrypted under its own 256-bit key (see
+:mod:`encrypted_store`). Destroying that key is the erasure: the ciphertext may
+stay in the object store and in every backup of it, and is noise without the key.
+
+Details: docs/storage.md
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import secrets
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from dsv_platform.adapters.objects.object_store import check_digest
+from dsv_platform.core.errors import ObjectErasedError, ObjectStoreError, RedactionNotReconciledError
+
+KEY_BYTES = 32
+
+
+class KeyStore(abc.ABC):
+    """Per-object keys, their erasure, and the redaction-generation watermark."""
+
+    @abc.abstractmethod
+    def create(self, digest: str) -> bytes:
+        """The object's key, made now if absent (idempotent, safe under concurrent writers); refuses an erased digest."""
+
+    @abc.abstractmethod
+    def key(self, digest: str) -> bytes | None:
+        """The object's key; None if the object was never encrypted; ObjectErasedError if it was erased."""
+
+    @abc.abstractmethod
+    def bind(self, digest: str, sealed_digest: str) -> None:
+        """Record which ciphertext object holds ``digest``."""
+
+    @abc.abstractmethod
+    def sealed(self, digest: str) -> str | None: ...
+
+    @abc.abstractmethod
+    def destroy(self, digest: str) -> bool:
+        """Crypto-erase: destroy the key and leave a tombstone; True if a key was destroyed now."""
+
+    @abc.abstractmethod
+    def forget(self, digest: str) -> bool:
+        """Plain deletion (GC): remove the key and its ciphertext binding, leave NO tombstone; the digest may be stored again.
+
+        True if a key was removed. An erased digest keeps its tombstone (erasure is privacy's, never undone here).
+        """
+
+    @abc.abstractmethod
+    def is_erased(self, digest: str) -> bool: ...
+
+    @abc.abstractmethod
+    def digests(self) -> Iterator[str]:
+        """Every digest that has a live key, sorted."""
+
+    @abc.abstractmethod
+    def generation(self) -> int:
+        """The redaction generation this key store has applied (0 if never)."""
+
+    @abc.abstractmethod
+    def set_generation(self, generation: int) -> None:
+        """Advance the watermark; lowering it is refused."""
+
+    @abc.abstractmethod
+    def salt(self) -> bytes:
+        """The secret salt of subject-key hashes (created once)."""
+
+    def require_generation(self, registry_generation: int) -> None:
+        """Refuse reads when this store and the registry disagree on the redaction generation (a restored backup)."""
+        mine = self.generation()
+        if mine < registry_generation:
+            raise RedactionNotReconciledError(
+                f"the key store has applied redaction generation {mine} but the registry is at {registry_generation}: "
+                "an older key/object store backup was restored; run `dsv privacy reconcile` before reading"
+            )
+        if mine > registry_generation:
+            raise RedactionNotReconciledError(
+                f"the registry is at redaction generation {registry_generation} but the key store has applied {mine}: "
+                "an older registry backup was restored; run `dsv privacy reconcile` before reading"
+            )
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LocalKeyStore(KeyStore):
+    """Key files in a local folder (see the module docstring)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).resolve()
+        for sub in ("keys", "erased", "tmp"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.root, 0o700)
+
+    def _key_path(self, digest: str, suffix: str) -> Path:
+        check_digest(digest)
+        return self.root / "keys" / digest[:2] / f"{digest[2:]}{suffix}"
+
+    def _tombstone(self, digest: str) -> Path:
+        check_digest(digest)
+        return self.root / "erased" / digest[:2] / digest[2:]
+
+    def _tmp(self, data: bytes) -> Path:
+        fd, name = tempfile.mkstemp(dir=self.root / "tmp")
+        with open(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(name, 0o600)
+        return Path(name)
+
+    def _replace(self, path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.replace(self._tmp(data), path)
+        _fsync_dir(path.parent)
+
+    def _create_if_absent(self, path: Path, data: bytes) -> bytes:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = self._tmp(data)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return path.read_bytes()
+        finally:
+            tmp.unlink(missing_ok=True)
+        _fsync_dir(path.parent)
+        return data
+
+    def create(self, digest: str) -> bytes:
+        if self.is_erased(digest):
+            raise ObjectErasedError(f"object {digest} was crypto-erased; its bytes may not be stored again")
+        key = self._create_if_absent(self._key_path(digest, ".key"), secrets.token_bytes(KEY_BYTES))
+        if len(key) != KEY_BYTES:
+            raise ObjectStoreError(f"key file of {digest} in {self.root} is damaged ({len(key)} bytes, expected {KEY_BYTES})")
+        return key
+
+    def key(self, digest: str) -> bytes | None:
+        path = self._key_path(digest, ".key")
+        try:
+            key = path.read_bytes()
+        except FileNotFoundError:
+            if self.is_erased(digest):
+                raise ObjectErasedError(f"object {digest} was crypto-erased (its key in {self.root} is destroyed)") from None
+            return None
+        if self.is_erased(digest) or key == bytes(len(key)):
+            raise ObjectErasedError(f"object {digest} was crypto-erased (its key in {self.root} is destroyed)")
+        return key
+
+    def bind(self, digest: str, sealed_digest: str) -> None:
+        check_digest(sealed_digest)
+        path = self._key_path(digest, ".sealed")
+        if path.exists() and path.read_text() == sealed_digest:
+            return
+        self._replace(path, sealed_digest.encode())
+
+    def sealed(self, digest: str) -> str | None:
+        try:
+            return self._key_path(digest, ".sealed").read_text() or None
+        except FileNotFoundError:
+            return None
+
+    def destroy(self, digest: str) -> bool:
+        path = self._key_path(digest, ".key")
+        destroyed = False
+        if path.exists():
+            os.chmod(path, 0o600)
+            with open(path, "r+b") as out:
+                out.write(bytes(KEY_BYTES))
+                out.flush()
+                os.fsync(out.fileno())
+            path.unlink()
+            _fsync_dir(path.parent)
+            destroyed = True
+        tomb = self._tombstone(digest)
+        if not tomb.exists():
+            self._replace(tomb, b"")
+        return destroyed
+
+    def forget(self, digest: str) -> bool:
+        removed = False
+        for suffix in (".key", ".sealed"):  # the key first: a crash in between leaves a binding without a key, read as a plain object
+            path = self._key_path(digest, suffix)
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            removed = removed or suffix == ".key"
+            _fsync_dir(path.parent)
+        return removed
+
+    def is_erased(self, digest: str) -> bool:
+        return self._tombstone(digest).exists()
+
+    def digests(self) -> Iterator[str]:
+        for path in sorted((self.root / "keys").glob("*/*.key")):
+            yield path.parent.name + path.name[: -len(".key")]
+
+    def generation(self) -> int:
+        try:
+            return int((self.root / "generation").read_text().strip() or 0)
+        except FileNotFoundError:
+            return 0
+
+    def set_generation(self, generation: int) -> None:
+        current = self.generation()
+        if generation < current:
+            raise ObjectStoreError(f"refusing to lower the key store's redaction generation from {current} to {generation}")
+        if generation != current:
+            self._replace(self.root / "generation", f"{generation}\n".encode())
+
+    def salt(self) -> bytes:
+        return self._create_if_absent(self.root / "salt", secrets.token_bytes(KEY_BYTES))
+
+
+__all__ = ["KEY_BYTES", "KeyStore", "LocalKeyStore"]

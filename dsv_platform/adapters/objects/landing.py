@@ -1,0 +1,341 @@
+"""Raw landing: source batches written once under content-derived keys, plus a small landing index.
+
+Raw is what everything else can be rebuilt from, so a batch is never overwritten: the same
+bytes again are a no-op, other bytes a revision, an unreadable batch is kept but quarantined,
+and a privacy deletion crypto-erases a batch and marks it redacted for good.
+
+Details: docs/storage.md
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import hashlib
+import re
+import sqlite3
+from collections.abc import Mapping
+from contextlib import closing, suppress
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from dsv_platform.adapters.objects.object_store import ObjectStore
+from dsv_platform.core.config.source import LandingFormat, SourceSpec
+from dsv_platform.core.errors import DsvError
+from dsv_platform.core.ingest.batch import PreparedBatch, RawBatch, parse_batch_file, prepare_batch
+from dsv_platform.core.ingest.landing_format import EXTENSIONS
+
+INDEX_FILE = "landing_index.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS landed_batch (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    source TEXT NOT NULL,
+    day TEXT NOT NULL,
+    batch_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    rows INTEGER NOT NULL,
+    recorded_at TEXT NOT NULL,
+    landed_at TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT,
+    UNIQUE (source, day, batch_id, digest)
+)
+"""
+
+_REDACTED_SCHEMA = """
+CREATE TABLE IF NOT EXISTS redacted_batch (
+    digest TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    redacted_at TEXT NOT NULL
+)
+"""
+
+
+class LandingError(DsvError):
+    """A batch cannot land as the given source (another source's batch, another landing format)."""
+
+
+class LandingStatus(enum.Enum):
+    LANDED = "landed"  # first bytes for this batch id
+    REVISED = "revised"  # other bytes for a batch id that had landed before: a new object, nothing overwritten
+    QUARANTINED = "quarantined"  # not readable as the source's format; kept, never loaded
+    UNCHANGED = "unchanged"  # (returned only) these exact bytes had landed already: nothing written
+
+
+@dataclass(frozen=True)
+class LandingRecord:
+    seq: int
+    source: str
+    day: dt.date
+    batch_id: str
+    digest: str
+    size: int
+    rows: int
+    recorded_at: dt.datetime
+    landed_at: dt.datetime
+    status: LandingStatus
+    reason: str | None = None
+    redacted_generation: int | None = None  # set once a privacy deletion removed the batch's object
+    writer: str | None = None  # the identity that landed it (docs/trust.md); None for batches landed before identities
+
+    @property
+    def redacted(self) -> bool:
+        return self.redacted_generation is not None
+
+    @property
+    def loadable(self) -> bool:
+        return self.status is not LandingStatus.QUARANTINED and not self.redacted
+
+    @property
+    def batch_ref(self) -> str:
+        """The identity canonical rows carry in ``_batch``: ``<batch id>@<digest>``."""
+        return f"{self.batch_id}@{self.digest}"
+
+    def to_document(self) -> dict[str, object]:
+        return {
+            "source": self.source,
+            "day": self.day.isoformat(),
+            "batch_id": self.batch_id,
+            "digest": self.digest,
+            "size": self.size,
+            "rows": self.rows,
+            "recorded_at": self.recorded_at.isoformat(),
+            "landed_at": self.landed_at.isoformat(),
+            "status": self.status.value,
+            "reason": self.reason,
+        }
+
+
+class LandingZone:
+    """The raw store: write-once objects plus the landing index."""
+
+    def __init__(self, store: ObjectStore, index_path: str | Path) -> None:
+        self.store = store
+        self.index_path = Path(index_path)
+        self.writer: str | None = None
+        """The identity recorded as the writer of the batches this zone lands (set by the caller that checked its grant)."""
+        self.index_path.parent.mkdir(parents=True, exist_ok=True)
+        with closing(self._connect()) as conn, conn:
+            conn.execute(_SCHEMA)
+            conn.execute(_REDACTED_SCHEMA)
+            if "writer" not in {r["name"] for r in conn.execute("PRAGMA table_info(landed_batch)")}:  # an index from before identities
+                with suppress(sqlite3.OperationalError):  # another process added it first
+                    conn.execute("ALTER TABLE landed_batch ADD COLUMN writer TEXT")
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.index_path, timeout=30, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.row_factory = sqlite3.Row
+        return conn
+
+    def land(self, batch: RawBatch, spec: SourceSpec, *, landed_at: dt.datetime | None = None) -> LandingRecord:
+        """Store ``batch`` write-once and index it; the record of its first day (see :meth:`land_all`)."""
+        return self.land_all(batch, spec, landed_at=landed_at)[0]
+
+    def land_all(self, batch: RawBatch, spec: SourceSpec, *, landed_at: dt.datetime | None = None) -> list[LandingRecord]:
+        """Store ``batch`` write-once and index it once per partition day its accepted rows touch.
+
+        One object, one index row per day (same digest and batch id), each with
+        its own status (see the module docstring); ``batch.day``'s record comes
+        first when the batch touches it. A batch without readable rows is indexed under ``batch.day``.
+        """
+        if batch.source != spec.name:
+            raise LandingError(f"a batch of source {batch.source!r} cannot land as source {spec.name!r}")
+        if batch.format != spec.landing_format:
+            raise LandingError(f"source {spec.name!r} lands {spec.landing_format} batches; this batch is {batch.format}")
+        digest = hashlib.sha256(batch.data).hexdigest()
+        if self.redaction(digest) is None:  # a redacted batch's bytes are never stored again
+            self.store.put(batch.data)
+        prepared = prepare_batch(batch.data, spec)
+        when = (landed_at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).isoformat()
+        rows = rows_per_day(prepared, spec, batch.day)
+        return [self._index(batch, day, digest, count, when, prepared.malformed_reason) for day, count in rows.items()]
+
+    def _index(self, batch: RawBatch, day: dt.date, digest: str, rows: int, when: str, reason: str | None) -> LandingRecord:
+        """Index ``batch`` under ``day`` (UNCHANGED when this digest is indexed there already)."""
+        with closing(self._connect()) as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                same = conn.execute(
+                    "SELECT * FROM landed_batch WHERE source=? AND day=? AND batch_id=? AND digest=?",
+                    (batch.source, day.isoformat(), batch.batch_id, digest),
+                ).fetchone()
+                if same is not None:
+                    conn.execute("ROLLBACK")
+                    return self._again(_record(same))
+                before = conn.execute(
+                    "SELECT COUNT(*) FROM landed_batch WHERE source=? AND day=? AND batch_id=?", (batch.source, day.isoformat(), batch.batch_id)
+                ).fetchone()[0]
+                if reason is not None:
+                    status = LandingStatus.QUARANTINED
+                else:
+                    status = LandingStatus.REVISED if before else LandingStatus.LANDED
+                cur = conn.execute(
+                    "INSERT INTO landed_batch (source, day, batch_id, digest, size, rows, recorded_at, landed_at, status, reason, writer) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        batch.source,
+                        day.isoformat(),
+                        batch.batch_id,
+                        digest,
+                        len(batch.data),
+                        rows,
+                        batch.recorded_at.astimezone(dt.UTC).isoformat(),
+                        when,
+                        status.value,
+                        reason,
+                        self.writer,
+                    ),
+                )
+                row = conn.execute("SELECT * FROM landed_batch WHERE seq=?", (cur.lastrowid,)).fetchone()
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return _record(row)
+
+    def _again(self, same: LandingRecord) -> LandingRecord:
+        """The outcome of landing bytes already indexed: UNCHANGED, or the redacted record (the object is not brought back)."""
+        if self.redaction(same.digest) is not None:  # redacted for privacy: landing the same bytes again does not bring them back
+            return self._with_redaction(same)
+        return replace(same, status=LandingStatus.UNCHANGED) if same.loadable else same
+
+    def land_file(self, path: str | Path, spec: SourceSpec, *, batch_id: str | None = None, recorded_at: dt.datetime | None = None) -> list[LandingRecord]:
+        """Land a file of ``spec``'s landing format (``dsv ingest``); one record per partition day it touches.
+
+        ``batch_id`` defaults to the file's stem (characters outside ``[A-Za-z0-9._-]`` become ``_``),
+        ``recorded_at`` to now (UTC); the batch's day is the first partition day its rows touch.
+        """
+        path = Path(path)
+        ext = path.suffix.lstrip(".").lower()
+        if ext in EXTENSIONS.values() and ext != EXTENSIONS[spec.landing_format]:
+            raise LandingError(f"{path.name}: source {spec.name!r} lands {spec.landing_format} files, not {ext}")
+        data = path.read_bytes()
+        when = recorded_at or dt.datetime.now(dt.UTC)
+        days = rows_per_day(prepare_batch(data, spec), spec, when.astimezone(dt.UTC).date())
+        ident = batch_id or sanitize_batch_id(path.stem)
+        return self.land_all(RawBatch(spec.name, min(days), ident, when, data, spec.landing_format), spec)
+
+    def records(self, source: str | None = None, day: dt.date | None = None) -> list[LandingRecord]:
+        """Index entries (all, of one source, or of one source and day) in landing order."""
+        sql, args = "SELECT * FROM landed_batch WHERE 1=1", list[str]()
+        if source is not None:
+            sql, args = sql + " AND source=?", [*args, source]
+        if day is not None:
+            sql, args = sql + " AND day=?", [*args, day.isoformat()]
+        with closing(self._connect()) as conn:
+            marks = {r["digest"]: r["generation"] for r in conn.execute("SELECT digest, generation FROM redacted_batch")}
+            return [replace(rec, redacted_generation=marks.get(rec.digest)) for rec in (_record(r) for r in conn.execute(sql + " ORDER BY seq", args))]
+
+    # -- privacy redaction ------------------------------------------------------
+    def mark_redacted(self, digest: str, generation: int, reason: str, *, at: dt.datetime | None = None) -> bool:
+        """Mark every batch of ``digest`` redacted at ``generation``; False (nothing changed) if it was marked before."""
+        when = (at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).isoformat()
+        with closing(self._connect()) as conn:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO redacted_batch (digest, generation, reason, redacted_at) VALUES (?,?,?,?)", (digest, generation, reason, when)
+            )
+            return cur.rowcount == 1
+
+    def redaction(self, digest: str) -> dict[str, object] | None:
+        """The redaction mark of ``digest`` (generation, reason, redacted_at), or None."""
+        with closing(self._connect()) as conn:
+            row = conn.execute("SELECT * FROM redacted_batch WHERE digest=?", (digest,)).fetchone()
+        return None if row is None else {"generation": row["generation"], "reason": row["reason"], "redacted_at": row["redacted_at"]}
+
+    def _with_redaction(self, record: LandingRecord) -> LandingRecord:
+        mark = self.redaction(record.digest)
+        return record if mark is None else replace(record, redacted_generation=int(mark["generation"]))  # type: ignore[call-overload]
+
+    def loadable(self, source: str, day: dt.date) -> list[LandingRecord]:
+        """The batches canonical loading applies for a partition, in ``recorded_at`` then landing order."""
+        return sorted((r for r in self.records(source, day) if r.loadable), key=lambda r: (r.recorded_at, r.seq))
+
+    def read(self, record: LandingRecord) -> bytes:
+        """The landed bytes, re-hashed against the record's digest."""
+        return self.store.get(record.digest)
+
+    def raw_batch(self, record: LandingRecord, fmt: LandingFormat = "csv") -> RawBatch:
+        return RawBatch(record.source, record.day, record.batch_id, record.recorded_at, self.read(record), fmt)
+
+
+def _record(row: sqlite3.Row) -> LandingRecord:
+    return LandingRecord(
+        seq=row["seq"],
+        source=row["source"],
+        day=dt.date.fromisoformat(row["day"]),
+        batch_id=row["batch_id"],
+        digest=row["digest"],
+        size=row["size"],
+        rows=row["rows"],
+        recorded_at=dt.datetime.fromisoformat(row["recorded_at"]),
+        landed_at=dt.datetime.fromisoformat(row["landed_at"]),
+        status=LandingStatus(row["status"]),
+        reason=row["reason"],
+        writer=row["writer"],
+    )
+
+
+def rows_per_day(prepared: PreparedBatch, spec: SourceSpec, day: dt.date) -> dict[dt.date, int]:
+    """``{partition day: rows}`` of a prepared batch, ``day`` first; rejected rows count under the first day.
+
+    A batch with no accepted rows (malformed, or every row rejected) is ``{day: rows read}``.
+    """
+    counts: dict[dt.date, int] = {}
+    for value in prepared.accepted.column(spec.partition_by).to_pylist():
+        key = partition_day(value, day)
+        counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return {day: prepared.report.rows}
+    ordered = [day] if day in counts else []
+    ordered += sorted(d for d in counts if d != day)
+    out = {d: counts[d] for d in ordered}
+    out[ordered[0]] += prepared.rejected.num_rows
+    return out
+
+
+def partition_day(value: object, default: dt.date) -> dt.date:
+    """The day a partition value names (a date, a timestamp's UTC day); ``default`` for anything else."""
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).date() if value.tzinfo else value.date()
+    if isinstance(value, dt.date):
+        return value
+    return default
+
+
+def sanitize_batch_id(text: str) -> str:
+    """A batch id from free text: characters outside ``[A-Za-z0-9._-]`` become ``_`` (at most 100 characters)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", text)[:100].lstrip("._-")
+    return cleaned or "batch"
+
+
+def drop_file_problem(path: str | Path, sources: Mapping[str, SourceSpec]) -> str | None:
+    """Why ``path`` is not a drop-folder batch of a configured source (None when it is one)."""
+    name = Path(path).name
+    parsed = parse_batch_file(name)
+    if parsed is None:
+        return f"{name}: not named <source>__<YYYY-MM-DD>__<batch id>.<csv|parquet|jsonl>"
+    spec = sources.get(parsed.source)
+    if spec is None:
+        return f"{name}: unknown source {parsed.source!r}; known: {sorted(sources)}"
+    if parsed.format != spec.landing_format:
+        return f"{name}: source {spec.name!r} lands {spec.landing_format} files, not {parsed.format}"
+    return None
+
+
+def read_drop_file(path: str | Path, sources: Mapping[str, SourceSpec]) -> RawBatch | None:
+    """A drop-folder file as a batch; None if it is not ``<source>__<day>__<batch id>.<format>`` of a
+    configured source in that source's landing format (:func:`drop_file_problem` says why).
+
+    We learn of a dropped file when it appears, so its ``recorded_at`` is the
+    file's modification time (UTC).
+    """
+    path = Path(path)
+    parsed = parse_batch_file(path.name)
+    if parsed is None or drop_file_problem(path, sources) is not None:
+        return None
+    recorded_at = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
+    return RawBatch(parsed.source, parsed.day, parsed.batch_id, recorded_at, path.read_bytes(), parsed.format)

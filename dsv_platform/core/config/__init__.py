@@ -1,0 +1,1 @@
+"""The configuration folder: sources, dataset definitions, transforms, label registrations, platform options, time zones."""

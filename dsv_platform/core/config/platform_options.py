@@ -1,0 +1,115 @@
+"""``platform.yaml``: the optional platform-wide options of a configuration folder.
+
+Keys: ``partitions: {start: YYYY-MM-DD}`` (the first day of the daily raw and
+canonical partitions), ``dagster_modules: [module, ...]`` (modules exposing
+``definitions(config) -> dagster.Definitions``, merged into the platform's)
+and ``demo: module`` (a module exposing ``main(argv) -> int``, run by
+``dsv demo``), ``executor: NAME`` or ``{name: NAME, config: {...}}`` (how Dagster
+runs the steps of every job: in_process, multiprocess, celery or k8s; see
+docs/scaling-out.md). Only the names are checked here; the modules are imported by
+whoever runs them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dsv_platform.core.config_yaml import ConfigError, check_keys, read_yaml
+from dsv_platform.core.publication.approval import DEFAULT_PROTECTED_ALIASES
+from dsv_platform.core.publication.refs import ALIAS_PATTERN
+
+PLATFORM_FILE = "platform.yaml"
+PLATFORM_KEYS = frozenset({"partitions", "dagster_modules", "demo", "executor", "protected_aliases"})
+EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
+EXECUTOR_KEYS = frozenset({"name", "config"})
+PARTITION_KEYS = frozenset({"start"})
+DEFAULT_PARTITIONS_START = dt.date(2020, 1, 1)
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+@dataclass(frozen=True)
+class PlatformOptions:
+    """What ``platform.yaml`` sets (every key optional)."""
+
+    partitions_start: dt.date = DEFAULT_PARTITIONS_START
+    dagster_modules: tuple[str, ...] = ()
+    demo: str | None = None
+    executor: str | None = None
+    """One of :data:`EXECUTORS`; None: Dagster's default (multiprocess, in process for ``materialize``)."""
+    executor_config: dict[str, Any] | None = None
+    """The executor's Dagster config (None: the defaults documented in docs/scaling-out.md)."""
+    protected_aliases: tuple[str, ...] = DEFAULT_PROTECTED_ALIASES
+    """Aliases that may point only to ELIGIBLE (approved) realizations (core.approval; default ``[production]``)."""
+
+
+def _executor(doc: Any, file: Path) -> tuple[str, dict[str, Any] | None]:
+    spec = {"name": doc} if isinstance(doc, str) else check_keys(doc, file=file, where="executor", allowed=EXECUTOR_KEYS, required=("name",))
+    name, config = spec["name"], spec.get("config")
+    if name not in EXECUTORS:
+        raise ConfigError(f"must be one of {', '.join(EXECUTORS)}, got {name!r}", file=file, key="executor.name" if isinstance(doc, dict) else "executor")
+    if config is not None and not isinstance(config, dict):
+        raise ConfigError(f"must be a mapping of the executor's Dagster config, got {config!r}", file=file, key="executor.config")
+    return name, config
+
+
+def _protected(value: Any, file: Path) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, list):
+        raise ConfigError(f"must be a list of alias names, got {value!r}", file=file, key="protected_aliases")
+    for i, name in enumerate(value):
+        if not isinstance(name, str) or not ALIAS_PATTERN.match(name) or name == "sha256":
+            raise ConfigError(f"must be an alias name matching [A-Za-z][A-Za-z0-9_.-]*, got {name!r}", file=file, key=f"protected_aliases[{i}]")
+    return tuple(dict.fromkeys(value))
+
+
+def _module(value: Any, *, file: Path, key: str) -> str:
+    if not isinstance(value, str) or not _MODULE.match(value):
+        raise ConfigError(f"must be a dotted Python module name, got {value!r}", file=file, key=key)
+    return value
+
+
+def _start(doc: Any, file: Path) -> dt.date:
+    raw = check_keys(doc, file=file, where="partitions", allowed=PARTITION_KEYS, required=("start",))["start"]
+    if isinstance(raw, dt.date) and not isinstance(raw, dt.datetime):
+        return raw
+    try:
+        return dt.date.fromisoformat(raw) if isinstance(raw, str) else _bad_start(raw, file)
+    except ValueError:
+        return _bad_start(raw, file)
+
+
+def _bad_start(raw: Any, file: Path) -> dt.date:
+    raise ConfigError(f"must be an ISO date YYYY-MM-DD, got {raw!r}", file=file, key="partitions.start")
+
+
+def parse_options(doc: Any, *, file: Path) -> PlatformOptions:
+    """:class:`PlatformOptions` from a ``platform.yaml`` document (None or empty: the defaults)."""
+    if doc is None:
+        return PlatformOptions()
+    doc = check_keys(doc, file=file, where=None, allowed=PLATFORM_KEYS)
+    modules = doc.get("dagster_modules", [])
+    if isinstance(modules, str) or not isinstance(modules, list):
+        raise ConfigError(f"must be a list of module names, got {modules!r}", file=file, key="dagster_modules")
+    names = tuple(_module(m, file=file, key=f"dagster_modules[{i}]") for i, m in enumerate(modules))
+    if len(set(names)) != len(names):
+        raise ConfigError("lists a module twice", file=file, key="dagster_modules")
+    executor, executor_config = _executor(doc["executor"], file) if "executor" in doc else (None, None)
+    return PlatformOptions(
+        partitions_start=_start(doc["partitions"], file) if "partitions" in doc else DEFAULT_PARTITIONS_START,
+        dagster_modules=names,
+        demo=_module(doc["demo"], file=file, key="demo") if "demo" in doc else None,
+        executor=executor,
+        executor_config=executor_config,
+        protected_aliases=_protected(doc["protected_aliases"], file) if "protected_aliases" in doc else DEFAULT_PROTECTED_ALIASES,
+    )
+
+
+def load_options(folder: Path) -> PlatformOptions:
+    """The options of ``folder/platform.yaml``, or the defaults when the file is absent."""
+    path = folder / PLATFORM_FILE
+    if (folder / "platform.yml").exists():
+        raise ConfigError("configuration files end in .yaml", file=folder / "platform.yml")
+    return parse_options(read_yaml(path), file=path) if path.exists() else PlatformOptions()

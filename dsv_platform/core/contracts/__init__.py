@@ -1,0 +1,1 @@
+"""Data contracts: the contract file, validation, schema diff, semantic rules, drift and integrity signals."""

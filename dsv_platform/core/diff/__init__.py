@@ -1,0 +1,1 @@
+"""Row-level diff of two tables and the diff report of two realizations."""

@@ -1,0 +1,1 @@
+"""Raw batches as they land: reading CSV, JSON Lines and Parquet bytes into contract rows, validated."""

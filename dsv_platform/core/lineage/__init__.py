@@ -1,0 +1,1 @@
+"""Lineage: the edge vocabulary and graph walks (pure)."""

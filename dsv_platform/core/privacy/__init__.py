@@ -1,0 +1,1 @@
+"""Privacy deletion planning: which descendants of a subject get which outcome (pure)."""

@@ -1,0 +1,1 @@
+"""Garbage collection as reachability: inventory, roots, graph, decisions and the plan (pure)."""

@@ -1,0 +1,130 @@
+"""GC roots and what they reach (see :mod:`dsv_platform.core.retention.gc` for the root order).
+
+:func:`collect_roots` lists the active roots (explicit retention roots, aliases,
+definition heads, quarantined realizations, table heads, raw batches awaiting
+load) with the nodes each one names; :func:`reach` walks upstream from them,
+multi-source breadth first, so the first root to reach a node is the one reported.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from dsv_platform.core.errors import DsvError
+from dsv_platform.core.lineage.lineage import LineageGraph, Node, parse_node
+from dsv_platform.core.publication.refs import parse_ref
+from dsv_platform.core.publication.states import READABLE, RealizationState
+from dsv_platform.core.retention.gc_graph import K_ICEBERG_SNAPSHOT, K_RAW_BATCH, K_REALIZATION
+from dsv_platform.core.retention.gc_inventory import GcPolicy, Inventory, RealizationInfo, RootSpec
+
+Published = Mapping[tuple[str, str], list[RealizationInfo]]
+_READABLE = frozenset(s.value for s in READABLE)
+
+
+@dataclass
+class Roots:
+    """The active roots in claim order, the nodes each names, and explicit roots that name nothing."""
+
+    specs: list[RootSpec] = field(default_factory=list)
+    nodes: dict[str, list[Node]] = field(default_factory=dict)
+    dangling: list[str] = field(default_factory=list)
+
+    def add(self, spec: RootSpec, nodes: list[Node]) -> None:
+        self.specs.append(spec)
+        self.nodes[spec.id] = nodes
+
+
+def published_by_version(inv: Inventory) -> dict[tuple[str, str], list[RealizationInfo]]:
+    """Published realizations per definition version, newest first (heads and rollback windows)."""
+    published: dict[tuple[str, str], list[RealizationInfo]] = {}
+    for r in inv.realizations:
+        if r.published_at is not None and r.manifest_hash:
+            published.setdefault((r.dataset, r.version), []).append(r)
+    for rs in published.values():
+        rs.sort(key=lambda r: (r.published_at, r.id), reverse=True)
+    return published
+
+
+def resolve_root(ref: str, heads: Published, graph: LineageGraph, aliases: Mapping[str, Node]) -> list[Node]:
+    """The nodes a retention root's ``ref`` names: a node id, a realization ref (``name:v6~3``, ``@alias``, hash) or a search."""
+    node = parse_node(ref)
+    if node is not None:
+        return [node]
+    base, tilde, count = ref.partition("~")
+    try:
+        parsed = parse_ref(base)
+    except DsvError:
+        parsed = None
+    if parsed is None:
+        return list(graph.find(ref))
+    if parsed.manifest_hash:
+        return [(K_REALIZATION, parsed.manifest_hash)]
+    if parsed.alias:
+        alias_node = aliases.get(f"{parsed.name}:{parsed.version}@{parsed.alias}")
+        return [alias_node] if alias_node else []
+    published = heads.get((parsed.name, parsed.version), [])
+    n = int(count) if tilde and count.isdigit() else 1
+    readable = [r for r in published if r.state in _READABLE]
+    return [(K_REALIZATION, r.manifest_hash) for r in readable[:n] if r.manifest_hash]
+
+
+def collect_roots(inv: Inventory, policy: GcPolicy, graph: LineageGraph, published: Published) -> Roots:
+    """Every root active at ``inv.observed_at``, in the order they claim what they reach."""
+    roots = Roots()
+    alias_nodes = {a.node[1]: a.node for a in inv.aliases}
+    for spec in inv.roots:
+        if spec.expires_at is not None and spec.expires_at <= inv.observed_at:
+            continue
+        nodes = resolve_root(spec.ref, published, graph, alias_nodes)
+        roots.add(spec, nodes)
+        if not nodes:
+            roots.dangling.append(f"#{spec.id} {spec.kind} {spec.ref}")
+    for alias in inv.aliases:
+        roots.add(RootSpec(f"alias:{alias.node[1]}", "alias", alias.node[1], "alias (may only point at a readable realization)", "platform"), [alias.node])
+    if policy.keep_heads:
+        for (name, version), rs in sorted(published.items()):
+            head = next((r for r in rs if r.state in _READABLE), None)
+            if head is not None:
+                spec = RootSpec(f"head:{name}:{version}", "head", f"{name}:{version}", "newest readable realization of the definition version", "platform")
+                roots.add(spec, [(K_REALIZATION, head.manifest_hash or "")])
+    _add_platform_roots(roots, inv)
+    return roots
+
+
+def _add_platform_roots(roots: Roots, inv: Inventory) -> None:
+    for r in inv.realizations:
+        if r.state == RealizationState.QUARANTINED.value and r.manifest_hash:
+            roots.add(RootSpec(f"review:{r.id}", "review", r.manifest_hash, "quarantined, pending review", "platform"), [(K_REALIZATION, r.manifest_hash)])
+    for snap in inv.snapshots:
+        if snap.is_current:
+            ref = f"{snap.table}@{snap.snapshot_id}"
+            roots.add(RootSpec(f"table_head:{snap.table}", "table_head", ref, "current snapshot of a canonical table", "platform"), [(K_ICEBERG_SNAPSHOT, ref)])
+    loaded = {b for f in inv.data_files for b in f.batches}
+    for raw in inv.raw_batches:
+        if not raw.loadable or raw.batch_ref not in loaded:
+            why = "quarantined raw batch (raw is kept longest)" if not raw.loadable else "raw batch awaiting canonical load"
+            roots.add(RootSpec(f"landing:{raw.batch_ref}", "landing", raw.batch_ref, why, "platform"), [(K_RAW_BATCH, raw.batch_ref)])
+
+
+def reach(roots: Roots, graph: LineageGraph) -> tuple[dict[Node, tuple[Node, str]], dict[Node, str]]:
+    """Multi-source BFS upstream: ``(parents, reached_by)``; the first root to reach a node claims it."""
+    parents: dict[Node, tuple[Node, str]] = {}
+    reached_by: dict[Node, str] = {}
+    queue: deque[Node] = deque()
+    for spec in roots.specs:
+        for node in roots.nodes[spec.id]:
+            if node not in reached_by:
+                reached_by[node] = spec.id
+                queue.append(node)
+    upstream = graph.upstream
+    while queue:
+        node = queue.popleft()
+        rid = reached_by[node]
+        for nxt, relation in upstream.get(node, ()):
+            if nxt not in reached_by:
+                reached_by[nxt] = rid
+                parents[nxt] = (node, relation)
+                queue.append(nxt)
+    return parents, reached_by

@@ -1,0 +1,1 @@
+"""Split policies, their assignment and the invariant checks on split assignments."""

@@ -1,0 +1,168 @@
+"""Invariant checks on split assignments, and the assignment hash.
+
+A check reports data problems as failed findings; it never swallows code errors.
+Every detail value is an integer or a string (fractions as ``"p/q"``), so a
+report's document is canonical JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dsv_platform.core.errors import SplitPolicyError
+from dsv_platform.core.splits.splits import GroupSplitPolicy, HashSplitPolicy, SeededRandomSplitPolicy, SplitPolicy, TimeSplitPolicy, utc_text
+
+_ESCAPES = (("\\", "\\\\"), ("\b", "\\b"), ("\f", "\\f"), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"), ("\v", "\\v"))
+_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class CheckFinding:
+    """One named verdict with integer/string detail numbers."""
+
+    name: str
+    passed: bool
+    detail: Mapping[str, int | str]
+
+    def to_document(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "detail": dict(self.detail)}
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The findings of one check; passed when every finding passed."""
+
+    findings: tuple[CheckFinding, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(f.passed for f in self.findings)
+
+    def failed(self) -> tuple[CheckFinding, ...]:
+        return tuple(f for f in self.findings if not f.passed)
+
+    def to_document(self) -> dict[str, Any]:
+        return {"passed": self.passed, "findings": [f.to_document() for f in self.findings]}
+
+
+def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
+    if name not in table.column_names:
+        raise SplitPolicyError(f"column {name!r} is not in the table (columns: {table.column_names})")
+    return table.column(name)
+
+
+def _split_text(table: pa.Table, split_column: str) -> pa.ChunkedArray:
+    return pc.cast(_column(table, split_column), pa.string())
+
+
+def splits_are_entity_disjoint(table: pa.Table, entity_column: str, split_column: str = "split") -> CheckReport:
+    """Fails when an entity (or group) id appears in more than one split, naming the first few such ids."""
+    pairs = pa.table({"entity": _column(table, entity_column), "split": _split_text(table, split_column)})
+    grouped = pairs.group_by("entity").aggregate([("split", "count_distinct"), ("split", "distinct")])
+    leaked = grouped.filter(pc.greater(grouped["split_count_distinct"], 1)).sort_by("entity")
+    examples = [f"{row['entity']!r} in {sorted(row['split_distinct'])}" for row in leaked.slice(0, _EXAMPLES).to_pylist()]
+    detail: dict[str, int | str] = {"entities": grouped.num_rows, "leaked_entities": leaked.num_rows, "examples": "; ".join(examples)}
+    return CheckReport((CheckFinding(f"splits_are_entity_disjoint[{entity_column}]", leaked.num_rows == 0, detail),))
+
+
+def time_boundaries_respected(table: pa.Table, policy: TimeSplitPolicy, split_column: str = "split") -> CheckReport:
+    """One finding per split present: every row's time lies in its split's range of ``policy``."""
+    times = _column(table, policy.column)
+    expected = np.array(policy.names, dtype=object)[policy.split_indices(times)]
+    actual = np.array(_split_text(table, split_column).to_pylist(), dtype=object)
+    bounds = {"train": ("", utc_text(policy.train_until)), "validation": (utc_text(policy.train_until), utc_text(policy.validation_until))}
+    bounds["test"] = (utc_text(policy.validation_until), "")
+    findings = []
+    for name in list(policy.names) + sorted(set(actual.tolist()) - set(policy.names), key=str):
+        rows = np.flatnonzero(actual == name)
+        bad = rows[expected[rows] != name]
+        lower, upper = bounds.get(name, ("unknown split", "unknown split"))
+        detail: dict[str, int | str] = {"rows": len(rows), "violations": len(bad), "from": lower, "until": upper}
+        if len(bad):
+            detail["first_violation_row"] = int(bad[0])
+            detail["first_violation_time"] = utc_text(times[int(bad[0])].as_py())
+        findings.append(CheckFinding(f"time_boundaries_respected[{name}]", len(bad) == 0, detail))
+    return CheckReport(tuple(findings))
+
+
+def expected_parts(policy: SplitPolicy) -> dict[str, int]:
+    """Each split's share (in buckets or parts) under a hash-based policy."""
+    if isinstance(policy, SeededRandomSplitPolicy):
+        return {p.name: p.upper for p in policy.parts}
+    hashed = policy.hash_policy if isinstance(policy, GroupSplitPolicy) else policy
+    if not isinstance(hashed, HashSplitPolicy):
+        raise SplitPolicyError(f"{type(policy).__name__} has no expected proportions; pass them explicitly")
+    lowers = [0] + [r.upper for r in hashed.ranges[:-1]]
+    return {r.name: r.upper - low for r, low in zip(hashed.ranges, lowers, strict=True)}
+
+
+def proportions_within_tolerance(
+    table: pa.Table, expected: Mapping[str, int], tolerance_bp: int, split_column: str = "split"
+) -> CheckReport:
+    """Each split's observed fraction is within ``tolerance_bp`` basis points (1/10000) of its expected share.
+
+    ``expected`` maps split names to integer shares (percent, parts, buckets). A split
+    present in the data but not expected fails its own finding whatever the tolerance;
+    an empty table fails every finding.
+    """
+    if isinstance(tolerance_bp, bool) or not isinstance(tolerance_bp, int) or tolerance_bp < 0:
+        raise SplitPolicyError(f"tolerance_bp {tolerance_bp!r} must be a non-negative integer (basis points)")
+    total_parts = sum(expected.values())
+    if total_parts <= 0 or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in expected.values()):
+        raise SplitPolicyError(f"expected shares {dict(expected)!r} must be non-negative integers with a positive sum")
+    counts_table = pa.table({"split": _split_text(table, split_column)}).group_by("split").aggregate([("split", "count")])
+    counts = dict(zip(counts_table["split"].to_pylist(), counts_table["split_count"].to_pylist(), strict=True))
+    rows = table.num_rows
+    findings = []
+    for name in list(expected) + sorted(set(counts) - set(expected), key=str):
+        want = Fraction(expected.get(name, 0), total_parts)
+        got = Fraction(counts.get(name, 0), rows) if rows else Fraction(0)
+        off = abs(got - want) * 10000
+        detail: dict[str, int | str] = {
+            "rows": rows,
+            "count": counts.get(name, 0),
+            "expected": str(want),
+            "observed": str(got),
+            "difference_bp_ceil": -((-off.numerator) // off.denominator),
+            "tolerance_bp": tolerance_bp,
+        }
+        findings.append(CheckFinding(f"proportion_within_tolerance[{name}]", name in expected and rows > 0 and off <= tolerance_bp, detail))
+    return CheckReport(tuple(findings))
+
+
+def assignment_hash(table: pa.Table, id_column: str, split_column: str = "split") -> str:
+    """Lowercase hex SHA-256 of the lines ``id TAB split LF``, sorted by id then split.
+
+    Ids sort by value (integers numerically, strings by UTF-8 bytes); duplicate
+    lines are kept. Integer ids are base 10; strings are as stored (no
+    normalization) with the PostgreSQL COPY text escapes of CANONICAL-ENCODING.md,
+    so a TAB or LF inside an id cannot forge a line. Nulls are an error.
+    """
+    ids = _column(table, id_column)
+    if ids.null_count:
+        raise SplitPolicyError(f"id column {id_column!r} holds {ids.null_count} nulls; cannot hash the assignment")
+    if not (pa.types.is_integer(ids.type) or pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type)):
+        raise SplitPolicyError(f"id column {id_column!r} has type {ids.type}; assignment hashes need strings or integers")
+    pairs = pa.table({"id": ids, "split": _split_text(table, split_column)})
+    pairs = pairs.take(pc.sort_indices(pairs, sort_keys=[("id", "ascending"), ("split", "ascending")]))
+    columns = [pc.cast(pairs["id"], pa.large_string()), pc.cast(pairs["split"], pa.large_string())]
+    for i, column in enumerate(columns):
+        for raw, escaped in _ESCAPES:
+            column = pc.replace_substring(column, raw, escaped)
+        columns[i] = column
+    tab, newline, nothing = (pa.scalar(t, pa.large_string()) for t in ("\t", "\n", ""))
+    lines = pc.binary_join_element_wise(pc.binary_join_element_wise(columns[0], columns[1], tab), nothing, newline)
+    digest = hashlib.sha256()
+    for chunk in lines.chunks:
+        if len(chunk):
+            offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64)[chunk.offset : chunk.offset + len(chunk) + 1]
+            digest.update(memoryview(chunk.buffers()[2])[int(offsets[0]) : int(offsets[-1])])
+    return digest.hexdigest()

@@ -1,0 +1,1 @@
+"""Trust: roles, grants, the audit chain, access policies and DSSE envelopes (pure; no key handling)."""

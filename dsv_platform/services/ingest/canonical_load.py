@@ -1,0 +1,176 @@
+"""Loading landed batches into canonical tables, and building label versions from canonical tables.
+
+``load_partition`` applies every loadable landed batch indexed under one source and
+day (in arrival order) to its canonical table: parse, deduplicate, validate, quarantine
+failing rows, append the rest (that day's rows) as new versions; then reads the partition
+as corrected now, hashes it (its data version) and evaluates the contract's per-load
+semantic rules on it (core.semantic_rules.load_rules). ``build_labels`` computes one label
+version over its input sources as known at their watermark (the latest ``_recorded_at``
+among them) and appends only labels that changed, recorded at that watermark.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
+from dsv_platform.adapters.iceberg.iceberg_values import RECORDED_AT, AppendOutcome
+from dsv_platform.adapters.objects.landing import LandingRecord, LandingZone
+from dsv_platform.adapters.registry.quarantine import QuarantineRecords
+from dsv_platform.core import canonical_json
+from dsv_platform.core.config.labels import LabelVersion
+from dsv_platform.core.config.source import DerivedTableSpec, SourceSpec, TableSpecLike
+from dsv_platform.core.contracts.semantic import RuleResult
+from dsv_platform.core.contracts.semantic_rules import evaluate_load
+from dsv_platform.core.contracts.validation import FailureCase
+from dsv_platform.core.identity.hashing import DatasetDigest, hash_table
+from dsv_platform.core.ingest.batch import prepare_batch
+from dsv_platform.services.lineage import openlineage
+from dsv_platform.services.lineage.lineage import record_label_build, record_partition_load
+
+if TYPE_CHECKING:
+    from dsv_platform.bootstrap import Platform
+
+
+@dataclass(frozen=True)
+class BatchLoad:
+    record: LandingRecord
+    outcome: AppendOutcome
+    accepted: int
+    rejected: int
+    duplicates_dropped: int
+    failures: tuple[FailureCase, ...]
+
+
+@dataclass(frozen=True)
+class PartitionLoad:
+    """One canonical partition after loading: what each batch did, the snapshot and the content digest."""
+
+    table: str
+    day: dt.date
+    batches: tuple[BatchLoad, ...]
+    quarantined: tuple[LandingRecord, ...]
+    snapshot_id: int | None
+    digest: DatasetDigest
+    semantic: tuple[RuleResult, ...] = ()  # the contract's per-load rules on the partition as corrected now
+
+    @property
+    def rows(self) -> int:
+        return self.digest.rows
+
+    @property
+    def failures(self) -> tuple[FailureCase, ...]:
+        return tuple(f for b in self.batches for f in b.failures)
+
+    @property
+    def rejected_rows(self) -> int:
+        return sum(b.rejected for b in self.batches)
+
+
+@openlineage.emits(openlineage.load_job, openlineage.load_io)
+def load_partition(platform: Platform, spec: SourceSpec, day: dt.date) -> PartitionLoad:
+    """Apply the landed batches of ``spec`` indexed under ``day`` to its canonical table (idempotent), recording raw_batch lineage."""
+    held = QuarantineRecords(platform.registry.engine).quarantined_batches()  # an operator's quarantine: never loaded (docs/quarantine.md)
+    load = load_landed(platform.landing, platform.tables, spec, day, skip=held)
+    record_partition_load(platform, spec, [(b.record.batch_ref, b.outcome) for b in load.batches])
+    return load
+
+
+def held_batches(platform: Platform, sources: Collection[str]) -> tuple[str, ...]:
+    """The batch refs of ``sources`` an active raw-batch quarantine holds: a new realization reads none of their rows."""
+    held = QuarantineRecords(platform.registry.engine).quarantined_batches()
+    if not held:
+        return ()
+    return tuple(sorted({r.batch_ref for r in platform.landing.records() if r.batch_ref in held and r.source in sources}))
+
+
+def rows_of_day(rows: pa.Table, spec: SourceSpec, day: dt.date) -> pa.Table:
+    """The rows whose partition column (``spec.partition_by``) falls on ``day``."""
+    column = rows.column(spec.partition_by)
+    if pa.types.is_timestamp(column.type):
+        column = pc.cast(pc.cast(column, pa.timestamp(column.type.unit)), pa.date32())  # a timestamp's UTC day
+    return rows.filter(pc.fill_null(pc.equal(column, pa.scalar(day, pa.date32())), False))
+
+
+def load_landed(landing: LandingZone, tables: CanonicalTables, spec: SourceSpec, day: dt.date, *, skip: Collection[str] = ()) -> PartitionLoad:
+    """:func:`load_partition` over a given landing zone and tables (raw rebuilds use scratch tables); ``skip``: batch refs held back."""
+    contract = spec.contract
+    loads = []
+    for record in (r for r in landing.loadable(spec.name, day) if r.batch_ref not in skip):
+        prepared = prepare_batch(landing.read(record), spec)
+        accepted = rows_of_day(prepared.accepted, spec, day)
+        outcome = tables.append(spec, accepted, recorded_at=record.recorded_at, batch=record.batch_ref)
+        loads.append(BatchLoad(record, outcome, accepted.num_rows, prepared.rejected.num_rows, prepared.duplicates_dropped, prepared.report.failures))
+    quarantined = tuple(r for r in landing.records(spec.name, day) if not r.loadable or r.batch_ref in skip)
+    rows = tables.read(spec, partition=day)
+    digest = hash_table(rows, contract, partition_by=contract.partition_by)
+    semantic = evaluate_load(rows, contract)
+    return PartitionLoad(spec.name, day, tuple(loads), quarantined, tables.current_snapshot_id(spec), digest, semantic)
+
+
+@dataclass(frozen=True)
+class LabelBuild:
+    """One label version after a build: the append outcome, watermark, digest and row count."""
+
+    label: LabelVersion
+    outcome: AppendOutcome | None
+    watermark: dt.datetime | None
+    digest: DatasetDigest
+
+    @property
+    def rows(self) -> int:
+        return self.digest.rows
+
+    @property
+    def definition(self) -> LabelVersion:
+        """The label version (the name before labels were configuration)."""
+        return self.label
+
+
+def label_table_spec(label: LabelVersion) -> DerivedTableSpec:
+    """The canonical table of one label version (``labels_<name>_v<version>``) under the label file's contract."""
+    return DerivedTableSpec(label.table_name, label.contract)
+
+
+def watermark(tables: CanonicalTables, *specs: TableSpecLike) -> dt.datetime | None:
+    """The latest ``_recorded_at`` across ``specs``: everything known up to it is in the tables."""
+    marks = []
+    for spec in specs:
+        hist = tables.read(spec, history=True)
+        if hist.num_rows:
+            marks.append(pc.max(hist.column(RECORDED_AT)).as_py())
+    return max(marks) if marks else None
+
+
+@openlineage.emits(openlineage.label_job, openlineage.label_io)
+def build_labels(platform: Platform, label: LabelVersion, *, as_of: dt.datetime | None = None) -> LabelBuild:
+    """Compute ``label`` over its input sources as known at their watermark (at most ``as_of``), recording its lineage."""
+    inputs = [platform.config.sources[name] for name in label.inputs]
+    build = build_label_table(platform.tables, label, inputs, as_of=as_of)
+    record_label_build(platform, label_table_spec(label), build.outcome, inputs, label=label.ref)
+    return build
+
+
+def build_label_table(tables: CanonicalTables, label: LabelVersion, inputs: list[SourceSpec], *, as_of: dt.datetime | None = None) -> LabelBuild:
+    """:func:`build_labels` over given tables and input specs (raw rebuilds use scratch tables)."""
+    spec = label_table_spec(label)
+    mark = watermark(tables, *inputs)
+    if as_of is not None and mark is not None:
+        mark = min(mark, as_of)
+    outcome = None
+    if mark is not None:
+        # One label batch per state of the inputs (their snapshot ids), not per watermark: a batch loaded late with an
+        # older recorded time (a backfill in any order) leaves the watermark where it was, and must still be labelled.
+        state = canonical_json.sha256_hex({s.name: tables.current_snapshot_id(s) for s in inputs})[:16]
+        labelled = watermark(tables, spec)  # recorded times of a label table only move forward: a later computation wins
+        recorded = mark if labelled is None or labelled < mark else labelled + dt.timedelta(microseconds=1)
+        known = {s.name: tables.read(s, as_of=mark) for s in inputs}
+        outcome = tables.append(spec, label.compute(known), recorded_at=recorded, batch=f"{label.ref}@{mark.isoformat()}#{state}")
+    current = tables.read(spec)
+    return LabelBuild(label, outcome, mark, hash_table(current, spec.contract))

@@ -1,0 +1,1 @@
+"""Lineage: edges derived from what the pipeline recorded, and OpenLineage run events."""

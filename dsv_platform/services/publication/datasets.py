@@ -1,0 +1,205 @@
+"""Load a dataset by reference from training code: ``dsv_platform.open_dataset(ref, purpose=...)``.
+
+Access is checked first (grant for the definition and purpose), then the reference resolves once
+and the handle stays pinned to that realization; its signed statement is verified before reading
+(UNTRUSTED otherwise). Every object is re-hashed as it is read (CORRUPT names the partition).
+
+Details: docs/publication.md, docs/trust.md
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Protocol
+
+from dsv_platform.adapters.objects.object_store import ObjectStore
+from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.core.contracts.contract import Contract, parse_contract
+from dsv_platform.core.errors import CorruptError, DsvError, ObjectErasedError, ObjectNotFoundError, ObjectVerificationError, RedactedError, ResolutionError
+from dsv_platform.core.publication.manifest import Manifest, PartitionEntry
+from dsv_platform.core.publication.records import Realization
+from dsv_platform.core.publication.refs import DatasetRef, parse_ref
+
+if TYPE_CHECKING:  # pyarrow, hashing, access and signing (they load the trust service) are imported where used: `dsv resolve --help` needs none
+    import pandas as pd
+    import pyarrow as pa
+
+    from dsv_platform.bootstrap import Platform
+    from dsv_platform.services.trust.access import AccessDecision
+    from dsv_platform.services.trust.signing import SignatureStatus
+
+
+class Closeable(Protocol):
+    def close(self) -> None: ...
+
+
+def load_manifest(registry: Registry, realization: Realization) -> Manifest:
+    """The realization's manifest, refusing one whose stored text does not hash to its name."""
+    assert realization.manifest_hash is not None
+    text = registry.get_manifest(realization.manifest_hash)
+    try:
+        manifest = Manifest.from_json(text)
+    except DsvError as exc:
+        raise CorruptError(f"stored manifest {realization.manifest_hash} is unreadable ({exc})", ref=realization.ref) from exc
+    if manifest.manifest_hash != realization.manifest_hash:
+        raise CorruptError(
+            f"stored manifest does not hash to its name {realization.manifest_hash} (got {manifest.manifest_hash})",
+            ref=realization.ref,
+            detail={"manifest_hash": realization.manifest_hash},
+        )
+    return manifest
+
+
+def read_object(store: ObjectStore, ref: str, partition: PartitionEntry) -> pa.Table:
+    """One partition's Parquet object, verified against its hash as it is read."""
+    where = f"partition {partition.key}: object {partition.object}"
+    detail: dict[str, object] = {"partition": partition.key, "object": partition.object}
+    try:
+        data = store.get(partition.object, verify=True)
+    except ObjectErasedError as exc:
+        raise RedactedError(f"{where} was crypto-erased by a privacy deletion", ref=ref, detail=detail) from exc
+    except ObjectVerificationError as exc:
+        raise CorruptError(f"{where} does not hash to its name", ref=ref, detail=detail) from exc
+    except ObjectNotFoundError as exc:
+        raise CorruptError(f"{where} is missing from {store.location}", ref=ref, detail=detail) from exc
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    return pq.read_table(pa.BufferReader(data))
+
+
+@dataclass
+class Dataset:
+    """A pinned, verified view of one realization."""
+
+    realization: Realization
+    manifest: Manifest
+    store: ObjectStore
+    owner: Closeable | None = field(default=None, repr=False, compare=False)
+    """What this handle keeps open (the Platform ``dsv_platform.open_dataset`` built); closed by :meth:`close`."""
+    access: AccessDecision | None = None
+    """The reader's access (withheld columns, row filter) applied to what :meth:`to_arrow` and :meth:`iter_partitions` return."""
+    signature: SignatureStatus | None = None
+
+    def close(self) -> None:
+        if self.owner is not None:
+            self.owner.close()
+            self.owner = None
+
+    def __enter__(self) -> Dataset:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def ref(self) -> str:
+        return self.realization.ref
+
+    @property
+    def manifest_hash(self) -> str:
+        assert self.realization.manifest_hash is not None
+        return self.realization.manifest_hash
+
+    @property
+    def content_hash(self) -> str:
+        return self.manifest.content_hash
+
+    @cached_property
+    def contract(self) -> Contract:
+        if self.manifest.contract is None:
+            raise DsvError(f"{self.ref}: the manifest records no contract")
+        return parse_contract(self.manifest.to_document()["contract"], source=f"manifest {self.manifest_hash}")
+
+    @property
+    def partitions(self) -> tuple[PartitionEntry, ...]:
+        return self.manifest.partitions
+
+    def iter_partitions(self) -> Iterator[tuple[PartitionEntry, pa.Table]]:
+        """Each partition as this reader may see it (restricted columns withheld, row filter applied)."""
+        for entry, table in self._stored_partitions():
+            yield entry, table if self.access is None else self.access.apply(table)
+
+    def _stored_partitions(self) -> Iterator[tuple[PartitionEntry, pa.Table]]:
+        for entry in self.manifest.partitions:
+            yield entry, read_object(self.store, self.ref, entry)
+
+    @cached_property
+    def split_assignment(self) -> pa.Table | None:
+        splits = self.manifest.splits
+        if splits is None:
+            return None
+        entry = PartitionEntry(key="splits", hash=splits.assignment_hash, rows=0, object=splits.assignment_object, bytes=0)
+        return read_object(self.store, self.ref, entry)
+
+    def to_arrow(self, split: str | None = None) -> pa.Table:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        tables = [t for _, t in self._stored_partitions()]
+        table = pa.concat_tables(tables) if tables else self.contract.arrow_schema.empty_table()
+        if split is None:
+            return table if self.access is None else self.access.apply(table)
+        assignment = self.split_assignment
+        if assignment is None:
+            raise DsvError(f"{self.ref}: this realization has no split assignment; call to_arrow() without split")
+        key = [c for c in assignment.column_names if c != "split" and c != "bucket"]
+        chosen = assignment.filter(pc.equal(assignment.column("split"), split)).select(key)
+        if chosen.num_rows == 0 and split not in set(assignment.column("split").to_pylist()):
+            raise DsvError(f"{self.ref}: no split named {split!r}; the realization has {sorted(set(assignment.column('split').to_pylist()))}")
+        table = table.join(chosen, keys=key, join_type="inner").sort_by([(k, "ascending") for k in self.contract.key])
+        return table if self.access is None else self.access.apply(table)
+
+    def to_pandas(self, split: str | None = None) -> pd.DataFrame:
+        return self.to_arrow(split).to_pandas()
+
+    def verify_content(self) -> str:
+        """Re-hash every partition canonically; raise CORRUPT naming the partition on mismatch."""
+        from dsv_platform.core.identity.hashing import digest_of, hash_partition
+
+        leaves = []
+        for entry, table in self._stored_partitions():
+            leaf = hash_partition(table, self.contract, key=entry.key)
+            if leaf.hash != entry.hash:
+                raise CorruptError(
+                    f"partition {entry.key}: content hash {leaf.hash} differs from the manifest's {entry.hash}",
+                    ref=self.ref,
+                    detail={"partition": entry.key, "object": entry.object},
+                )
+            leaves.append(leaf)
+        root = digest_of(leaves, self.contract).content_hash
+        if root != self.manifest.content_hash:
+            raise CorruptError(f"content hash {root} differs from the manifest's {self.manifest.content_hash}", ref=self.ref)
+        return root
+
+
+def open_dataset(platform: Platform, ref: str | DatasetRef, *, actor: str | None = None, purpose: str | None = None) -> Dataset:
+    """Authorize, resolve ``ref`` once, verify its signature and pin it; every refusal is a typed error.
+
+    ACCESS_DENIED (no consumer grant for the definition and ``purpose``), NOT_FOUND, REDACTED, EXPIRED,
+    CORRUPT, UNTRUSTED (signature missing or invalid). Reads go through the encrypting store; a key store
+    whose redaction generation differs from the registry's (a restored backup) raises
+    RedactionNotReconciledError until reconciled. The consumption record keeps identity and purpose.
+    """
+    from dsv_platform.services.trust.access import authorize
+    from dsv_platform.services.trust.signing import require_trusted
+
+    registry = platform.registry
+    who = actor or platform.actor
+    parsed = parse_ref(ref) if isinstance(ref, str) else ref
+    detail: dict[str, object] = {"purpose": purpose}
+    try:
+        access = authorize(platform, parsed.name, parsed.version, purpose=purpose, ref=str(ref))
+        detail = access.to_document()
+        realization = registry.resolve_ref(parsed, actor=who)
+        manifest = load_manifest(registry, realization)
+        signature = require_trusted(platform, realization)
+    except ResolutionError as exc:
+        registry.record_consumption(str(ref), actor=who, realization=None, failure=exc.kind.name, detail=detail)
+        raise
+    store = platform.store
+    store.keys.require_generation(registry.redaction_generation())  # a restored backup must be reconciled before it is read
+    registry.record_consumption(str(ref), actor=who, realization=realization, failure=None, detail=detail | {"signature": signature.status})
+    return Dataset(realization=realization, manifest=manifest, store=store, access=access, signature=signature)

@@ -1,0 +1,251 @@
+"""The build protocol: every dataset realization goes through here.
+
+Stage, seal, gate, publish with one conditional insert, then move an alias: a builder
+killed at any step leaves nothing a reader can see, and a rerun with the same request id
+converges to one published version with the same manifest hash.
+
+Details: docs/publication.md
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dsv_platform.adapters.objects.object_store import ObjectStore
+from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.adapters.registry.trust import TrustRecords
+from dsv_platform.core.contracts.contract import Contract
+from dsv_platform.core.errors import AliasConflictError, PublicationError
+from dsv_platform.core.identity.hashing import hash_partition, sort_by_key
+from dsv_platform.core.publication.gates import GateResult, QualityReport, report_of
+from dsv_platform.core.publication.manifest import BuiltPart, Manifest, build_manifest
+from dsv_platform.core.publication.records import PublishOutcome, Realization
+from dsv_platform.core.publication.states import RealizationState
+from dsv_platform.core.trust.trust import Role
+from dsv_platform.services.lineage.lineage import record_realization_lineage
+from dsv_platform.services.publication.parallel_parts import default_build_jobs, ordered_map
+from dsv_platform.services.trust.signing import Signer, sign_realization
+from dsv_platform.services.trust.trust import Gatekeeper
+
+PARQUET_OPTIONS: Mapping[str, Any] = {"compression": "zstd", "compression_level": 3, "row_group_size": 1 << 17, "write_statistics": True}
+
+
+class BuildStep(enum.Enum):
+    """Protocol steps, reported to ``on_step`` as they complete (progress, tests that kill a builder)."""
+
+    CANDIDATE = "candidate"
+    PART_WRITTEN = "part_written"
+    SEALED = "sealed"
+    GATES_RUN = "gates_run"
+    PUBLISHED = "published"
+    ALIAS_MOVED = "alias_moved"
+
+
+Gates = Callable[[Manifest, Mapping[str, pa.Table]], Iterable[GateResult]]
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    dataset: str
+    version: str
+    contract: Contract
+    request_id: str
+    partitions: Sequence[tuple[str, pa.Table]]
+    logical_key: str | None = None
+    manifest_fields: Mapping[str, Any] = field(default_factory=dict)
+    gates: Gates | None = None
+    alias: str | None = None
+
+
+@dataclass(frozen=True)
+class PreparedPart:
+    """A part ready to store: its partition hash and row count, and its Parquet bytes."""
+
+    key: str
+    hash: str
+    rows: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    realization: Realization
+    manifest: Manifest
+    outcome: PublishOutcome
+    report: QualityReport
+    report_object: str
+
+    @property
+    def ref(self) -> str:
+        return self.realization.ref
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    """Deterministic Parquet bytes of ``table`` (same rows, same writer version, same bytes)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, **PARQUET_OPTIONS)
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
+
+
+def sorted_for_storage(table: pa.Table, contract: Contract) -> pa.Table:
+    """The contract's columns, typed by the contract, in natural-key order."""
+    table = table.select(contract.column_names)
+    table = table.take(sort_by_key(table, contract))
+    try:
+        return table.cast(contract.arrow_schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise PublicationError(f"{contract.name}: rows do not fit the contract's Arrow schema ({exc})") from exc
+
+
+class Publisher:
+    """Runs the build protocol against one registry and one object store."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        store: ObjectStore,
+        *,
+        actor: str,
+        on_step: Callable[[BuildStep, str], None] | None = None,
+        row_filter: Callable[[pa.Table], pa.Table] | None = None,
+        signer: Signer | None = None,
+        gate: Gatekeeper | None = None,
+        jobs: int | None = None,
+    ) -> None:
+        self.registry = registry
+        self.store = store
+        self.actor = actor
+        self.on_step = on_step or (lambda step, detail: None)
+        self.row_filter = row_filter  # e.g. privacy.exclude_deleted_subjects: drops rows of deleted subjects
+        self.signer = signer  # the publisher identity: signs each realization's statement (docs/trust.md, "Signatures")
+        self.gate = gate  # roles checked (builder, then publisher), builder recorded, publication and alias moves audited (docs/trust.md)
+        self.jobs = default_build_jobs() if jobs is None else max(1, jobs)  # partitions prepared at once; 1: the serial path
+
+    def write_part(self, attempt: str, key: str, table: pa.Table, contract: Contract) -> BuiltPart:
+        return self.store_part(attempt, self.prepare_part(key, table, contract), contract)
+
+    def prepare_part(self, key: str, table: pa.Table, contract: Contract) -> PreparedPart:
+        """A part's CPU work, no store call: row filter, sort, hash, Parquet bytes (safe on a worker thread)."""
+        if self.row_filter is not None:
+            table = self.row_filter(table)
+        rows = sorted_for_storage(table, contract)
+        leaf = hash_partition(rows, contract, key=key)
+        return PreparedPart(key, leaf.hash, leaf.rows, parquet_bytes(rows))
+
+    def store_part(self, attempt: str, part: PreparedPart, contract: Contract) -> BuiltPart:
+        """Stage and promote a prepared part, then report it (on the calling thread)."""
+        name = f"part-{hashlib.sha256(part.key.encode()).hexdigest()[:24]}.parquet"
+        self.store.stage(attempt, name, part.data)
+        digest = self.store.promote(attempt, name)
+        self.on_step(BuildStep.PART_WRITTEN, part.key)
+        return BuiltPart(key=part.key, hash=part.hash, rows=part.rows, object=digest, bytes=len(part.data), schema_hash=contract.schema_hash)
+
+    def write_parts(self, attempt: str, partitions: Sequence[tuple[str, pa.Table]], contract: Contract) -> list[BuiltPart]:
+        """Every part, in partition order; with ``jobs`` > 1, up to ``jobs`` partitions prepared at once on threads.
+
+        Store calls, ``on_step`` events and the first error are the serial build's (parallel_parts.py).
+        """
+        if self.jobs <= 1 or len(partitions) < 2:
+            return [self.write_part(attempt, key, table, contract) for key, table in partitions]
+        with ordered_map(lambda item: self.prepare_part(item[0], item[1], contract), partitions, self.jobs) as prepared:
+            return list(map(lambda part: self.store_part(attempt, part, contract), prepared))  # no stored part's bytes kept alive
+
+    def reconcile(self, request_id: str) -> Realization | None:
+        """What a request id already produced: the published realization, if any (ask before retrying)."""
+        found = self.registry.find_by_request_id(request_id)
+        if found is not None and found.state in (RealizationState.PUBLISHED, RealizationState.ELIGIBLE):
+            return found
+        return None
+
+    def build(self, request: BuildRequest) -> BuildResult:
+        contract = request.contract
+        logical_key = request.logical_key or request.request_id
+        scope = f"{request.dataset}:{request.version}"
+        if self.gate is not None:
+            self.gate.require(Role.BUILDER, definition=scope)
+        candidate = self.registry.create_candidate(request.dataset, request.version, request.request_id, logical_key, self.actor)
+        if self.gate is not None:
+            self.gate.record_builder(candidate)
+        self.on_step(BuildStep.CANDIDATE, str(candidate))
+        attempt = f"c{candidate}-{uuid.uuid4().hex[:12]}"
+        keys = [k for k, _ in request.partitions]
+        if len(set(keys)) != len(keys):
+            dup = sorted(k for k in keys if keys.count(k) > 1)[0]
+            self.registry.transition(candidate, RealizationState.FAILED, reason=f"two parts claim partition {dup!r}", actor=self.actor)
+            raise PublicationError(f"{request.dataset}:{request.version}: two parts claim partition {dup!r}")
+        parts = self.write_parts(attempt, request.partitions, contract)
+        manifest = build_manifest(
+            parts,
+            dataset=request.dataset,
+            version=request.version,
+            schema_hash=contract.schema_hash,
+            contract=contract.to_document(),
+            **dict(request.manifest_fields),
+        )
+        self.registry.seal(candidate, manifest, actor=self.actor)
+        self.on_step(BuildStep.SEALED, manifest.manifest_hash)
+        gates = list(request.gates(manifest, dict(request.partitions)) if request.gates else [])
+        report = report_of(manifest.manifest_hash, gates)
+        report_object = self.store.put(report.canonical_bytes())
+        self.registry.record_lineage(
+            [("quality_report", report_object, "realization", manifest.manifest_hash, "reports_on", {"passed": report.passed})], actor=self.actor
+        )
+        self.on_step(BuildStep.GATES_RUN, report_object)
+        if not report.passed:
+            names = ", ".join(g.name for g in report.failed if g.blocking)
+            self.registry.transition(candidate, RealizationState.FAILED, reason=f"blocking gate(s) failed: {names}", actor=self.actor)
+            self.store.abandon(attempt)
+            raise PublicationError(f"{request.dataset}:{request.version}: blocking gate(s) failed: {names} (quality report object {report_object})")
+        if self.gate is not None:  # a builder without the publisher role leaves a SEALED candidate: staging only
+            self.gate.require(Role.PUBLISHER, definition=scope)
+        outcome = self.publish(candidate, request.request_id, manifest, report_object)  # audited in its transaction
+        if outcome.realization.manifest_hash == manifest.manifest_hash:  # lineage the pipeline itself writes
+            record_realization_lineage(self.registry, manifest, outcome.realization.ref, actor=self.actor)
+        self.on_step(BuildStep.PUBLISHED, outcome.realization.ref)
+        self.store.abandon(attempt)
+        if request.alias:
+            self.move_alias(outcome.realization, request.alias)
+        return BuildResult(outcome.realization, manifest, outcome, report, report_object)
+
+    def publish(self, candidate: int, request_id: str, manifest: Manifest, report_object: str) -> PublishOutcome:
+        """The conditional insert; with a signer, the signed statement's envelope is stored first and recorded in the same transaction."""
+        if self.signer is None:
+            outcome = self.registry.publish(candidate, request_id, actor=self.actor)
+            if self.gate is not None and outcome.created:  # unsigned: no publication transaction of ours to write it in
+                self.gate.audit("publish", outcome.realization.ref, detail={"request_id": request_id})
+            return outcome
+        builder = TrustRecords.of(self.registry).builder_of(candidate) or self.registry.get(candidate).created_by
+        signature = sign_realization(self.signer, self.store, manifest, builder=builder, quality_report=report_object)
+        edge = ("object", signature.envelope_object, "realization", manifest.manifest_hash, "signs", {"keyid": signature.keyid})
+        self.registry.record_lineage([edge], actor=self.actor)  # GC keeps the envelope as long as the realization
+        who = None if self.gate is None else self.gate.identity
+        return self.registry.publish_signed(candidate, request_id, signature, actor=self.actor, audit_as=who)
+
+    def move_alias(self, realization: Realization, alias: str, *, attempts: int = 5) -> None:
+        """Point ``alias`` at ``realization`` by compare-and-swap, retrying on a lost race."""
+        assert realization.manifest_hash is not None
+        if self.gate is not None:  # moving a name is publishing: an upstream writer cannot move a pointer
+            self.gate.require(Role.PUBLISHER, definition=f"{realization.dataset}:{realization.version}")
+        for _ in range(attempts):
+            current = self.registry.get_alias(realization.dataset, realization.version, alias)
+            expect = current.target if current else None
+            if expect == realization.manifest_hash:
+                return
+            try:
+                who = None if self.gate is None else self.gate.identity  # audited in the move's own transaction
+                target = realization.manifest_hash
+                self.registry.set_alias(realization.dataset, realization.version, alias, target, expect=expect, actor=self.actor, audit_as=who)
+            except AliasConflictError:
+                continue
+            self.on_step(BuildStep.ALIAS_MOVED, f"{alias} -> {realization.manifest_hash}")
+            return
+        raise PublicationError(f"alias {alias!r} of {realization.dataset}:{realization.version} kept moving; gave up after {attempts} attempts")

@@ -1,0 +1,263 @@
+"""Building a dataset realization from a declarative definition.
+
+Pin every input snapshot, assemble the examples point in time, split, and publish through
+:class:`Publisher` with the gates. Rebuilding over unchanged snapshots reuses the published
+realization (the request id is the logical key), so the same inputs give one realization.
+
+Details: docs/lineage-and-reproduction.md
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore
+from dsv_platform.core import canonical_json
+from dsv_platform.core.config.dataset_definition import DatasetDefinition
+from dsv_platform.core.config.timezones import tz_database
+from dsv_platform.core.contracts.validation import validate
+from dsv_platform.core.errors import CorruptError
+from dsv_platform.core.publication.gates import GateResult, rows_at_least
+from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin, LabelPin, Manifest, SourcePin, SplitsEntry
+from dsv_platform.core.splits.split_checks import CheckReport, assignment_hash, expected_parts, proportions_within_tolerance, splits_are_entity_disjoint
+from dsv_platform.core.splits.splits import assign
+from dsv_platform.services.ingest.canonical_load import held_batches
+from dsv_platform.services.lineage import openlineage
+from dsv_platform.services.privacy.privacy import PrivacyCoordinator
+from dsv_platform.services.publication.datasets import load_manifest, open_dataset
+from dsv_platform.services.publication.integrity_signals import integrity_gates
+from dsv_platform.services.publication.publisher import BuildRequest, Publisher, parquet_bytes
+from dsv_platform.services.publication.realization_inputs import (
+    REPO,
+    Inputs,
+    Pin,
+    RealizationBuildError,
+    assemble,
+    code_pin,
+    environment_lockfile,
+    environment_pin,
+    example_id,
+    inputs_of,
+    logical_key,
+    partitions_of,
+    pin_sources,
+    pinned_watermark,
+    runner_timezone,
+)
+from dsv_platform.services.publication.semantic_gate import semantic_gates
+from dsv_platform.services.trust.signing import signer_of
+from dsv_platform.services.trust.trust import gatekeeper
+
+if TYPE_CHECKING:
+    from dsv_platform.bootstrap import Platform
+
+ALIAS = "candidate"
+
+
+@dataclass(frozen=True)
+class RealizationBuild:
+    """What a build produced (or found already published for the same inputs)."""
+
+    ref: str
+    manifest: Manifest
+    pins: tuple[Pin, ...]
+    reused: bool
+    gates: tuple[GateResult, ...]
+
+    @property
+    def manifest_hash(self) -> str:
+        return self.manifest.manifest_hash
+
+    @property
+    def content_hash(self) -> str:
+        return self.manifest.content_hash
+
+    @property
+    def split_counts(self) -> dict[str, int]:
+        return dict(self.manifest.splits.counts) if self.manifest.splits else {}
+
+
+def _gates(definition: DatasetDefinition, assignment: pa.Table, population: int) -> list[GateResult]:
+    if definition.split_policy is None:  # no splits: the row count (and label coverage) gate the examples themselves
+        return [rows_at_least(assignment.num_rows, definition.gates.rows_at_least), *_coverage(definition, assignment, population)]
+    disjoint = splits_are_entity_disjoint(assignment, definition.entity_column)
+    proportions = proportions_within_tolerance(assignment, expected_parts(definition.policy()), definition.gates.proportion_tolerance_bp)
+    gates = [
+        GateResult("splits_are_entity_disjoint", disjoint.passed, {f.name: str(dict(f.detail)) for f in disjoint.findings}),
+        GateResult("proportions_within_tolerance", proportions.passed, {f.name: str(f.detail.get("observed")) for f in proportions.findings}, blocking=False),
+        rows_at_least(assignment.num_rows, definition.gates.rows_at_least),
+    ]
+    return gates + _coverage(definition, assignment, population)
+
+
+def _coverage(definition: DatasetDefinition, assignment: pa.Table, population: int) -> list[GateResult]:
+    if definition.label is None:
+        return []
+    coverage_bp = assignment.num_rows * 10_000 // population if population else 0
+    minimum = definition.gates.label_coverage_at_least_bp
+    return [GateResult("label_coverage", coverage_bp >= minimum, {"coverage_bp": coverage_bp, "minimum_bp": minimum, "population": population})]
+
+
+# ---------------------------------------------------------------- the build
+
+
+def _manifest_fields(
+    platform: Platform,
+    inputs: Inputs,
+    pins: tuple[Pin, ...],
+    splits: SplitsEntry | None,
+    watermark: dt.datetime,
+    population: int,
+    *,
+    code: CodePin | None,
+    environment: EnvironmentPin | None,
+    held: tuple[str, ...] = (),
+) -> dict[str, object]:
+    """What the manifest records besides the partitions: pins, label, window, watermark, code, environment, parameters."""
+    definition = inputs.definition
+    by_name = {spec.name: spec for spec in inputs.tables}
+    parameters: dict[str, object] = {"recipe_hash": definition.recipe_hash, "watermark_rule": definition.watermark.rule, "population_rows": population}
+    if definition.zones:  # which tz rules the recipe's local times used, as canonical JSON (docs/configuration.md)
+        parameters["tz_database"] = canonical_json.dumps(tz_database(definition.zones)).decode()
+    if held:  # the quarantined raw batches whose rows this realization did not read
+        parameters["excluded_batches"] = canonical_json.dumps(list(held)).decode()
+    return {
+        "splits": splits,
+        "sources": tuple(SourcePin(p.table, str(p.snapshot_id), p.tag, {"identifier": platform.tables.identifier(by_name[p.table])}) for p in pins),
+        "labels": LabelPin(definition.label.name, f"v{definition.label.version}") if definition.label is not None else None,
+        "observation_window": definition.observation_window.to_document(),
+        "population_filter": definition.population_filter.to_text() if definition.population_filter is not None else None,
+        "watermark": watermark.astimezone(dt.UTC).isoformat(),
+        "code": code or code_pin(),
+        "environment": environment or environment_pin(),
+        "runner_timezone": runner_timezone(),
+        "parameters": parameters,
+        "seed": definition.seed,
+    }
+
+
+def split_assignment(platform: Platform, definition: DatasetDefinition, examples: pa.Table) -> tuple[pa.Table, SplitsEntry]:
+    """The split assignment of ``examples`` (by the output contract's key), stored as a content-addressed object."""
+    key = example_id(definition.contract)
+    policy = definition.policy()
+    assignment = assign(examples.select(list(dict.fromkeys([key, definition.entity_column]))), policy).sort_by(key)
+    splits = SplitsEntry(
+        policy=policy.to_document(),
+        assignment_object=platform.store.put(parquet_bytes(assignment)),
+        assignment_hash=assignment_hash(assignment, key),
+        counts={s: int(pc.sum(pc.equal(assignment.column("split"), s)).as_py() or 0) for s in policy.names},
+    )
+    return assignment, splits
+
+
+@openlineage.emits(openlineage.realization_job, openlineage.realization_io)
+def build_realization(
+    platform: Platform, definition: DatasetDefinition, *, code: CodePin | None = None, environment: EnvironmentPin | None = None
+) -> RealizationBuild:
+    """Pin, read, assemble, split and publish one realization of ``definition`` (idempotent per pinned inputs).
+
+    ``code`` and ``environment`` default to the live checkout and interpreter; the
+    current environment's lockfile is stored as an object named by its hash.
+    """
+    registry, store, tables, actor = platform.registry, platform.store, platform.tables, platform.actor
+    if environment is None:
+        store.put(environment_lockfile())
+    inputs = inputs_of(platform.config, definition)
+    contract_doc = definition.contract.to_document()
+    registry.register_definition(definition.name, definition.version, contract=contract_doc, recipe=definition.recipe(), owner=definition.owner)
+    key, pins = pin_sources(tables, inputs)
+    # A privacy deletion raises the redaction generation; a rebuild after it is a new logical version.
+    generation = registry.redaction_generation()
+    key = f"{key}:g{generation}" if generation else key
+    # An operator's raw-batch quarantine: a rebuild reads none of its rows, and is a new logical version (docs/quarantine.md).
+    held = held_batches(platform, definition.sources)
+    key = f"{key}:q{canonical_json.sha256_hex(list(held))[:12]}" if held else key
+    request_id = f"{definition.name}:{definition.version}:{key}"
+    jobs = platform.settings.build_jobs  # DSV_BUILD_JOBS: partitions prepared at once (unset: one per core)
+    publisher = Publisher(registry, store, actor=actor, signer=signer_of(platform), gate=gatekeeper(platform), jobs=jobs)  # roles checked; signed
+    done = publisher.reconcile(request_id)
+    if done is not None:
+        return RealizationBuild(done.ref, load_manifest(registry, done), pins, True, ())
+    watermark = pinned_watermark(tables, inputs, {p.table: p for p in pins})
+    examples, population = assemble(tables, inputs, {p.table: p for p in pins}, watermark, exclude_batches=held)
+    if isinstance(store, EncryptingObjectStore):  # new realizations exclude deleted subjects
+        coordinator = PrivacyCoordinator(registry, store, actor=actor, config=platform.config)
+        examples = coordinator.exclusion_filter(realization_subjects(platform, definition))(examples)
+    assignment, splits = split_assignment(platform, definition, examples) if definition.split_policy is not None else (examples, None)
+    gates = _gates(definition, assignment, population)
+    if definition.derive or definition.aggregate is not None:  # values the recipe computed: Pandera checks them against the output contract
+        report = validate(examples, definition.contract)
+        gates.append(GateResult("rows_satisfy_contract", report.passed, dict(report.summary())))
+    gates += semantic_gates(platform, definition.name, definition.version, definition.contract, examples)  # docs/contracts.md
+    gates += integrity_gates(platform, definition, examples, pins)  # poisoning signals: docs/quarantine.md
+    request = BuildRequest(
+        dataset=definition.name,
+        version=definition.version,
+        contract=definition.contract,
+        request_id=request_id,
+        logical_key=key,
+        partitions=partitions_of(examples, definition.contract),
+        manifest_fields=_manifest_fields(platform, inputs, pins, splits, watermark, population, code=code, environment=environment, held=held),
+        gates=lambda manifest, parts: gates,
+        alias=ALIAS,
+    )
+    result = publisher.build(request)
+    # the publisher records the pinned_by / part_of edges the manifest implies (once, deduplicated)
+    return RealizationBuild(result.ref, result.manifest, pins, False, tuple(gates))
+
+
+def realization_subjects(platform: Platform, definition: DatasetDefinition) -> tuple[str, ...]:
+    """The subject columns of ``definition``'s output: its sources' entity columns present in the output contract."""
+    entities = [platform.config.sources[s].entity for s in definition.sources if s in platform.config.sources]
+    return tuple(dict.fromkeys(e for e in entities if e is not None and e in definition.contract.column_names))
+
+
+# ---------------------------------------------------------------- the split assignment of a published realization
+
+
+@dataclass(frozen=True)
+class SplitsCheck:
+    ref: str
+    assignment_hash: str
+    counts: Mapping[str, int]
+    policy: Mapping[str, object]
+    report: CheckReport
+
+
+def check_splits(platform: Platform, ref: str, definition: DatasetDefinition) -> SplitsCheck:
+    """Re-read ``ref``'s assignment object, confirm its hash against the manifest, and check entity disjointness."""
+    ds = open_dataset(platform, ref, actor=platform.actor)
+    splits = ds.manifest.splits
+    assignment = ds.split_assignment
+    if splits is None or assignment is None:
+        raise RealizationBuildError(f"{ref}: the manifest records no split assignment")
+    recomputed = assignment_hash(assignment, example_id(definition.contract))
+    if recomputed != splits.assignment_hash:
+        raise CorruptError(f"split assignment {splits.assignment_object} hashes to {recomputed}, the manifest says {splits.assignment_hash}", ref=ref)
+    disjoint = splits_are_entity_disjoint(assignment, definition.entity_column)
+    return SplitsCheck(ds.ref, recomputed, dict(splits.counts), splits.to_document()["policy"], disjoint)
+
+
+__all__ = [
+    "ALIAS",
+    "REPO",
+    "Pin",
+    "RealizationBuild",
+    "RealizationBuildError",
+    "SplitsCheck",
+    "build_realization",
+    "check_splits",
+    "code_pin",
+    "environment_lockfile",
+    "environment_pin",
+    "example_id",
+    "logical_key",
+    "realization_subjects",
+    "runner_timezone",
+]

@@ -1,0 +1,189 @@
+"""The inputs of a realization: code and environment pins, the pinned input tables, the watermark, the assembled examples.
+
+A definition reads its base source, its as-of-joined sources and, when it
+names one, its label version's table; each is pinned at its current snapshot
+and read as known at the watermark, then handed to
+:func:`dsv_platform.core.assembly.assembly.assemble_examples`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import hashlib
+import importlib.metadata
+import platform
+import subprocess
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
+from dsv_platform.adapters.iceberg.iceberg_values import RECORDED_AT
+from dsv_platform.core import canonical_json
+from dsv_platform.core.assembly.assembly import assemble_examples
+from dsv_platform.core.config.aggregation import ZoneOf
+from dsv_platform.core.config.dataset_definition import DatasetDefinition
+from dsv_platform.core.config.labels import LabelVersion
+from dsv_platform.core.config.platform_config import PlatformConfig
+from dsv_platform.core.config.source import SourceSpec, TableSpecLike
+from dsv_platform.core.config.timezones import zone
+from dsv_platform.core.contracts.contract import Contract
+from dsv_platform.core.errors import DsvError
+from dsv_platform.core.identity.hashing import partition_keys
+from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin
+from dsv_platform.services.ingest.canonical_load import label_table_spec
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+class RealizationBuildError(DsvError):
+    """A realization cannot be built (a source has no snapshot yet, an unknown source or label)."""
+
+
+@dataclass(frozen=True)
+class Pin:
+    table: str
+    snapshot_id: int
+    tag: str
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a definition reads: its sources by name and, if it has one, its label version."""
+
+    definition: DatasetDefinition
+    sources: Mapping[str, SourceSpec]
+    label: LabelVersion | None
+
+    @property
+    def tables(self) -> list[TableSpecLike]:
+        """Every input table: the sources in definition order, then the label table."""
+        specs: list[TableSpecLike] = [self.sources[s] for s in self.definition.sources]
+        return specs + ([label_table_spec(self.label)] if self.label is not None else [])
+
+
+def example_id(contract: Contract) -> str:
+    """The column identifying one example: the output contract's key (split assignments hash one id column)."""
+    if len(contract.key) != 1:
+        raise RealizationBuildError(f"{contract.name}: split assignments need a one-column key, the contract's key is {list(contract.key)}")
+    return contract.key[0]
+
+
+def inputs_of(config: PlatformConfig, definition: DatasetDefinition) -> Inputs:
+    """The sources and label ``definition`` reads, from the configuration."""
+    unknown = [s for s in definition.sources if s not in config.sources]
+    if unknown:
+        raise RealizationBuildError(f"{definition.ref}: unknown source(s) {unknown}; known: {sorted(config.sources)}")
+    label = None
+    if definition.label is not None:
+        try:
+            label = config.labels[definition.label.name][definition.label.version]
+        except KeyError:
+            raise RealizationBuildError(f"{definition.ref}: label {definition.label.name}:v{definition.label.version} is not registered") from None
+    return Inputs(definition, {s: config.sources[s] for s in definition.sources}, label)
+
+
+# ---------------------------------------------------------------- pins of code and environment
+
+
+@functools.cache
+def code_pin(repo: Path = REPO) -> CodePin:
+    """The checkout's commit and dirty flag; ``unknown`` (not dirty) when this is not a git checkout."""
+    try:
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return CodePin("unknown", False)
+        status = subprocess.run(["git", "--no-optional-locks", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return CodePin("unknown", False)
+    return CodePin(head.stdout.strip(), bool(status.stdout.strip()))
+
+
+@functools.cache
+def environment_lockfile() -> bytes:
+    """The installed distributions as sorted ``name==version`` lines (what ``pip freeze`` lists)."""
+    lines = sorted({f"{d.metadata['Name'].lower()}=={d.version}" for d in importlib.metadata.distributions() if d.metadata["Name"]})
+    return "\n".join(lines).encode()
+
+
+@functools.cache
+def environment_pin() -> EnvironmentPin:
+    """SHA-256 of :func:`environment_lockfile` (stored as an object under that digest, so a later audit can diff it)."""
+    return EnvironmentPin(hashlib.sha256(environment_lockfile()).hexdigest(), platform.python_version())
+
+
+def runner_timezone() -> str:
+    return dt.datetime.now().astimezone().tzname() or "unknown"
+
+
+# ---------------------------------------------------------------- pinning and reading the inputs
+
+
+def logical_key(definition: DatasetDefinition, snapshots: Mapping[str, int]) -> str:
+    return canonical_json.sha256_hex({"recipe": definition.recipe_hash, "schema": definition.contract.schema_hash, "snapshots": dict(snapshots)})[:20]
+
+
+def pin_sources(tables: CanonicalTables, inputs: Inputs) -> tuple[str, tuple[Pin, ...]]:
+    """Tag the current snapshot of every input table; returns the logical key and the pins."""
+    definition = inputs.definition
+    current: dict[str, int] = {}
+    for spec in inputs.tables:
+        sid = tables.current_snapshot_id(spec)
+        if sid is None:
+            raise RealizationBuildError(f"{definition.ref}: table {tables.identifier(spec)} has no snapshot yet; materialize it first")
+        current[spec.name] = sid
+    key = logical_key(definition, current)
+    tag = f"{definition.name}-{definition.version}-{key}"
+    pins = tuple(Pin(spec.name, p.snapshot_id, p.tag) for spec in inputs.tables for p in [tables.pin(spec, tag, snapshot_id=current[spec.name])])
+    return key, pins
+
+
+def pinned_watermark(tables: CanonicalTables, inputs: Inputs, pins: Mapping[str, Pin]) -> dt.datetime:
+    """The definition's fixed watermark, or the latest ``_recorded_at`` in the pinned snapshots."""
+    definition = inputs.definition
+    if definition.watermark.at is not None:
+        return definition.watermark.at
+    marks: list[dt.datetime] = []
+    for spec in inputs.tables:
+        hist = tables.read(spec, snapshot_id=pins[spec.name].snapshot_id, history=True)
+        if hist.num_rows:
+            marks.append(pc.max(hist.column(RECORDED_AT)).as_py())
+    if not marks:
+        raise RealizationBuildError(f"{definition.ref}: the pinned tables are empty")
+    return max(marks)
+
+
+def assemble(
+    tables: CanonicalTables,
+    inputs: Inputs,
+    pins: Mapping[str, Pin],
+    watermark: dt.datetime,
+    *,
+    zone_of: ZoneOf = zone,
+    exclude_batches: Collection[str] = (),
+) -> tuple[pa.Table, int]:
+    """The examples (contract columns, sorted by its key) and the population size before the label join.
+
+    ``zone_of`` gives the time zone rules of local-time windows and buckets (default: the pinned tzdata package);
+    ``exclude_batches``: quarantined raw batches whose rows are not read.
+    """
+    definition = inputs.definition
+
+    def read(spec: TableSpecLike) -> pa.Table:
+        return tables.read(spec, snapshot_id=pins[spec.name].snapshot_id, as_of=watermark, exclude_batches=exclude_batches)
+
+    base = read(inputs.sources[definition.base])
+    joined = {j.source: read(inputs.sources[j.source]) for j in definition.as_of_joins}
+    labels = read(label_table_spec(inputs.label)) if inputs.label is not None else None
+    label_key = inputs.label.key if inputs.label is not None else None
+    return assemble_examples(definition, base, joined, inputs.sources, labels, label_key=label_key, zone_of=zone_of)
+
+
+def partitions_of(table: pa.Table, contract: Contract) -> list[tuple[str, pa.Table]]:
+    """``[(<column>=<canonical text>, rows)]`` by the contract's ``partition_by`` (one ``all`` partition without it), as core.hashing keys them."""
+    keys = partition_keys(table, contract, contract.partition_by)
+    return [(key, table.filter(pc.equal(keys, key))) for key in sorted(pc.unique(keys).to_pylist())]

@@ -1,0 +1,99 @@
+"""The semantic publication gate: a contract's rules on a dataset build, against its baseline.
+
+The baseline is the contract's ``expectations.baseline`` reference, else the newest
+readable (PUBLISHED or ELIGIBLE) realization of the same definition, found through
+the registry before the new one is published. Each rule becomes one gate of the
+quality report; a failed ``block`` rule fails the build. Details: docs/contracts.md
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from dsv_platform.core.contracts.contract import Contract
+from dsv_platform.core.contracts.semantic import RuleResult
+from dsv_platform.core.contracts.semantic_rules import declared_rules, evaluate
+from dsv_platform.core.errors import ObjectStoreError, ResolutionError
+from dsv_platform.core.publication.gates import GateResult
+from dsv_platform.services.publication.datasets import open_dataset
+
+if TYPE_CHECKING:
+    from dsv_platform.bootstrap import Platform
+
+GATE_PREFIX = "semantic"
+
+
+def baseline_of(platform: Platform, name: str, version: str, contract: Contract) -> tuple[str | None, pa.Table | None]:
+    """``(ref, rows)`` of the baseline realization; ``(None, None)`` when there is none yet, ``(why, None)`` when the
+    previous publication cannot be read (a named baseline must resolve and read)."""
+    named = (contract.expectations or {}).get("baseline")
+    try:
+        ref = str(named) if named else platform.registry.resolve(name, version, actor=platform.actor).ref
+    except ResolutionError:  # none readable yet (or only redacted / expired ones): no baseline
+        if named:
+            raise
+        return None, None
+    try:
+        with open_dataset(platform, ref, actor=platform.actor) as ds:
+            return ds.ref, ds.to_arrow()
+    except ResolutionError as exc:  # the previous publication cannot be read (CORRUPT, REDACTED, ...): build without one, say why
+        if named:
+            raise
+        return f"none: {ref} is unreadable ({exc.kind.name})", None
+
+
+def gate_of(result: RuleResult, name: str) -> GateResult:
+    detail: dict[str, str | int | bool | None] = {
+        "family": result.family,
+        "rule": result.rule,
+        "column": result.column,
+        "severity": result.severity,
+        "observed": None if result.observed is None else str(result.observed),
+        "bound": result.bound,
+    }
+    return GateResult(name, result.passed, detail, blocking=result.blocking)
+
+
+def gates_of(results: tuple[RuleResult, ...], baseline_ref: str | None = None) -> list[GateResult]:
+    """One gate per rule, named ``semantic:<family>:<rule>:<column>`` (``#n`` when a name repeats)."""
+    gates: list[GateResult] = []
+    seen: dict[str, int] = {}
+    for r in results:
+        name = f"{GATE_PREFIX}:{r.family}:{r.rule}:{r.column or 'table'}"
+        seen[name] = seen.get(name, 0) + 1
+        gates.append(gate_of(r, name if seen[name] == 1 else f"{name}#{seen[name]}"))
+    if gates and any(r.family in ("drift", "volume") for r in results):
+        gates.append(GateResult(f"{GATE_PREFIX}:baseline", True, {"ref": baseline_ref or "none (first publication)"}, blocking=False))
+    return gates
+
+
+def semantic_gates(platform: Platform, name: str, version: str, contract: Contract, rows: pa.Table) -> list[GateResult]:
+    """The contract's semantic rules on ``rows`` as gates (empty when the contract declares none)."""
+    rules = declared_rules(contract)
+    if not rules:
+        return []
+    needs_baseline = any(r.family in ("drift", "volume") for r in rules)
+    baseline_ref, baseline = baseline_of(platform, name, version, contract) if needs_baseline else (None, None)
+    return gates_of(evaluate(rows, contract, baseline), baseline_ref)
+
+
+def stored_semantic_gates(platform: Platform, manifest_hash: str) -> list[GateResult]:
+    """The semantic gates of the quality report stored with a realization (a reused build reports them again)."""
+    return stored_gates(platform, manifest_hash, GATE_PREFIX)
+
+
+def stored_gates(platform: Platform, manifest_hash: str, prefix: str) -> list[GateResult]:
+    """The gates named ``<prefix>:...`` of the quality report stored with a realization (empty when it has none)."""
+    for edge in platform.registry.lineage_edges(node=("realization", manifest_hash)):
+        if edge.relation != "reports_on" or edge.src_kind != "quality_report":
+            continue
+        try:
+            doc = json.loads(platform.store.get(edge.src_id))
+        except ObjectStoreError:
+            return []
+        gates = [g for g in doc.get("gates", []) if str(g.get("name", "")).startswith(f"{prefix}:")]
+        return [GateResult(g["name"], bool(g["passed"]), dict(g.get("detail", {})), blocking=bool(g.get("blocking", True))) for g in gates]
+    return []

@@ -1,0 +1,125 @@
+"""Observability per dataset definition: freshness, publication lag, build health, consumption.
+
+- usable freshness: age of the newest readable realization whose quality
+  report passed every gate (blocking and warning);
+- publication lag: its publication time minus its watermark (source event time);
+- build health: rows, bytes, retries (attempts beyond the first for the same
+  logical key), gate failures (FAILED candidates), time per stage (staging ->
+  sealed -> published, from the registry's events);
+- consumption: readers and reads per version, failed reads by kind;
+- approval: the usable realization's state (PUBLISHED or ELIGIBLE) and who approved it why.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from dsv_platform.adapters.objects.object_store import ObjectStore
+from dsv_platform.adapters.registry.quarantine import QuarantineRecords
+from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.core.config.dataset_definition import DatasetDefinition
+from dsv_platform.core.errors import ObjectStoreError
+from dsv_platform.core.publication.manifest import Manifest
+from dsv_platform.core.publication.records import Realization
+from dsv_platform.core.publication.states import RealizationState, is_readable
+from dsv_platform.services.publication.approval import approval_metadata
+
+if TYPE_CHECKING:
+    from dsv_platform.bootstrap import Platform
+
+
+@dataclass(frozen=True)
+class DefinitionStatus:
+    ref: str
+    usable_ref: str | None
+    freshness_seconds: float | None
+    publication_lag_seconds: float | None
+    rows: int
+    bytes: int
+    attempts: int
+    retries: int
+    gate_failures: int
+    stage_seconds: dict[str, float]
+    consumption: dict[str, dict[str, Any]]
+    approval: dict[str, str | None] | None = None
+    """The usable realization's ``state`` (PUBLISHED, ELIGIBLE) and its approval (services/publication/approval.py)."""
+    quarantined: tuple[dict[str, Any], ...] = ()
+    """Its QUARANTINED realizations: ref, and the quarantine holding it (id, of what, by whom, why, state); docs/quarantine.md."""
+
+    def to_document(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _gates_all_passed(registry: Registry, store: ObjectStore, manifest_hash: str) -> bool:
+    for e in registry.lineage_edges(node=("realization", manifest_hash)):
+        if e.relation != "reports_on" or e.src_kind != "quality_report":
+            continue
+        try:
+            doc = json.loads(store.get(e.src_id))
+        except ObjectStoreError:
+            return bool(e.attributes.get("passed"))
+        return all(bool(g.get("passed")) for g in doc.get("gates", []))
+    return False
+
+
+def _stages(registry: Registry, r: Realization) -> dict[str, float]:
+    at = {ev.to_state: ev.at for ev in registry.events(r.id)}
+    out = {}
+    sealed, published = at.get(RealizationState.SEALED), at.get(RealizationState.PUBLISHED) or r.published_at
+    if sealed is not None:
+        out["build_and_seal"] = (sealed - r.created_at).total_seconds()
+        if published is not None:
+            out["gates_and_publish"] = (published - sealed).total_seconds()
+    return out
+
+
+def definition_status(registry: Registry, store: ObjectStore, definition: DatasetDefinition, *, now: dt.datetime) -> DefinitionStatus:
+    every = [r for r in registry.versions(definition.name, include_candidates=True) if r.version == definition.version]
+    usable = next((r for r in every if is_readable(r.state) and r.manifest_hash and _gates_all_passed(registry, store, r.manifest_hash)), None)
+    consumption = registry.consumption_summary()
+    versions = {r.human_version or r.manifest_hash or str(r.id): consumption[r.manifest_hash] for r in every if r.manifest_hash in consumption}
+    if usable is None:
+        return DefinitionStatus(definition.ref, None, None, None, 0, 0, len(every), 0, sum(r.state is RealizationState.FAILED for r in every), {}, versions)
+    manifest = Manifest.from_json(registry.get_manifest(usable.manifest_hash or ""))
+    published = usable.published_at or usable.state_changed_at
+    lag = (published - dt.datetime.fromisoformat(manifest.watermark)).total_seconds() if manifest.watermark else None
+    same_key = [r for r in every if r.logical_key == usable.logical_key]
+    return DefinitionStatus(
+        ref=definition.ref,
+        usable_ref=usable.ref,
+        freshness_seconds=(now - published).total_seconds(),
+        publication_lag_seconds=lag,
+        rows=manifest.rows,
+        bytes=sum(p.bytes for p in manifest.partitions),
+        attempts=len(every),
+        retries=len(same_key) - 1,
+        gate_failures=sum(r.state is RealizationState.FAILED for r in every),
+        stage_seconds=_stages(registry, usable),
+        consumption=versions,
+        approval=approval_metadata(registry, usable),
+    )
+
+
+def platform_status(platform: Platform, *, now: dt.datetime | None = None) -> list[DefinitionStatus]:
+    """The status of every configured dataset definition."""
+    registry = platform.registry
+    store = platform.store
+    when = now or dt.datetime.now(dt.UTC)
+    statuses = [definition_status(registry, store, d, now=when) for d in platform.config.datasets]
+    return [replace(s, quarantined=_quarantined(registry, s.ref)) for s in statuses]
+
+
+def _quarantined(registry: Registry, ref: str) -> tuple[dict[str, Any], ...]:
+    """The QUARANTINED realizations of the definition ``ref`` with the active quarantine holding each (none: the integrity scan's)."""
+    name, _, version = ref.partition(":")
+    held = QuarantineRecords(registry.engine).records(active_only=True)
+    out = []
+    for r in registry.versions(name, include_candidates=True):
+        if r.version == version and r.state is RealizationState.QUARANTINED and r.manifest_hash:
+            record = next((q for q in reversed(held) if q.covers(r.manifest_hash)), None)
+            keep = ("id", "ref", "created_by", "reason", "state")
+            out.append({"ref": r.ref, "quarantine": None if record is None else {k: record.to_document()[k] for k in keep}})
+    return tuple(out)

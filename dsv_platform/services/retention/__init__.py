@@ -1,0 +1,1 @@
+"""Retention: garbage collection against the backends and the integrity scan."""

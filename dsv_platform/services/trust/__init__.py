@@ -1,0 +1,1 @@
+"""Trust: who runs a command, what it may do, the audit log, access at resolution and signed manifests."""

@@ -1,0 +1,303 @@
+"""Who runs a command, what it may do, and the audit log (docs/trust.md).
+
+:func:`current_identity` is the identity ``DSV_IDENTITY`` names (unset: the
+home's bootstrap ``admin``), proven by holding its Ed25519 private key in the
+key folder. :func:`require` returns the grant allowing a role, or raises
+AccessDeniedError naming identity, role and scope. :func:`audit` appends one
+hash-chained entry. A strict home (``DSV_STRICT=1`` or a ``STRICT`` file in the
+home) bootstraps nobody: every action needs an explicit grant.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import tempfile
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from dsv_platform.adapters.registry.trust import TrustRecords
+from dsv_platform.bootstrap import Platform
+from dsv_platform.core.errors import AccessDeniedError, ConfigurationError, FileAccessError
+from dsv_platform.core.trust.trust import Grant, Role, describe_request, grant_covers
+
+ADMIN = "admin"
+"""The identity a non-strict home bootstraps on first use, holding every role."""
+BOOTSTRAP = "bootstrap"
+"""The identity recorded for the bootstrap's own grants in the audit log."""
+STRICT_MARKER = "STRICT"
+_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+_identities: weakref.WeakKeyDictionary[Platform, Identity] = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class Identity:
+    name: str
+    public_key: bytes
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.public_key)
+
+
+def fingerprint(public_key: bytes) -> str:
+    return f"ed25519:sha256:{hashlib.sha256(public_key).hexdigest()[:32]}"
+
+
+def check_identity_name(name: str) -> str:
+    if not _NAME.match(name):
+        raise ConfigurationError(f"identity name {name!r}: use 1-64 of a-z 0-9 _ . - starting with a letter")
+    return name
+
+
+def records(platform: Platform) -> TrustRecords:
+    return TrustRecords.of(platform.registry)
+
+
+class HomeSettings(Protocol):
+    """What strictness is read from: the platform's settings (services never import settings.py)."""
+
+    @property
+    def strict(self) -> bool: ...
+
+    @property
+    def home(self) -> Path: ...
+
+
+def is_strict(where: Platform | HomeSettings) -> bool:
+    """``DSV_STRICT=1`` or a ``STRICT`` marker file in the home (``dsv init --strict``); of a platform or its settings."""
+    settings = where.settings if isinstance(where, Platform) else where
+    return settings.strict or (settings.home / STRICT_MARKER).exists()
+
+
+# ---------------------------------------------------------------- keys
+
+
+def key_path(platform: Platform, name: str) -> Path:
+    return platform.settings.identity_key_dir / f"{check_identity_name(name)}.key"
+
+
+def _raw_public(key: Ed25519PrivateKey) -> bytes:
+    return key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def _write_new_key(path: Path) -> None:
+    """A fresh private key at ``path`` (mode 0600), written aside then linked: never a half-written key, never an overwrite."""
+    pem = Ed25519PrivateKey.generate().private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".key-")
+        try:
+            os.fchmod(fd, 0o600)
+            os.write(fd, pem)
+            os.fsync(fd)
+            os.close(fd)
+            with contextlib.suppress(FileExistsError):  # another process created it first: theirs is the key
+                os.link(tmp, path)
+        finally:
+            os.unlink(tmp)
+    except OSError as exc:
+        raise FileAccessError(f"identity key {path}: cannot write ({exc.strerror})") from exc
+
+
+def load_private_key(platform: Platform, name: str) -> Ed25519PrivateKey:
+    """The private key of ``name`` from the key folder; a missing or unreadable key is ACCESS_DENIED naming the file."""
+    path = key_path(platform, name)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise AccessDeniedError(f"identity {name!r}: no private key at {path} (DSV_KEY_DIR); this process cannot act as {name!r}") from None
+    except OSError as exc:
+        raise FileAccessError(f"identity key {path}: cannot read ({exc.strerror})") from exc
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
+    except ValueError as exc:
+        raise AccessDeniedError(f"identity {name!r}: {path} is not a PEM Ed25519 private key") from exc
+    if not isinstance(key, Ed25519PrivateKey):
+        raise AccessDeniedError(f"identity {name!r}: {path} is not an Ed25519 private key")
+    return key
+
+
+# ---------------------------------------------------------------- identities
+
+
+def create_identity(platform: Platform, name: str, *, by: str) -> tuple[Identity, bool]:
+    """A key pair for ``name`` (private key in the key folder, public key in the registry); False when it existed with this key."""
+    path = key_path(platform, name)
+    existing = records(platform).get_identity(name)
+    if existing is not None and not path.exists():
+        raise ConfigurationError(f"identity {name!r} already exists (fingerprint {existing.fingerprint}); its private key is not in {path.parent}")
+    if not path.exists():
+        _write_new_key(path)
+    public = _raw_public(load_private_key(platform, name))
+    record, created = records(platform).add_identity(name, public.hex(), fingerprint(public), created_by=by)
+    if record.public_key != public.hex():
+        raise AccessDeniedError(f"identity {name!r}: the private key at {path} does not match the public key in the registry ({record.fingerprint})")
+    return Identity(name, public), created
+
+
+def _bootstrap(platform: Platform, name: str) -> Identity:
+    """A non-strict home's first use: ``name`` gets a key pair and every role (grants audited as the bootstrap)."""
+    identity, _ = create_identity(platform, name, by=BOOTSTRAP)
+    trust = records(platform)
+    for role in Role:
+        trust.change_grant(Grant(name, role), add=True, by=BOOTSTRAP, reason="bootstrap of a non-strict home")
+    return identity
+
+
+def current_identity(platform: Platform) -> Identity:
+    """The identity this platform acts as, proven by its private key; cached per platform."""
+    cached = _identities.get(platform)
+    if cached is not None:
+        return cached
+    strict = is_strict(platform)
+    name = platform.settings.identity or (None if strict else ADMIN)
+    if name is None:
+        raise AccessDeniedError("a strict home needs an identity: set DSV_IDENTITY (docs/trust.md)")
+    record = records(platform).get_identity(check_identity_name(name))
+    if record is None:
+        if strict or name != ADMIN:
+            raise AccessDeniedError(f"identity {name!r} is not registered (dsv identity create {name})")
+        identity = _bootstrap(platform, name)
+    else:
+        public = _raw_public(load_private_key(platform, name))
+        if public.hex() != record.public_key:
+            raise AccessDeniedError(
+                f"identity {name!r}: the private key at {key_path(platform, name)} does not match the registered public key ({record.fingerprint})"
+            )
+        identity = Identity(name, public)
+    _identities[platform] = identity
+    return identity
+
+
+def ensure_service_identity(platform: Platform, *, default: str) -> Identity:
+    """The Dagster resource's identity: a non-strict home provisions the ``default`` service identity with every role on first use.
+
+    Any other name must have been created (``dsv identity create``); a strict home provisions nothing.
+    """
+    name = platform.settings.identity or ADMIN
+    if name == default and not is_strict(platform) and records(platform).get_identity(name) is None:
+        _bootstrap(platform, name)
+    return current_identity(platform)
+
+
+# ---------------------------------------------------------------- grants
+
+
+def grants_of(platform: Platform, identity: str) -> list[Grant]:
+    return records(platform).grants(identity)
+
+
+def require(
+    platform: Platform,
+    role: Role,
+    *,
+    definition: str | None = None,
+    source: str | None = None,
+    purpose: str | None = None,
+    identity: str | None = None,
+) -> Grant:
+    """The grant that lets ``identity`` (default: the current one) act as ``role`` here, or AccessDeniedError naming identity, role, scope."""
+    name = identity or current_identity(platform).name
+    for grant in records(platform).grants(name):
+        if grant_covers(grant, role, definition=definition, source=source, purpose=purpose):
+            return grant
+    detail: dict[str, object] = {"identity": name, "role": role.value, "definition": definition, "source": source, "purpose": purpose}
+    raise AccessDeniedError(describe_request(name, role, definition=definition, source=source, purpose=purpose), ref=definition, detail=detail)
+
+
+def change_grant(platform: Platform, grant: Grant, *, add: bool, reason: str | None = None) -> bool:
+    """Add or remove a grant as the current identity, which must hold ``operator``; audited in the same transaction."""
+    who = current_identity(platform).name
+    require(platform, Role.OPERATOR, identity=who)
+    if records(platform).get_identity(grant.identity) is None:
+        raise ConfigurationError(f"identity {grant.identity!r} is not registered (dsv identity create {grant.identity})")
+    return records(platform).change_grant(grant, add=add, by=who, reason=reason)
+
+
+def record_builder(platform: Platform, realization_id: int, identity: str | None = None) -> None:
+    records(platform).record_builder(realization_id, identity or current_identity(platform).name)
+
+
+def builder_of(platform: Platform, realization_id: int) -> str | None:
+    return records(platform).builder_of(realization_id)
+
+
+# ---------------------------------------------------------------- signing
+
+
+def sign_bytes(platform: Platform, data: bytes, identity: str | None = None) -> bytes:
+    """An Ed25519 signature of ``data`` with the private key of ``identity`` (default: the current identity)."""
+    name = identity or current_identity(platform).name
+    return load_private_key(platform, name).sign(data)
+
+
+def public_key_of(platform: Platform, identity: str) -> bytes | None:
+    """The registered raw Ed25519 public key of ``identity``, or None."""
+    record = records(platform).get_identity(identity)
+    return None if record is None else bytes.fromhex(record.public_key)
+
+
+def verify_signature(public_key: bytes, signature: bytes, data: bytes) -> bool:
+    try:
+        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, data)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- audit
+
+
+def audit(
+    platform: Platform, action: str, target: str, *, reason: str | None = None, identity: str | None = None, detail: Mapping[str, Any] | None = None
+) -> int:
+    """Append one hash-chained audit entry; returns its sequence number.
+
+    Callers pass opaque references, never direct identifiers; ``detail`` must be canonical JSON (no floats).
+    """
+    who = identity or current_identity(platform).name
+    return records(platform).audit(identity=who, action=action, target=target, reason=reason, detail=detail)
+
+
+@dataclass(frozen=True)
+class Gatekeeper:
+    """The trust checks of one platform, for services that receive only a registry (the Publisher, approval)."""
+
+    platform: Platform
+
+    @property
+    def identity(self) -> str:
+        return current_identity(self.platform).name
+
+    def require(self, role: Role, *, definition: str | None = None, source: str | None = None, purpose: str | None = None) -> Grant:
+        return require(self.platform, role, definition=definition, source=source, purpose=purpose)
+
+    def record_builder(self, realization_id: int) -> None:
+        record_builder(self.platform, realization_id)
+
+    def audit(self, action: str, target: str, *, reason: str | None = None, detail: Mapping[str, Any] | None = None) -> int:
+        return audit(self.platform, action, target, reason=reason, detail=detail)
+
+
+def gatekeeper(platform: Platform) -> Gatekeeper:
+    return Gatekeeper(platform)
+
+
+def mark_strict(platform: Platform) -> None:
+    """Write the home's ``STRICT`` marker (``dsv init --strict``); a strict home stays strict."""
+    settings = platform.settings
+    try:
+        settings.home.mkdir(parents=True, exist_ok=True)
+        (settings.home / STRICT_MARKER).write_text("every action needs an explicit grant (docs/trust.md)\n")
+    except OSError as exc:
+        raise FileAccessError(f"{settings.home / STRICT_MARKER}: cannot write ({exc.strerror})") from exc
