@@ -79,6 +79,20 @@ class Settings:
         )
 
 
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
+
+
+def _flag(name: str, text: str) -> bool:
+    """A boolean variable: 1/true/yes/on or 0/false/no/off (or unset); anything else is a ConfigurationError naming it."""
+    value = text.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigurationError(f"{name}={text!r}: must be one of 1, true, yes, on (strict) or 0, false, no, off (not strict)")
+
+
 def _jobs(text: str) -> int | None:
     """``DSV_BUILD_JOBS``: a whole number >= 1, or unset/empty (None: one per core)."""
     if not text.strip():
@@ -120,7 +134,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         actor=env.get("DSV_IDENTITY") or env.get("DSV_ACTOR") or env.get("USER") or "unknown",
         identity=env.get("DSV_IDENTITY") or None,
         key_dir=Path(env["DSV_KEY_DIR"]).resolve() if env.get("DSV_KEY_DIR") else None,
-        strict=env.get("DSV_STRICT", "").strip().lower() in ("1", "true", "yes"),
+        strict=_flag("DSV_STRICT", env.get("DSV_STRICT", "")),
         config_dir=Path(env.get("DSV_CONFIG_DIR") or DEFAULT_CONFIG_DIR).resolve(),
         dagster_home=Path(env.get("DAGSTER_HOME") or defaults["dagster_home"]).resolve(),  # type: ignore[arg-type]
         openlineage=openlineage_configured(env),

@@ -56,7 +56,7 @@ def build_drop_folder_sensor(job: Any, sources: Mapping[str, SourceSpec], partit
     )
     def drop_folder_sensor(context: dg.SensorEvaluationContext, platform: PlatformResource) -> dg.SensorResult:
         seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-        folder = Path(platform.drop_folder)
+        folder = platform.settings().drop_folder
         requests, skipped = [], []
         outside = []
         for path in sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []:

@@ -131,7 +131,7 @@ def build_raw_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition) -> dg
         zone = p.landing
         zone.writer = trust.require(p, Role.SOURCE_WRITER, source=spec.name).identity  # recorded per landed batch (docs/trust.md)
         skipped: list[str] = []
-        files = batch_files(spec, config, Path(platform.drop_folder), days, skipped)
+        files = batch_files(spec, config, platform.settings().drop_folder, days, skipped)
         landed = openlineage.landing(p, spec, files, lambda: land_files(zone, spec, files, config))
         for reason in skipped:
             context.log.warning(f"not landed: {reason}")

@@ -163,16 +163,16 @@ def test_a_tampered_envelope_is_refused(world: World, published: Realization) ->
         open_dataset(world.platform, ref_of(forged))
 
 
-def test_an_unsigned_realization_is_refused_in_a_strict_home(world: World, published: Realization) -> None:
+def test_an_unsigned_realization_is_refused_in_a_strict_home(tmp_path: Path) -> None:
+    own = World.create(tmp_path, days=1)  # a registry of its own: strictness, once recorded in a registry, is never lifted
+    published = own.registry.resolve_ref(own.build().ref)
     legacy = dataclasses.replace(published, id=-1, published_at=dt.datetime(2000, 1, 1, tzinfo=dt.UTC))  # no signature row
-    assert signing.check_signature(world.platform, legacy).trusted, "published before signing began: allowed with a warning"
-    marker = world.settings.home / trust.STRICT_MARKER
-    marker.touch()
-    try:
-        status = signing.check_signature(world.platform, legacy)
-    finally:
-        marker.unlink()
+    assert signing.check_signature(own.platform, legacy).trusted, "published before signing began: allowed with a warning"
+    (own.settings.home / trust.STRICT_MARKER).touch()
+    status = signing.check_signature(own.platform, legacy)
     assert (status.status, status.trusted) == ("missing", False) and "strict home" in status.reason
+    (own.settings.home / trust.STRICT_MARKER).unlink()
+    assert not signing.check_signature(own.platform, legacy).trusted, "the registry stays strict without the marker"
 
 
 def test_dsv_verify_names_builder_publisher_approver_and_the_signature(world: World, published: Realization) -> None:

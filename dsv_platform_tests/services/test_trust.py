@@ -93,6 +93,7 @@ def test_a_strict_home_bootstraps_nobody(tmp_path: Path) -> None:
 
 def test_grant_scopes(tmp_path: Path) -> None:
     with build_platform(settings_for(tmp_path)) as p:
+        trust.current_identity(p)  # the registry's first identity is its bootstrap admin (as `dsv identity create` does first)
         trust.create_identity(p, "writer", by="admin")
         for grant in (
             Grant("writer", Role.SOURCE_WRITER, source="transactions"),

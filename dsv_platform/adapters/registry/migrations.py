@@ -145,6 +145,11 @@ def _v10(conn: Connection) -> None:
     _append_only(conn, "signatures")
 
 
+def _v11(conn: Connection) -> None:
+    st.registry_properties.create(conn)
+    _append_only(conn, "registry_properties")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "definitions, realizations, events, manifests, publication claims, aliases", _v1),
     Migration(2, "reader ACL, redaction generation; lineage, retention, consumption, redaction, reproduction tables", _v2),
@@ -155,6 +160,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "trust: identities and public keys, grants, hash-chained audit log, realization builders", _v7),
     Migration(8, "operator quarantines of realizations and raw batches with evidence and affected descendants; two-person releases", _v8),
     Migration(10, "signed realization statements: DSSE envelope object, signer, key id per published realization", _v10),
+    Migration(11, "registry properties recorded once: strictness and the bootstrap identity", _v11),
 )
 LATEST = max(m.version for m in MIGRATIONS)  # numbers are reserved per issue: the newest is not always the last one written
 

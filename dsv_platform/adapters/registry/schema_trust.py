@@ -52,6 +52,15 @@ audit_log = Table(  # append-only (triggers refuse UPDATE and DELETE); entry_has
     Index("ix_audit_log_target", "target"),
 )
 
+registry_properties = Table(  # append-only (migration 11): properties of the registry itself, recorded once (strictness, bootstrap)
+    "registry_properties",
+    metadata,
+    Column("name", NAME, primary_key=True),
+    Column("value", Text, nullable=False),
+    Column("recorded_by", NAME, nullable=False),
+    Column("recorded_at", UtcDateTime, nullable=False),
+)
+
 realization_builders = Table(  # who built a realization (the approver check: nobody approves what it built)
     "realization_builders",
     metadata,

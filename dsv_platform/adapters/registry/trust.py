@@ -24,6 +24,10 @@ from dsv_platform.core import canonical_json
 from dsv_platform.core.trust.trust import GENESIS_HASH, Grant, audit_entry_hash, parse_role
 
 _PG_AUDIT_LOCK_ID = 0x64737661  # "dsva"
+STRICT_PROPERTY = "strict"
+"""Registry property: ``1`` once any process of a strict home has opened the registry; never unset (docs/trust.md)."""
+BOOTSTRAP_PROPERTY = "bootstrap"
+"""Registry property: the identity the registry's one bootstrap minted."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,49 @@ class TrustRecords(RegistryTransactions):
         record = self.get_identity(name)
         assert record is not None
         return record, created
+
+    def bootstrap_identity(self, name: str, public_key: str, fingerprint: str, *, by: str) -> bool:
+        """Record the registry's first identity, only while it has none and is not strict (one write transaction); whether it did.
+
+        The bootstrap is recorded once, as the registry property ``bootstrap``: a second home on the same registry bootstraps nobody.
+        """
+
+        def work(conn: Connection) -> bool:
+            if conn.dialect.name == "postgresql":
+                conn.execute(select(func.pg_advisory_xact_lock(_PG_AUDIT_LOCK_ID)))
+            t, p = st.identities, st.registry_properties
+            if conn.execute(select(t.c.name).limit(1)).first() is not None:
+                return False
+            if conn.execute(select(p.c.value).where(p.c.name == STRICT_PROPERTY)).scalar() == "1":
+                return False
+            now = self._now()
+            conn.execute(insert(t).values(name=name, public_key=public_key, fingerprint=fingerprint, created_by=by, created_at=now))
+            conn.execute(insert(p).values(name=BOOTSTRAP_PROPERTY, value=name, recorded_by=by, recorded_at=now))
+            return True
+
+        return self._retrying(work)
+
+    # ------------------------------------------------------------ registry properties
+
+    def registry_property(self, name: str) -> str | None:
+        """A property of the registry itself (``strict``, ``bootstrap``), or None when never recorded."""
+        t = st.registry_properties
+        with self._read() as conn:
+            value = conn.execute(select(t.c.value).where(t.c.name == name)).scalar()
+        return None if value is None else str(value)
+
+    def record_property(self, name: str, value: str, *, by: str) -> str:
+        """Record ``name`` once; returns the stored value (an existing one is kept: the table is append-only)."""
+
+        def work(conn: Connection) -> str:
+            t = st.registry_properties
+            stored = conn.execute(select(t.c.value).where(t.c.name == name)).scalar()
+            if stored is not None:
+                return str(stored)
+            conn.execute(insert(t).values(name=name, value=value, recorded_by=by, recorded_at=self._now()))
+            return value
+
+        return self._retrying(work)
 
     # ------------------------------------------------------------ grants
 

@@ -5,7 +5,9 @@ home's bootstrap ``admin``), proven by holding its Ed25519 private key in the
 key folder. :func:`require` returns the grant allowing a role, or raises
 AccessDeniedError naming identity, role and scope. :func:`audit` appends one
 hash-chained entry. A strict home (``DSV_STRICT=1`` or a ``STRICT`` file in the
-home) bootstraps nobody: every action needs an explicit grant.
+home) makes its registry strict, once and for good: a strict registry bootstraps
+nobody, and every action needs an explicit grant. A non-strict registry
+bootstraps only its first identity; a fresh home on it mints nobody.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from dsv_platform.adapters.registry.trust import TrustRecords
+from dsv_platform.adapters.registry.trust import STRICT_PROPERTY, TrustRecords
 from dsv_platform.bootstrap import Platform
 from dsv_platform.core.errors import AccessDeniedError, ConfigurationError, FileAccessError
 from dsv_platform.core.trust.trust import Grant, Role, describe_request, grant_covers
@@ -74,9 +76,21 @@ class HomeSettings(Protocol):
 
 
 def is_strict(where: Platform | HomeSettings) -> bool:
-    """``DSV_STRICT=1`` or a ``STRICT`` marker file in the home (``dsv init --strict``); of a platform or its settings."""
+    """Strict: ``DSV_STRICT=1``, a ``STRICT`` marker in the home (``dsv init --strict``), or, of a platform, a strict registry.
+
+    Strictness is a property of the registry, recorded once: a platform whose home says strict records it, and every
+    later process on that registry is strict whatever its own home or environment says.
+    """
     settings = where.settings if isinstance(where, Platform) else where
-    return settings.strict or (settings.home / STRICT_MARKER).exists()
+    home_strict = settings.strict or (settings.home / STRICT_MARKER).exists()
+    if not isinstance(where, Platform):
+        return home_strict
+    trust = records(where)
+    if trust.registry_property(STRICT_PROPERTY) == "1":
+        return True
+    if home_strict:
+        trust.record_property(STRICT_PROPERTY, "1", by=where.settings.identity or BOOTSTRAP)
+    return home_strict
 
 
 # ---------------------------------------------------------------- keys
@@ -146,12 +160,52 @@ def create_identity(platform: Platform, name: str, *, by: str) -> tuple[Identity
 
 
 def _bootstrap(platform: Platform, name: str) -> Identity:
-    """A non-strict home's first use: ``name`` gets a key pair and every role (grants audited as the bootstrap)."""
-    identity, _ = create_identity(platform, name, by=BOOTSTRAP)
+    """A built-in identity (``admin``, the Dagster service's) of a non-strict registry, with every role.
+
+    Only the registry's first identity is minted by the bootstrap (grants audited as ``bootstrap``). Once the
+    registry has an identity, a built-in one is provisioned only by a process that proves it holds the private key
+    of a registered ``operator`` (audited as that identity): a fresh home on the registry mints nobody.
+    """
     trust = records(platform)
+    path = key_path(platform, name)
+    wrote = not path.exists()
+    if wrote:
+        _write_new_key(path)
+    public = _raw_public(load_private_key(platform, name))
+    if trust.bootstrap_identity(name, public.hex(), fingerprint(public), by=BOOTSTRAP):
+        for role in Role:
+            trust.change_grant(Grant(name, role), add=True, by=BOOTSTRAP, reason="bootstrap of a non-strict registry")
+        return Identity(name, public)
+    holder = _operator_holder(platform, exclude=name)
+    if holder is None:
+        if wrote:
+            path.unlink(missing_ok=True)
+        raise AccessDeniedError(
+            f"identity {name!r} is not registered, and this registry bootstraps nobody (it has identities, or is strict): "
+            f"an operator creates it (dsv identity create {name})"
+        )
+    identity, _ = create_identity(platform, name, by=holder)
     for role in Role:
-        trust.change_grant(Grant(name, role), add=True, by=BOOTSTRAP, reason="bootstrap of a non-strict home")
+        trust.change_grant(Grant(name, role), add=True, by=holder, reason=f"built-in identity of a non-strict registry, provisioned by {holder}")
     return identity
+
+
+def _operator_holder(platform: Platform, *, exclude: str) -> str | None:
+    """A registered identity holding an unscoped ``operator`` grant whose private key this process holds, or None."""
+    trust = records(platform)
+    for record in trust.identities():
+        path = key_path(platform, record.name)
+        if record.name == exclude or not path.is_file():
+            continue
+        if not any(g.role is Role.OPERATOR and g.definition is None and g.source is None for g in trust.grants(record.name)):
+            continue
+        try:
+            held = _raw_public(load_private_key(platform, record.name)).hex()
+        except AccessDeniedError:
+            continue
+        if held == record.public_key:
+            return record.name
+    return None
 
 
 def current_identity(platform: Platform) -> Identity:
@@ -301,3 +355,4 @@ def mark_strict(platform: Platform) -> None:
         (settings.home / STRICT_MARKER).write_text("every action needs an explicit grant (docs/trust.md)\n")
     except OSError as exc:
         raise FileAccessError(f"{settings.home / STRICT_MARKER}: cannot write ({exc.strerror})") from exc
+    records(platform).record_property(STRICT_PROPERTY, "1", by=settings.identity or BOOTSTRAP)  # the registry stays strict too
