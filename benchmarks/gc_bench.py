@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from dsv_platform.adapters.registry import Registry
 from dsv_platform.adapters.registry import lineage as reg_lineage
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.retention.gc import GcPolicy, StoredObject, plan_gc
 from dsv_platform.services.retention import gc as gc_adapter
 

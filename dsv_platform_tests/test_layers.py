@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,80 @@ def test_layers_only_settings_reads_the_environment() -> None:
         if "os.environ" in text or "os.getenv" in text or "getenv(" in text:
             readers.append(str(path.relative_to(PACKAGE.parent)))
     assert readers == []
+
+
+# ---------------------------------------------------------------- capability packages (docs/architecture.md)
+
+CAPABILITY_LAYERS = ("core", "adapters", "services")
+ROOT_MODULES = {"core": {"errors", "canonical_json", "config_yaml"}, "adapters": set(), "services": set()}
+"""The only modules a layer keeps at its root, below every capability package: the shared vocabulary."""
+
+
+def _capability(module: str) -> str | None:
+    """``core.identity`` for ``dsv_platform.core.identity.hashing``; None outside a capability package (a root module, another layer)."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[0] != "dsv_platform" or parts[1] not in CAPABILITY_LAYERS or parts[2] in ROOT_MODULES[parts[1]]:
+        return None
+    return f"{parts[1]}.{parts[2]}"
+
+
+def _capability_edges() -> dict[str, dict[str, str]]:
+    """package -> {package it imports: one file:line that does} over every import, TYPE_CHECKING and function-local ones included."""
+    edges: dict[str, dict[str, str]] = {}
+    for layer in CAPABILITY_LAYERS:
+        for path in sorted((PACKAGE / layer).rglob("*.py")):
+            source = _capability(".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts))
+            if source is None:
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            for node in ast.walk(tree):
+                names: list[str] = []
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+                for name in names:
+                    target = _capability(name)
+                    if target is not None and target != source:
+                        edges.setdefault(source, {}).setdefault(target, f"{_rel(path)}:{node.lineno}")
+    return edges
+
+
+def _cycle(edges: dict[str, dict[str, str]]) -> list[str]:
+    """One import cycle among the packages as ``a -> b (file:line)`` steps, or [] when the graph is acyclic."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(edges.get(node, {})):
+            if state.get(target) == 1:
+                ring = [*path[path.index(target) :], target]
+                return [f"{a} -> {b} ({edges[a][b]})" for a, b in itertools.pairwise(ring)]
+            if target not in state and (found := visit(target)):
+                return found
+        path.pop()
+        state[node] = 2
+        return []
+
+    for start in sorted(edges):
+        if start not in state and (found := visit(start)):
+            return found
+    return []
+
+
+def test_capability_packages_import_each_other_without_cycles() -> None:
+    assert _cycle(_capability_edges()) == []
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert _cycle({"core.a": {"core.b": "x.py:1"}, "core.b": {"core.a": "y.py:2"}}) == ["core.a -> core.b (x.py:1)", "core.b -> core.a (y.py:2)"]
+    assert _cycle({"core.a": {"core.b": "x.py:1"}}) == []
+
+
+@pytest.mark.parametrize("layer", CAPABILITY_LAYERS)
+def test_every_module_lives_in_a_capability_package(layer: str) -> None:
+    """A layer's root holds only its shared vocabulary; everything else is one level below, in the package that owns it."""
+    loose = sorted(p.stem for p in (PACKAGE / layer).glob("*.py") if p.stem != "__init__" and p.stem not in ROOT_MODULES[layer])
+    assert loose == []

@@ -11,9 +11,10 @@ import pytest
 from sqlalchemy import inspect, text
 from sqlalchemy.exc import DBAPIError
 
-from dsv_platform.adapters.registry import PublishResult, Registry, StaleAliasError, migrations, schema
+from dsv_platform.adapters.registry import migrations, schema
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry.engine import create_registry_engine
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import (
     AccessDeniedError,
     AliasConflictError,
@@ -27,7 +28,7 @@ from dsv_platform.core.errors import (
     RedactedError,
 )
 from dsv_platform.core.publication.manifest import BuiltPart, Manifest, ManifestError, build_manifest
-from dsv_platform.core.publication.records import DefinitionConflictError
+from dsv_platform.core.publication.records import DefinitionConflictError, PublishResult, StaleAliasError
 from dsv_platform.core.publication.states import TRANSITIONS, ConcurrentTransitionError, RealizationState
 
 S = RealizationState

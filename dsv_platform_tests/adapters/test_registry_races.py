@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from dsv_platform.adapters.registry import PublishResult, Registry, StaleAliasError
+from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.core.publication.records import PublishResult, StaleAliasError
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform_tests.adapters.test_registry import NAME, VERSION, make_manifest, published, registry_url
 

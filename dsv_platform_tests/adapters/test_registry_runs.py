@@ -8,9 +8,9 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.exc import DBAPIError
 
-from dsv_platform.adapters.registry import Registry
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.artifacts import RunRecords
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import IllegalTransitionError, NotFoundError
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dsv_platform.adapters.registry import Registry
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import ConfigurationError, NotFoundError
 
 

@@ -7,8 +7,8 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.exc import DBAPIError
 
-from dsv_platform.adapters.registry import Registry
 from dsv_platform.adapters.registry import schema as s
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.adapters.registry.signatures import SignatureRecord
 from dsv_platform.core.publication.records import PublishResult
 from dsv_platform_tests.adapters.test_registry import NAME, VERSION, registry, registry_url, sealed

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
-from dsv_platform.adapters.registry import Registry
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.cli.main import main
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform_tests.core.config_support import write_config

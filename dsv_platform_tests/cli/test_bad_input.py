@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
-from dsv_platform.adapters.registry import Registry
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.cli.main import main
 from dsv_platform_tests.services import gc_support as gs
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
-from dsv_platform.adapters.registry import Registry
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.publication.manifest import Manifest, SourcePin
 from dsv_platform.services.lineage.lineage import record_realization_lineage
 from dsv_platform_tests.services import gc_support as gs

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dsv_platform.adapters.registry import Registry
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.bootstrap import build_encrypted_store
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.services import publisher_worker as pw

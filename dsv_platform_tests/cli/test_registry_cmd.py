@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import update
 
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
-from dsv_platform.adapters.registry import Registry
 from dsv_platform.adapters.registry import schema as s
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform_tests.services import publisher_worker as pw
 from dsv_platform_tests.services.test_datasets import flip_byte

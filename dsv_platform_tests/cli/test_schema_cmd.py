@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from dsv_platform.adapters.registry import Registry
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.contracts.contract import load_contract
 from dsv_platform_tests.services.test_publisher import backend_url, cli_env, dsv
 

@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass, field
 
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
-from dsv_platform.adapters.registry import Registry
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.publication.manifest import BuiltPart, Manifest, build_manifest
 
 NAME = "gc_set"

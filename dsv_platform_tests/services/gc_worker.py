@@ -8,7 +8,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
-from dsv_platform.adapters.registry import Registry
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.services.retention import gc
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
-from dsv_platform.adapters.registry import Registry
 from dsv_platform.adapters.registry import aliases as al
 from dsv_platform.adapters.registry import approval as ap
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import ConfigurationError, PublicationError
 from dsv_platform.core.publication.approval import ApprovalStateError, ProtectedAliasError
 from dsv_platform.core.publication.gates import GateResult

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
-from dsv_platform.adapters.registry import Registry
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import AliasConflictError
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.services.publication.publisher import BuildStep, Publisher

@@ -10,8 +10,8 @@ from sqlalchemy import select
 
 from dsv_platform import open_dataset
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
-from dsv_platform.adapters.registry import Registry
 from dsv_platform.adapters.registry import schema as s
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import CorruptError, NotFoundError
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.services import publisher_worker as pw

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
-from dsv_platform.adapters.registry import Registry
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import ExpiredError
 from dsv_platform.core.publication.states import READABLE, RealizationState
 from dsv_platform.core.retention.gc import GcPlan

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
-from dsv_platform.adapters.registry import PublishResult, Registry
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import NotFoundError, PublicationError
 from dsv_platform.core.publication.gates import GateResult
+from dsv_platform.core.publication.records import PublishResult
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.services.publication.publisher import Publisher
 from dsv_platform_tests.services import publisher_worker as pw

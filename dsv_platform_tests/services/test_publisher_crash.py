@@ -14,7 +14,7 @@ import pytest
 
 from dsv_platform import open_dataset
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
-from dsv_platform.adapters.registry import Registry
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import NotFoundError
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.settings import load_settings

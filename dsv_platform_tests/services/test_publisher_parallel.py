@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
-from dsv_platform.adapters.registry import Registry
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import ConfigurationError, DsvError
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.services.publication.parallel_parts import default_build_jobs, ordered_map

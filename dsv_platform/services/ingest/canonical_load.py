@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -73,7 +73,44 @@ class PartitionLoad:
         return sum(b.rejected for b in self.batches)
 
 
-@openlineage.emits(openlineage.load_job, openlineage.load_io)
+# ---------------------------------------------------------------- lineage descriptors (services/lineage/openlineage.py emits them)
+
+
+def load_job(platform: Platform, spec: SourceSpec, day: Any) -> tuple[str, str]:
+    return f"canonical_load.{spec.name}", "CANONICAL_LOAD"
+
+
+def load_io(load: PartitionLoad, platform: Platform, spec: SourceSpec, day: Any) -> openlineage.IO:
+    """Inputs: the batches that made snapshots; output: the table at the partition's snapshot, each append in the ``dsv`` facet."""
+    made = [b for b in load.batches if b.outcome.appended and b.outcome.snapshot_id is not None]
+    ns = openlineage.namespace(platform)
+    if load.snapshot_id is None:
+        return [openlineage.raw_batch(ns, b.record) for b in made], []
+    appends = [{"batch": b.record.batch_ref, "snapshot_id": b.outcome.snapshot_id} for b in made]
+    parent = platform.tables.snapshot_parent(spec, load.snapshot_id)
+    facet = {"parent_snapshot_id": parent, "partition": str(load.day), "content_hash": load.digest.content_hash, "appends": appends}
+    out = openlineage.snapshot(platform, spec, load.snapshot_id, **facet)
+    return [openlineage.raw_batch(ns, b.record) for b in made], [out]
+
+
+def label_job(platform: Platform, label: LabelVersion, **_: Any) -> tuple[str, str]:
+    return f"label_build.{label.name}.v{label.version}", "LABEL_BUILD"
+
+
+def label_io(build: LabelBuild, platform: Platform, label: LabelVersion, **_: Any) -> openlineage.IO:
+    """Inputs: the input sources at their current snapshots (as the lineage records them); output: the label table's new snapshot."""
+    tables = platform.tables
+    if build.outcome is None or not build.outcome.appended or build.outcome.snapshot_id is None:
+        return [], []
+    specs = [platform.config.sources[name] for name in label.inputs]
+    inputs = [openlineage.snapshot(platform, s, sid) for s in specs for sid in [tables.current_snapshot_id(s)] if sid is not None]
+    spec, sid = label_table_spec(label), build.outcome.snapshot_id
+    facet = {"parent_snapshot_id": tables.snapshot_parent(spec, sid), "label_version": label.ref, "content_hash": build.digest.content_hash}
+    out = openlineage.snapshot(platform, spec, sid, **facet)
+    return inputs, [out]
+
+
+@openlineage.emits(load_job, load_io)
 def load_partition(platform: Platform, spec: SourceSpec, day: dt.date) -> PartitionLoad:
     """Apply the landed batches of ``spec`` indexed under ``day`` to its canonical table (idempotent), recording raw_batch lineage."""
     held = QuarantineRecords(platform.registry.engine).quarantined_batches()  # an operator's quarantine: never loaded (docs/quarantine.md)
@@ -148,7 +185,7 @@ def watermark(tables: CanonicalTables, *specs: TableSpecLike) -> dt.datetime | N
     return max(marks) if marks else None
 
 
-@openlineage.emits(openlineage.label_job, openlineage.label_io)
+@openlineage.emits(label_job, label_io)
 def build_labels(platform: Platform, label: LabelVersion, *, as_of: dt.datetime | None = None) -> LabelBuild:
     """Compute ``label`` over its input sources as known at their watermark (at most ``as_of``), recording its lineage."""
     inputs = [platform.config.sources[name] for name in label.inputs]

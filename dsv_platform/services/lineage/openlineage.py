@@ -21,18 +21,12 @@ from urllib.parse import urlsplit
 
 from dsv_platform.adapters.lineage import openlineage as ol
 from dsv_platform.adapters.lineage.openlineage import LineageDataset
-from dsv_platform.core.publication.refs import parse_ref
 
 if TYPE_CHECKING:
     from dsv_platform.adapters.objects.landing import LandingRecord
     from dsv_platform.bootstrap import Platform
-    from dsv_platform.core.config.dataset_definition import DatasetDefinition
-    from dsv_platform.core.config.labels import LabelVersion
     from dsv_platform.core.config.source import SourceSpec, TableSpecLike
     from dsv_platform.core.contracts.contract import Contract
-    from dsv_platform.services.ingest.canonical_load import LabelBuild, PartitionLoad
-    from dsv_platform.services.publication.realization import RealizationBuild
-    from dsv_platform.services.reproduction.model_run import ModelRun
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -67,25 +61,6 @@ def snapshot(platform: Platform, spec: TableSpecLike, snapshot_id: int, **extra:
     node = f"iceberg_snapshot:{spec.name}@{snapshot_id}"
     facet = {"node": node, "kind": "iceberg_snapshot", "table": spec.name, "snapshot_id": snapshot_id, "schema_hash": spec.contract.schema_hash, **extra}
     return LineageDataset(namespace(platform), f"{tables.namespace}.{spec.name}", str(snapshot_id), _schema(spec.contract), facet)
-
-
-def realization(platform: Platform, build: RealizationBuild) -> LineageDataset:
-    """``realization:<manifest hash>`` as ``<dataset>:<version>`` at version ``<manifest hash>``."""
-    m = build.manifest
-    pins = [{"table": p.table, "snapshot_id": p.snapshot_id, "tag": p.tag} for p in build.pins]
-    facet = {"node": f"realization:{m.manifest_hash}", "kind": "realization", "ref": build.ref, "manifest_hash": m.manifest_hash,
-             "content_hash": m.content_hash, "rows": m.rows, "pinned_snapshots": pins, "reused": build.reused}  # fmt: skip
-    if m.labels:
-        facet["label_version"] = f"{m.labels.name}@{m.labels.version}"
-    schema = [(str(c["name"]), str(c["type"])) for c in (m.to_document().get("contract") or {}).get("columns", [])]
-    return LineageDataset(namespace(platform), f"{m.dataset}:{m.version}", m.manifest_hash, schema, facet)
-
-
-def model(platform: Platform, run: ModelRun) -> LineageDataset:
-    """``model_run:<run manifest hash>`` as ``model/<model>`` at version ``<run manifest hash>``."""
-    facet = {"node": f"model_run:{run.run_hash}", "kind": "model_run", "run_manifest_hash": run.run_hash, "run_object": run.run_object,
-             "trained_on": run.ref, "trained_on_manifest_hash": run.manifest_hash, "trained_on_content_hash": run.content_hash}  # fmt: skip
-    return LineageDataset(namespace(platform), f"model/{run.model_name}", run.run_hash, (), facet)
 
 
 @dataclass
@@ -164,68 +139,4 @@ def _landing_io(platform: Platform, files: Sequence[Path], landed: Iterable[Land
     return inputs, list(outputs.values())
 
 
-def load_job(platform: Platform, spec: SourceSpec, day: Any) -> tuple[str, str]:
-    return f"canonical_load.{spec.name}", "CANONICAL_LOAD"
-
-
-def load_io(load: PartitionLoad, platform: Platform, spec: SourceSpec, day: Any) -> tuple[list[LineageDataset], list[LineageDataset]]:
-    """Inputs: the batches that made snapshots; output: the table at the partition's snapshot, each append in the ``dsv`` facet."""
-    made = [b for b in load.batches if b.outcome.appended and b.outcome.snapshot_id is not None]
-    ns = namespace(platform)
-    if load.snapshot_id is None:
-        return [raw_batch(ns, b.record) for b in made], []
-    appends = [{"batch": b.record.batch_ref, "snapshot_id": b.outcome.snapshot_id} for b in made]
-    parent = platform.tables.snapshot_parent(spec, load.snapshot_id)
-    out = snapshot(platform, spec, load.snapshot_id, parent_snapshot_id=parent, partition=str(load.day), content_hash=load.digest.content_hash, appends=appends)
-    return [raw_batch(ns, b.record) for b in made], [out]
-
-
-def label_job(platform: Platform, label: LabelVersion, **_: Any) -> tuple[str, str]:
-    return f"label_build.{label.name}.v{label.version}", "LABEL_BUILD"
-
-
-def label_io(build: LabelBuild, platform: Platform, label: LabelVersion, **_: Any) -> tuple[list[LineageDataset], list[LineageDataset]]:
-    """Inputs: the input sources at their current snapshots (as the lineage records them); output: the label table's new snapshot."""
-    from dsv_platform.services.ingest.canonical_load import label_table_spec
-
-    tables = platform.tables
-    if build.outcome is None or not build.outcome.appended or build.outcome.snapshot_id is None:
-        return [], []
-    specs = [platform.config.sources[name] for name in label.inputs]
-    inputs = [snapshot(platform, s, sid) for s in specs for sid in [tables.current_snapshot_id(s)] if sid is not None]
-    spec, sid = label_table_spec(label), build.outcome.snapshot_id
-    out = snapshot(platform, spec, sid, parent_snapshot_id=tables.snapshot_parent(spec, sid), label_version=label.ref, content_hash=build.digest.content_hash)
-    return inputs, [out]
-
-
-def realization_job(platform: Platform, definition: DatasetDefinition, **_: Any) -> tuple[str, str]:
-    return f"dataset_build.{definition.name}.{definition.version}", "DATASET_BUILD"
-
-
-def realization_io(build: RealizationBuild, platform: Platform, definition: DatasetDefinition, **_: Any) -> tuple[list[LineageDataset], list[LineageDataset]]:
-    """Inputs: every pinned snapshot (with its tag); output: the realization."""
-    specs = {**platform.config.sources, **{s.name: s for s in _label_specs(platform)}}
-    inputs = [snapshot(platform, specs[p.table], p.snapshot_id, tag=p.tag) for p in build.pins if p.table in specs]
-    return inputs, [realization(platform, build)]
-
-
-def _label_specs(platform: Platform) -> list[TableSpecLike]:
-    from dsv_platform.services.ingest.canonical_load import label_table_spec
-
-    return [label_table_spec(v) for versions in platform.config.labels.values() for v in versions.values()]
-
-
-def training_job(platform: Platform, ref: str, *, model_name: str, **_: Any) -> tuple[str, str]:
-    return f"train.{model_name}", "MODEL_TRAINING"
-
-
-def training_io(run: ModelRun, platform: Platform, ref: str, **_: Any) -> tuple[list[LineageDataset], list[LineageDataset]]:
-    """Input: the realization trained on (by its manifest hash); output: the model run."""
-    parsed = parse_ref(run.ref)
-    facet = {"node": f"realization:{run.manifest_hash}", "kind": "realization", "ref": run.ref,
-             "manifest_hash": run.manifest_hash, "content_hash": run.content_hash}  # fmt: skip
-    trained_on = LineageDataset(namespace(platform), f"{parsed.name}:{parsed.version}", run.manifest_hash, (), facet)
-    return [trained_on], [model(platform, run)]
-
-
-__all__ = ["FILE_NAMESPACE", "Trace", "emits", "landing", "namespace"]
+__all__ = ["FILE_NAMESPACE", "IO", "Trace", "emits", "landing", "namespace", "raw_batch", "snapshot"]

@@ -12,14 +12,16 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dsv_platform.adapters.lineage.openlineage import LineageDataset
 from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore
 from dsv_platform.core import canonical_json
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
+from dsv_platform.core.config.source import TableSpecLike
 from dsv_platform.core.config.timezones import tz_database
 from dsv_platform.core.contracts.validation import validate
 from dsv_platform.core.errors import CorruptError
@@ -27,7 +29,7 @@ from dsv_platform.core.publication.gates import GateResult, rows_at_least
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin, LabelPin, Manifest, SourcePin, SplitsEntry
 from dsv_platform.core.splits.split_checks import CheckReport, assignment_hash, expected_parts, proportions_within_tolerance, splits_are_entity_disjoint
 from dsv_platform.core.splits.splits import assign
-from dsv_platform.services.ingest.canonical_load import held_batches
+from dsv_platform.services.ingest.canonical_load import held_batches, label_table_spec
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.privacy.privacy import PrivacyCoordinator
 from dsv_platform.services.publication.datasets import load_manifest, open_dataset
@@ -156,7 +158,37 @@ def split_assignment(platform: Platform, definition: DatasetDefinition, examples
     return assignment, splits
 
 
-@openlineage.emits(openlineage.realization_job, openlineage.realization_io)
+# ---------------------------------------------------------------- lineage descriptors (services/lineage/openlineage.py emits them)
+
+
+def realization_dataset(platform: Platform, build: RealizationBuild) -> LineageDataset:
+    """``realization:<manifest hash>`` as ``<dataset>:<version>`` at version ``<manifest hash>``."""
+    m = build.manifest
+    pins = [{"table": p.table, "snapshot_id": p.snapshot_id, "tag": p.tag} for p in build.pins]
+    facet = {"node": f"realization:{m.manifest_hash}", "kind": "realization", "ref": build.ref, "manifest_hash": m.manifest_hash,
+             "content_hash": m.content_hash, "rows": m.rows, "pinned_snapshots": pins, "reused": build.reused}  # fmt: skip
+    if m.labels:
+        facet["label_version"] = f"{m.labels.name}@{m.labels.version}"
+    schema = [(str(c["name"]), str(c["type"])) for c in (m.to_document().get("contract") or {}).get("columns", [])]
+    return LineageDataset(openlineage.namespace(platform), f"{m.dataset}:{m.version}", m.manifest_hash, schema, facet)
+
+
+def realization_job(platform: Platform, definition: DatasetDefinition, **_: Any) -> tuple[str, str]:
+    return f"dataset_build.{definition.name}.{definition.version}", "DATASET_BUILD"
+
+
+def realization_io(build: RealizationBuild, platform: Platform, definition: DatasetDefinition, **_: Any) -> openlineage.IO:
+    """Inputs: every pinned snapshot (with its tag); output: the realization."""
+    specs = {**platform.config.sources, **{s.name: s for s in _label_specs(platform)}}
+    inputs = [openlineage.snapshot(platform, specs[p.table], p.snapshot_id, tag=p.tag) for p in build.pins if p.table in specs]
+    return inputs, [realization_dataset(platform, build)]
+
+
+def _label_specs(platform: Platform) -> list[TableSpecLike]:
+    return [label_table_spec(v) for versions in platform.config.labels.values() for v in versions.values()]
+
+
+@openlineage.emits(realization_job, realization_io)
 def build_realization(
     platform: Platform, definition: DatasetDefinition, *, code: CodePin | None = None, environment: EnvironmentPin | None = None
 ) -> RealizationBuild:

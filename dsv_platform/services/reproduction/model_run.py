@@ -16,10 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dsv_platform.adapters.lineage.openlineage import LineageDataset
 from dsv_platform.adapters.registry.artifacts import MODEL_RUN, RunRecords
 from dsv_platform.core import canonical_json
 from dsv_platform.core.errors import DsvError
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin
+from dsv_platform.core.publication.refs import parse_ref
 from dsv_platform.core.reproduction.model_run import Trainer, TrainingData, completed_run, run_intent, run_manifest_hash, trainer_path
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.lineage.lineage import record_model_lineage
@@ -69,7 +71,30 @@ def trainer_environment(platform: Platform, code: Mapping[str, Any], environment
     return {**current, **override}
 
 
-@openlineage.emits(openlineage.training_job, openlineage.training_io)
+# ---------------------------------------------------------------- lineage descriptors (services/lineage/openlineage.py emits them)
+
+
+def model_dataset(platform: Platform, run: ModelRun) -> LineageDataset:
+    """``model_run:<run manifest hash>`` as ``model/<model>`` at version ``<run manifest hash>``."""
+    facet = {"node": f"model_run:{run.run_hash}", "kind": "model_run", "run_manifest_hash": run.run_hash, "run_object": run.run_object,
+             "trained_on": run.ref, "trained_on_manifest_hash": run.manifest_hash, "trained_on_content_hash": run.content_hash}  # fmt: skip
+    return LineageDataset(openlineage.namespace(platform), f"model/{run.model_name}", run.run_hash, (), facet)
+
+
+def training_job(platform: Platform, ref: str, *, model_name: str, **_: Any) -> tuple[str, str]:
+    return f"train.{model_name}", "MODEL_TRAINING"
+
+
+def training_io(run: ModelRun, platform: Platform, ref: str, **_: Any) -> openlineage.IO:
+    """Input: the realization trained on (by its manifest hash); output: the model run."""
+    parsed = parse_ref(run.ref)
+    facet = {"node": f"realization:{run.manifest_hash}", "kind": "realization", "ref": run.ref,
+             "manifest_hash": run.manifest_hash, "content_hash": run.content_hash}  # fmt: skip
+    trained_on = LineageDataset(openlineage.namespace(platform), f"{parsed.name}:{parsed.version}", run.manifest_hash, (), facet)
+    return [trained_on], [model_dataset(platform, run)]
+
+
+@openlineage.emits(training_job, training_io)
 def train_model(
     platform: Platform,
     ref: str,
