@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -237,13 +237,15 @@ class CanonicalTables:
         snapshot_id: int | None = None,
         history: bool = False,
         exclude_batches: Collection[str] = (),
+        columns: Sequence[str] | None = None,
     ) -> pa.Table:
         """Contract rows of ``spec`` (one partition value, or all), latest per key.
 
         ``as_of`` keeps only rows recorded at or before it ("as known at T");
         ``snapshot_id`` reads a pinned snapshot; ``history`` returns every
         version with the system columns instead of the latest per key;
-        ``exclude_batches`` leaves out the rows those batches wrote (quarantined raw batches).
+        ``exclude_batches`` leaves out the rows those batches wrote (quarantined raw batches);
+        ``columns`` (with ``history``) reads only those columns, plus the key and the two system columns.
         """
         contract = spec.contract
         if not self.exists(spec):
@@ -254,7 +256,8 @@ class CanonicalTables:
         row_filter: BooleanExpression = AlwaysTrue()
         if partition is not None and contract.partition_by:
             row_filter = _equal(contract.partition_by, _literal(partition))
-        rows = self._scan(tbl, contract, row_filter, snapshot_id)
+        wanted = None if columns is None or not history else [*dict.fromkeys([*contract.key, *columns, RECORDED_AT, BATCH])]
+        rows = self._scan(tbl, contract, row_filter, snapshot_id, wanted)
         if exclude_batches:
             rows = rows.filter(pc.invert(pc.is_in(rows.column(BATCH), value_set=pa.array(sorted(exclude_batches), pa.string()))))
         if as_of is not None:
@@ -264,11 +267,14 @@ class CanonicalTables:
         return latest_per_key(rows, contract.key).select(contract.column_names).cast(contract.arrow_schema)
 
     @staticmethod
-    def _scan(tbl: Table, contract: Contract, row_filter: BooleanExpression, snapshot_id: int | None) -> pa.Table:
+    def _scan(tbl: Table, contract: Contract, row_filter: BooleanExpression, snapshot_id: int | None, columns: Sequence[str] | None = None) -> pa.Table:
         schema = table_schema(contract)
+        if columns is not None:
+            schema = pa.schema([schema.field(name) for name in columns])
         if snapshot_id is None and tbl.current_snapshot() is None:
             return schema.empty_table()
-        arrow = tbl.scan(row_filter=row_filter, snapshot_id=snapshot_id).to_arrow()
+        selected = ("*",) if columns is None else tuple(columns)
+        arrow = tbl.scan(row_filter=row_filter, snapshot_id=snapshot_id, selected_fields=selected).to_arrow()
         return arrow.select(schema.names).cast(schema)
 
     @staticmethod

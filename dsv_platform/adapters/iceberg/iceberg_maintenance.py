@@ -7,6 +7,7 @@ imports pyiceberg itself (that stays in iceberg.py).
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,7 +20,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
-from dsv_platform.adapters.iceberg.iceberg_values import BATCH
+from dsv_platform.adapters.iceberg.iceberg_values import BATCH, RECORDED_AT
+from dsv_platform.core.config.source import TableSpecLike
 from dsv_platform.core.retention.gc import DataFileInfo, SnapshotInfo, TagInfo
 
 
@@ -39,6 +41,36 @@ def local_key(uri: str) -> str:
 def _data_files(tbl: Any, snap: Any) -> Iterable[Any]:
     for manifest in snap.manifests(tbl.io):
         yield from (entry.data_file for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True))
+
+
+def max_recorded_at(tables: CanonicalTables, spec: TableSpecLike, snapshot_id: int) -> datetime | None:
+    """The greatest ``_recorded_at`` among the live rows of snapshot ``snapshot_id`` (None when it has none), from metadata.
+
+    Each live data file's manifest entry carries the column's exact upper bound (timestamps are never truncated),
+    so no data file is read. A snapshot with delete files, or a data file without the bound, is answered by a scan
+    of that one column instead: the same value a scan of the whole history gives.
+    """
+    tbl = tables.table(spec)
+    snap = tbl.snapshot_by_id(snapshot_id)
+    field_id = next((f.field_id for f in tbl.schema().fields if f.name == RECORDED_AT), None)
+    if snap is None or field_id is None:
+        return _scanned_max(tables, spec, snapshot_id)
+    best: int | None = None
+    for manifest in snap.manifests(tbl.io):
+        for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True):
+            data_file = entry.data_file
+            bound = (data_file.upper_bounds or {}).get(field_id)
+            if int(getattr(data_file.content, "value", data_file.content)) != 0 or bound is None or len(bound) != 8:
+                return _scanned_max(tables, spec, snapshot_id)  # delete files or no metrics: read the column
+            if data_file.record_count:
+                value = struct.unpack("<q", bound)[0]
+                best = value if best is None else max(best, value)
+    return None if best is None else pa.scalar(best, pa.timestamp("us", tz="UTC")).as_py()  # as a scan's max gives it
+
+
+def _scanned_max(tables: CanonicalTables, spec: TableSpecLike, snapshot_id: int) -> datetime | None:
+    hist = tables.read(spec, snapshot_id=snapshot_id, history=True)
+    return pc.max(hist.column(RECORDED_AT)).as_py() if hist.num_rows else None
 
 
 def _batches_in(tbl: Any, path: str) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -116,6 +117,35 @@ def _parse_column(raw: pa.ChunkedArray, target: pa.DataType) -> tuple[pa.Array, 
 
 
 def _drop_exact_duplicates(raw: pa.Table) -> tuple[pa.Table, int]:
+    """The batch without rows that repeat an earlier row exactly (first occurrence kept, order kept), and how many went."""
+    if raw.num_rows < 2:
+        return raw, 0
+    if all(_groups_as_python_compares(f.type) for f in raw.schema):
+        try:
+            return _drop_duplicates_vectorized(raw)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+            pass  # a type Arrow cannot group by: compare the rows in Python
+    return _drop_duplicates_by_rows(raw)
+
+
+def _groups_as_python_compares(t: pa.DataType) -> bool:
+    """Arrow groups values of ``t`` exactly as Python's ``==`` on their ``as_py()`` does (floats do not: NaN, -0.0)."""
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_date(t) or (
+        pa.types.is_timestamp(t) or pa.types.is_decimal(t) or pa.types.is_binary(t) or pa.types.is_null(t)
+    )
+
+
+def _drop_duplicates_vectorized(raw: pa.Table) -> tuple[pa.Table, int]:
+    position = "__dsv_row"
+    numbered = raw.append_column(position, pa.array(np.arange(raw.num_rows, dtype=np.int64)))
+    first = numbered.group_by(raw.column_names, use_threads=False).aggregate([(position, "min")]).column(f"{position}_min")
+    if len(first) == raw.num_rows:
+        return raw, 0
+    keep = pc.sort_indices(first)
+    return raw.take(pc.take(first, keep)), raw.num_rows - len(first)
+
+
+def _drop_duplicates_by_rows(raw: pa.Table) -> tuple[pa.Table, int]:
     seen: set[tuple[Any, ...]] = set()
     keep: list[int] = []
     for i, row in enumerate(zip(*(raw.column(n).to_pylist() for n in raw.column_names), strict=True)):

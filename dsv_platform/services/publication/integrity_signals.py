@@ -63,7 +63,7 @@ def _batches(platform: Platform, definition: DatasetDefinition, pins: Mapping[st
     for name in definition.sources:
         spec = platform.config.sources.get(name)
         if spec is not None and name in pins:
-            hist = platform.tables.read(spec, snapshot_id=pins[name].snapshot_id, history=True)
+            hist = platform.tables.read(spec, snapshot_id=pins[name].snapshot_id, history=True, columns=())  # key and system columns only
             out[name] = latest_per_key(hist, spec.contract.key).select([*spec.contract.key, BATCH])
     return out
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
-from dsv_platform.adapters.iceberg.iceberg_values import RECORDED_AT
+from dsv_platform.adapters.iceberg.iceberg_maintenance import max_recorded_at
 from dsv_platform.core import canonical_json
 from dsv_platform.core.assembly.assembly import assemble_examples
 from dsv_platform.core.config.aggregation import ZoneOf
@@ -143,15 +143,11 @@ def pin_sources(tables: CanonicalTables, inputs: Inputs) -> tuple[str, tuple[Pin
 
 
 def pinned_watermark(tables: CanonicalTables, inputs: Inputs, pins: Mapping[str, Pin]) -> dt.datetime:
-    """The definition's fixed watermark, or the latest ``_recorded_at`` in the pinned snapshots."""
+    """The definition's fixed watermark, or the latest ``_recorded_at`` in the pinned snapshots (from manifest bounds, no data scan)."""
     definition = inputs.definition
     if definition.watermark.at is not None:
         return definition.watermark.at
-    marks: list[dt.datetime] = []
-    for spec in inputs.tables:
-        hist = tables.read(spec, snapshot_id=pins[spec.name].snapshot_id, history=True)
-        if hist.num_rows:
-            marks.append(pc.max(hist.column(RECORDED_AT)).as_py())
+    marks = [m for spec in inputs.tables if (m := max_recorded_at(tables, spec, pins[spec.name].snapshot_id)) is not None]  # from metadata
     if not marks:
         raise RealizationBuildError(f"{definition.ref}: the pinned tables are empty")
     return max(marks)
