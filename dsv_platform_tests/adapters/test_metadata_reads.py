@@ -117,3 +117,35 @@ def test_dropping_exact_duplicates_keeps_first_occurrences_in_order_like_compari
     floats = pa.table({"f": pa.array([0.0, -0.0, float("nan"), float("nan"), 1.5, 1.5])})  # Python's ==, not Arrow's grouping
     kept, dropped = _drop_exact_duplicates(floats)
     assert dropped == 2 and [str(x) for x in kept.column("f").to_pylist()] == ["0.0", "nan", "nan", "1.5"]
+
+
+def test_rows_not_in_equals_comparing_row_tuples_with_nulls_signed_zeros_and_nans():
+    from dsv_platform.adapters.iceberg.iceberg_values import rows_not_in
+
+    rng = np.random.default_rng(5)
+    floats = [0.0, -0.0, float("nan"), 2.5, None]
+    for _ in range(200):
+        def table(n):
+            return pa.table({
+                "s": pa.array([None if x == 0 else f"v{x}" for x in rng.integers(0, 3, n)], pa.string()),
+                "f": pa.array([floats[x] for x in rng.integers(0, len(floats), n)], pa.float64()),
+                "d": pa.array([dt.date(2026, 6, 1 + int(x)) for x in rng.integers(0, 2, n)], pa.date32()),
+            })  # fmt: skip
+        rows, known = table(int(rng.integers(1, 60))), table(int(rng.integers(1, 60)))
+        seen = {tuple(r.values()) for r in known.to_pylist()}  # fresh float objects: NaN matches nothing, as before
+        expected = [tuple(r.values()) not in seen for r in rows.to_pylist()]
+        assert rows_not_in(rows, known).to_pylist() == expected
+
+
+def test_a_batch_touching_several_days_reads_only_those_partitions_and_appends_only_changes(tables):
+    days = [DOMAIN.start + dt.timedelta(days=k) for k in range(3)]
+    batches = [events.daily_batch(DOMAIN, "transactions", d) for d in days]
+    for b in batches:
+        tables.append(TRANSACTIONS, prepare_batch(b.data, TRANSACTIONS).accepted, recorded_at=b.recorded_at, batch=b.batch_id)
+    two_days = pa.concat_tables([prepare_batch(b.data, TRANSACTIONS).accepted for b in batches[:2]])
+    resent = tables.append(TRANSACTIONS, two_days, recorded_at=batches[2].recorded_at + dt.timedelta(hours=1), batch="resent-two-days")
+    assert (resent.appended, resent.unchanged) == (0, two_days.num_rows)
+    changed = two_days.set_column(two_days.schema.get_field_index("amount"), "amount", pc.multiply(two_days.column("amount"), 2))
+    fixed = tables.append(TRANSACTIONS, changed.slice(0, 3), recorded_at=batches[2].recorded_at + dt.timedelta(hours=2), batch="fix-three")
+    assert (fixed.appended, fixed.unchanged) == (3, 0)
+    assert tables.read(TRANSACTIONS).num_rows == sum(prepare_batch(b.data, TRANSACTIONS).accepted.num_rows for b in batches)

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
-from pyiceberg.expressions import AlwaysTrue, BooleanExpression, EqualTo
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression, EqualTo, In
 from pyiceberg.table import Table
 
 from dsv_platform.adapters.iceberg.iceberg_values import (
@@ -32,6 +32,7 @@ from dsv_platform.adapters.iceberg.iceberg_values import (
     RowDeletion,
     SnapshotInfo,
     latest_per_key,
+    rows_not_in,
     table_schema,
 )
 from dsv_platform.core.config.source import TableSpecLike
@@ -283,9 +284,11 @@ class CanonicalTables:
         if part is None or rows.num_rows == 0:
             return AlwaysTrue()
         values = pc.unique(rows.column(part)).to_pylist()
-        if len(values) != 1:
+        if any(v is None for v in values):
             return AlwaysTrue()
-        return _equal(part, _literal(values[0]))
+        if len(values) == 1:
+            return _equal(part, _literal(values[0]))
+        return In(part, {_literal(v) for v in values})  # type: ignore[call-arg, arg-type]  # only the partitions the batch touches
 
     # -- snapshots and tags ---------------------------------------------------
     def current_snapshot_id(self, spec: TableSpecLike) -> int | None:
@@ -363,7 +366,4 @@ def _changed_rows(rows: pa.Table, latest: pa.Table, contract: Contract) -> pa.Ta
     """Rows of ``rows`` whose key is new or whose values differ from the key's latest version."""
     if latest.num_rows == 0 or rows.num_rows == 0:
         return rows
-    names = contract.column_names
-    known = {tuple(r) for r in zip(*(latest.column(n).to_pylist() for n in names), strict=True)}
-    keep = [tuple(r) not in known for r in zip(*(rows.column(n).to_pylist() for n in names), strict=True)]
-    return rows.filter(pa.array(keep, pa.bool_()))
+    return rows.filter(rows_not_in(rows.select(contract.column_names), latest.select(contract.column_names)))

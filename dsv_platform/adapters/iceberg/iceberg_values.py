@@ -95,4 +95,36 @@ def latest_per_key(rows: pa.Table, key: tuple[str, ...]) -> pa.Table:
     return rows.take(pc.take(picked, by_key))
 
 
-__all__ = ["BATCH", "RECORDED_AT", "AppendOutcome", "PinnedSnapshot", "RowDeletion", "SnapshotInfo", "latest_per_key", "table_schema"]
+def rows_not_in(rows: pa.Table, known: pa.Table) -> pa.Array:
+    """Per row of ``rows``: no row of ``known`` (same columns) equals it, as Python's ``==`` on the row tuples says.
+
+    Both tables are sorted together with a side marker, so equal rows are adjacent and a known row comes first
+    in its run; nulls equal nulls, ``-0.0`` equals ``0.0``, and a row with a NaN equals nothing (NaN != NaN).
+    """
+    names = rows.column_names
+    both = pa.concat_tables([known.select(names), rows], promote_options="permissive")
+    side = np.concatenate([np.zeros(known.num_rows, np.int8), np.ones(rows.num_rows, np.int8)])
+    columns, nan = [], np.zeros(both.num_rows, bool)
+    for name in names:
+        col = both.column(name).combine_chunks()
+        if pa.types.is_floating(col.type):
+            nan |= pc.fill_null(pc.is_nan(col), False).to_numpy(zero_copy_only=False)
+            col = pc.if_else(pc.equal(col, 0), pa.scalar(0.0, col.type), col)  # -0.0 == 0.0
+        columns.append(col)
+    table = pa.table([*columns, pa.array(side)], names=[*[f"c{i}" for i in range(len(names))], "side"])
+    order = pc.sort_indices(table, sort_keys=[*[(f"c{i}", "ascending") for i in range(len(names))], ("side", "ascending")]).to_numpy()
+    same_as_previous = np.ones(len(order), bool)
+    same_as_previous[0] = False
+    for col in columns:
+        ordered = col.take(pa.array(order))
+        a, b = ordered.slice(1), ordered.slice(0, len(ordered) - 1)
+        equal = pc.or_kleene(pc.fill_null(pc.equal(a, b), False), pc.and_(pc.is_null(a), pc.is_null(b)))
+        same_as_previous[1:] &= equal.to_numpy(zero_copy_only=False)
+    run = np.cumsum(~same_as_previous) - 1
+    run_has_known = (side[order] == 0)[np.flatnonzero(~same_as_previous)]
+    matched = np.empty(len(order), bool)
+    matched[order] = run_has_known[run] & ~nan[order]
+    return pa.array(~matched[known.num_rows :])
+
+
+__all__ = ["BATCH", "RECORDED_AT", "AppendOutcome", "PinnedSnapshot", "RowDeletion", "SnapshotInfo", "latest_per_key", "rows_not_in", "table_schema"]

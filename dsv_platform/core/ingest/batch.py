@@ -130,9 +130,8 @@ def _drop_exact_duplicates(raw: pa.Table) -> tuple[pa.Table, int]:
 
 def _groups_as_python_compares(t: pa.DataType) -> bool:
     """Arrow groups values of ``t`` exactly as Python's ``==`` on their ``as_py()`` does (floats do not: NaN, -0.0)."""
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_date(t) or (
-        pa.types.is_timestamp(t) or pa.types.is_decimal(t) or pa.types.is_binary(t) or pa.types.is_null(t)
-    )
+    checks = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer, pa.types.is_boolean, pa.types.is_date, pa.types.is_timestamp)
+    return any(bool(check(t)) for check in (*checks, pa.types.is_decimal, pa.types.is_binary, pa.types.is_null))
 
 
 def _drop_duplicates_vectorized(raw: pa.Table) -> tuple[pa.Table, int]:
