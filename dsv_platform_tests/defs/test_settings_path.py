@@ -1,0 +1,62 @@
+"""Issue 28 item 4: one settings path. Every ``DSV_*`` variable settings.py reads reaches a Dagster run unchanged.
+
+The resource is bound to the whole Settings value (no field-by-field copy that a new setting could miss), so
+the test sets each variable the module reads, to a value other than its default, and compares what an asset
+sees inside a real Dagster run with what ``load_settings`` read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import dagster as dg
+
+from dsv_platform import settings as settings_module
+from dsv_platform.defs.resources import PlatformResource
+from dsv_platform.settings import Settings, load_settings
+
+SEEN: list[Settings] = []
+
+
+@dg.asset
+def what_the_run_sees(platform: PlatformResource) -> None:
+    SEEN.append(platform.settings())
+
+
+def _variables() -> set[str]:
+    return set(re.findall(r"\"(DSV_[A-Z_]+)\"", Path(settings_module.__file__).read_text(encoding="utf-8")))
+
+
+def test_every_dsv_variable_reaches_a_dagster_run(tmp_path: Path) -> None:
+    values = {
+        "DSV_HOME": str(tmp_path / "home"),
+        "DSV_REGISTRY_URL": "postgresql+psycopg2://dsv@127.0.0.1:9/registry",
+        "DSV_OBJECT_STORE": "s3://bucket/objects",
+        "DSV_S3_ENDPOINT_URL": "http://127.0.0.1:9",
+        "DSV_S3_REGION": "eu-central-1",
+        "DSV_ICEBERG_CATALOG_URL": "postgresql+psycopg2://dsv@127.0.0.1:9/catalog",
+        "DSV_ICEBERG_WAREHOUSE": "s3://bucket/warehouse",
+        "DSV_KEY_STORE": str(tmp_path / "vault"),
+        "DSV_DROP_FOLDER": str(tmp_path / "drop"),
+        "DSV_ACTOR": "someone",
+        "DSV_IDENTITY": "service-a",
+        "DSV_KEY_DIR": str(tmp_path / "keys"),
+        "DSV_STRICT": "1",
+        "DSV_CONFIG_DIR": str(tmp_path / "config"),
+        "DSV_ENV_CACHE": str(tmp_path / "envs"),
+        "DSV_BUILD_JOBS": "3",
+    }
+    assert _variables() <= set(values), f"a DSV_* variable this test does not set: {sorted(_variables() - set(values))}"
+    loaded = load_settings(values)
+    defaults = load_settings({"DSV_HOME": values["DSV_HOME"]})
+    not_dsv = ("home", "dagster_home", "openlineage")  # the same home; DAGSTER_HOME and OPENLINEAGE_* are not DSV_* variables
+    unchanged = [f.name for f in dataclasses.fields(Settings) if f.name not in not_dsv and getattr(loaded, f.name) == getattr(defaults, f.name)]
+    assert unchanged == [], f"settings that no variable changed: {unchanged}"
+    SEEN.clear()
+    result = dg.materialize([what_the_run_sees], resources={"platform": PlatformResource.for_settings(loaded)}, instance=dg.DagsterInstance.ephemeral())
+    assert result.success
+    [seen] = SEEN
+    assert seen == loaded
+    assert (seen.build_jobs, seen.env_cache) == (3, (tmp_path / "envs").resolve())
