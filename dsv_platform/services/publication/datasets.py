@@ -9,7 +9,7 @@ Details: docs/publication.md, docs/trust.md
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
@@ -151,6 +151,59 @@ class Dataset:
             raise DsvError(f"{self.ref}: no split named {split!r}; the realization has {sorted(set(assignment.column('split').to_pylist()))}")
         table = table.join(chosen, keys=key, join_type="inner").sort_by([(k, "ascending") for k in self.contract.key])
         return table if self.access is None else self.access.apply(table)
+
+    def iter_batches(self, split: str | None = None, columns: Sequence[str] | None = None, batch_size: int = 65_536) -> Iterator[pa.RecordBatch]:
+        """Verified record batches, one partition in memory at a time: what a PyTorch ``IterableDataset`` wraps.
+
+        Partitions come in manifest order, rows in their stored (key) order; each object is re-hashed as it is
+        read (CORRUPT names the partition). ``split`` keeps that split's examples, ``columns`` only those
+        columns (of what this reader may see), and each batch holds at most ``batch_size`` rows.
+        """
+
+        if batch_size < 1:
+            raise DsvError(f"batch_size must be at least 1, got {batch_size}")
+        chosen = self._split_ids(split) if split is not None else None
+        visible: list[str] | None = None
+        for _, table in self._stored_partitions():
+            if chosen is not None:
+                table = self._in_split(table, *chosen)
+            if self.access is not None:
+                table = self.access.apply(table)
+            if visible is None:
+                visible = self._columns(table.column_names, columns)
+            yield from table.select(visible).to_batches(max_chunksize=batch_size)
+        if visible is None and columns is not None:  # no partition: still refuse unknown columns
+            self._columns(self.contract.column_names, columns)
+
+    def _split_ids(self, split: str) -> tuple[list[str], pa.Table]:
+        """The columns identifying an example in the assignment and the rows of ``split`` (the assignment, read once)."""
+        import pyarrow.compute as pc
+
+        assignment = self.split_assignment
+        if assignment is None:
+            raise DsvError(f"{self.ref}: this realization has no split assignment; call iter_batches() without split")
+        names = sorted(set(assignment.column("split").to_pylist()))
+        if split not in names:
+            raise DsvError(f"{self.ref}: no split named {split!r}; the realization has {names}")
+        key = [c for c in assignment.column_names if c not in ("split", "bucket")]
+        ids = [c for c in self.contract.key if c in key] or key  # the example id (a group column rides along)
+        return ids, assignment.filter(pc.equal(assignment.column("split"), split)).select(ids).combine_chunks()
+
+    def _in_split(self, table: pa.Table, ids: list[str], chosen: pa.Table) -> pa.Table:
+        import pyarrow.compute as pc
+
+        if len(ids) == 1:  # order-preserving membership test on the example id
+            return table.filter(pc.is_in(table.column(ids[0]), value_set=chosen.column(ids[0])))
+        kept = table.join(chosen, keys=ids, join_type="left semi")
+        return kept.sort_by([(k, "ascending") for k in self.contract.key])
+
+    def _columns(self, readable: Sequence[str], wanted: Sequence[str] | None) -> list[str]:
+        if wanted is None:
+            return list(readable)
+        missing = [c for c in wanted if c not in readable]
+        if missing:
+            raise DsvError(f"{self.ref}: column(s) {missing} are not readable here (unknown, or withheld from this reader); readable: {list(readable)}")
+        return list(wanted)
 
     def to_pandas(self, split: str | None = None) -> pd.DataFrame:
         return self.to_arrow(split).to_pandas()
