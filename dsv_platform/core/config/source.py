@@ -22,7 +22,9 @@ from dsv_platform.core.errors import ContractError
 LandingFormat = Literal["parquet", "csv", "jsonl"]
 LANDING_FORMATS: tuple[LandingFormat, ...] = ("parquet", "csv", "jsonl")
 SOURCE_KEYS = frozenset({"landing", "valid_time", "entity", "aliases", "writers", "approved_refs"})
-LANDING_KEYS = frozenset({"format"})
+LANDING_KEYS = frozenset({"format", "null_values"})
+DEFAULT_NULL_VALUES: tuple[str, ...] = ("",)
+"""A CSV cell is null only when it is empty and unquoted; ``NA``, ``N/A``, ``null`` and ``NULL`` are text (docs/configuration.md)."""
 TIME_TYPES = (LogicalType.TIMESTAMP, LogicalType.DATE)
 
 
@@ -58,6 +60,8 @@ class SourceSpec:
     entity: str | None = None
     aliases: Mapping[str, str] = field(default_factory=dict, hash=False)
     landing_format: LandingFormat = "csv"
+    null_values: tuple[str, ...] = DEFAULT_NULL_VALUES
+    """The unquoted CSV cells read as null (``landing.null_values``); every other cell, a quoted one included, is its text."""
     source_file: Path | None = field(default=None, compare=False)
     writers: tuple[str, ...] = ()  # identities expected to land its batches (integrity signal unexpected_writer; empty: not checked)
     approved_refs: tuple[str, ...] = ()  # branches/tags a pinned snapshot must descend from (signal unapproved_snapshot)
@@ -130,6 +134,18 @@ def contract_of(doc: Mapping[str, Any], file: Path, *, where: str | None = None)
         raise ConfigError(message, file=file, key=key) from exc
 
 
+def _null_values(landing: Mapping[str, Any], fmt: str, file: Path) -> tuple[str, ...]:
+    """``landing.null_values``: the CSV cells that mean null (a list of strings, ``[]`` for none); default ``[""]``."""
+    if "null_values" not in landing:
+        return DEFAULT_NULL_VALUES
+    if fmt != "csv":
+        raise ConfigError(f"applies to csv landings only ({fmt} has typed nulls)", file=file, key="landing.null_values")
+    value = landing["null_values"]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f'must be a list of strings (cells read as null), e.g. [""] or ["", "NULL"]; got {value!r}', file=file, key="landing.null_values")
+    return tuple(dict.fromkeys(value))
+
+
 def parse_source(doc: Any, *, file: Path) -> SourceSpec:
     """A :class:`SourceSpec` from a ``sources/<name>.yaml`` document (the file stem must be the name)."""
     doc = check_keys(doc, file=file, where=None, allowed=CONTRACT_KEYS | SOURCE_KEYS, required=("name", "landing", "valid_time", "partition_by"))
@@ -141,6 +157,7 @@ def parse_source(doc: Any, *, file: Path) -> SourceSpec:
     if fmt not in LANDING_FORMATS:
         raise ConfigError(f"must be one of {list(LANDING_FORMATS)}, got {fmt!r}", file=file, key="landing.format")
     entity = need(doc, "entity", str, file=file) if "entity" in doc else None
+    null_values = _null_values(landing, fmt, file)
     return SourceSpec(
         name=contract.name,
         contract=contract,
@@ -148,6 +165,7 @@ def parse_source(doc: Any, *, file: Path) -> SourceSpec:
         entity=entity,
         aliases=_aliases(doc, file),
         landing_format=cast(LandingFormat, fmt),
+        null_values=null_values,
         source_file=file,
         writers=_names(doc, "writers", file),
         approved_refs=_names(doc, "approved_refs", file),

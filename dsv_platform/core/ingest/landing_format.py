@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from dsv_platform.core.config.source import LandingFormat, SourceSpec
+from dsv_platform.core.config.source import DEFAULT_NULL_VALUES, LandingFormat, SourceSpec
 from dsv_platform.core.contracts.contract import Contract
 
 EXTENSIONS: dict[LandingFormat, str] = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet"}
@@ -39,14 +39,21 @@ def _contract_view(raw: pa.Table, contract: Contract, aliases: Mapping[str, str]
     return raw.select(contract.column_names)
 
 
-def read_csv_text(data: bytes, contract: Contract, aliases: Mapping[str, str] | None = None) -> pa.Table | str:
-    """The batch's cells as strings under contract names, or the reason it cannot be read."""
+def read_csv_text(
+    data: bytes, contract: Contract, aliases: Mapping[str, str] | None = None, *, null_values: Sequence[str] = DEFAULT_NULL_VALUES
+) -> pa.Table | str:
+    """The batch's cells as strings under contract names, or the reason it cannot be read.
+
+    Cells are read literally: only an unquoted cell equal to one of ``null_values`` is null (pyarrow's own
+    defaults would turn ``NA``, ``N/A``, ``null``, ``NULL``, ``nan`` and more into nulls; they are text here).
+    """
     aliases = aliases or {}
     try:
         raw = pcsv.read_csv(
             io.BytesIO(data),
             convert_options=pcsv.ConvertOptions(
                 column_types=dict.fromkeys([*contract.column_names, *aliases], pa.string()),
+                null_values=list(null_values),
                 strings_can_be_null=True,
                 quoted_strings_can_be_null=False,
             ),
@@ -109,7 +116,7 @@ def read_batch_table(data: bytes, spec: SourceSpec) -> pa.Table | str:
         return read_parquet_table(data, spec.contract, spec.aliases)
     if spec.landing_format == "jsonl":
         return read_jsonl_text(data, spec.contract, spec.aliases)
-    return read_csv_text(data, spec.contract, spec.aliases)
+    return read_csv_text(data, spec.contract, spec.aliases, null_values=spec.null_values)
 
 
 def encode_csv(table: pa.Table) -> bytes:
