@@ -23,7 +23,8 @@ from dsv_platform.settings import Settings
 
 RANGE_START = "dagster/asset_partition_range_start"
 RANGE_END = "dagster/asset_partition_range_end"
-QUIET: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+QUIET: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+"""The console stays quiet: a failed run is one ``dsv`` line naming the log file that holds Dagster's events and stack traces."""
 
 
 class UnknownNameError(DsvError):
@@ -65,8 +66,52 @@ def failure_messages(result: dg.ExecuteInProcessResult) -> list[str]:
             error = event.step_failure_data.error
             cause = error.cause if error is not None and error.cause is not None else error
             message = cause.message.strip().splitlines()[0] if cause is not None and cause.message else "failed"
-            lines.append(f"{event.step_key}: {message}")
+            lines.append(f"{event.step_key}: {_without_class(message)}")
     return lines
+
+
+def _errors(event: Any) -> list[Any]:
+    """A step failure's error and its causes, outermost first."""
+    error = event.step_failure_data.error if event.is_step_failure and event.step_failure_data is not None else None
+    chain = []
+    while error is not None:
+        chain.append(error)
+        error = error.cause
+    return chain
+
+
+def _dsv_errors() -> dict[str, type[DsvError]]:
+    found: dict[str, type[DsvError]] = {}
+    pending: list[type[DsvError]] = [DsvError]
+    while pending:
+        cls = pending.pop()
+        found.setdefault(cls.__name__, cls)
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+def failure_exit_code(result: dg.ExecuteInProcessResult) -> int:
+    """The exit code of the first failed step's platform error (the innermost DsvError of its chain), else RunFailedError's."""
+    known = _dsv_errors()
+    for event in result.all_events:
+        for error in reversed(_errors(event)):
+            cls = known.get(error.cls_name)
+            if cls is not None and cls is not DsvError:
+                return int(cls.exit_code)
+    return RunFailedError.exit_code
+
+
+def write_run_log(folder: Path, result: dg.ExecuteInProcessResult) -> Path:
+    """Every event of the run, with full stack traces of failures, as ``<folder>/<run id>.log``; the path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{result.run_id}.log"
+    lines = []
+    for event in result.all_events:
+        lines.append(f"{event.event_type_value} {event.step_key or '-'}: {event.message or ''}".rstrip())
+        for error in _errors(event):
+            lines.append(error.to_string().rstrip())
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
 
 
 def access_denied(result: dg.ExecuteInProcessResult) -> str | None:
@@ -78,6 +123,12 @@ def access_denied(result: dg.ExecuteInProcessResult) -> str | None:
                 return error.message.strip().splitlines()[0].split("ACCESS_DENIED: ", 1)[-1]
             error = error.cause
     return None
+
+
+def _without_class(message: str) -> str:
+    """``pkg.module.SomeError: text`` -> ``text`` (the error's own words, in dsv terms)."""
+    head, sep, rest = message.partition(": ")
+    return rest if sep and "." in head and " " not in head and head.split(".")[-1][:1].isupper() else message
 
 
 def asset_metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, Any]:
@@ -98,12 +149,14 @@ class Runner:
 
     defs: dg.Definitions
     instance: dg.DagsterInstance
+    log_folder: Path | None = None
+    """Where a failed run's Dagster log is written (``<dagster home>/logs``)."""
 
     @classmethod
     def open(cls, settings: Settings, config: PlatformConfig | None = None) -> Runner:
         for category in (dg.BetaWarning, dg.PreviewWarning):
             warnings.filterwarnings("ignore", category=category)
-        return cls(build_defs(settings, config), open_instance(settings))
+        return cls(build_defs(settings, config), open_instance(settings), settings.dagster_home / "logs")
 
     def run(
         self,
@@ -138,7 +191,10 @@ class Runner:
             if denied is not None:  # a grant refused inside the run: the same exit code (7) as a refusal before it
                 raise AccessDeniedError(f"run {result.run_id}: {denied}")
             why = "; ".join(failure_messages(result)) or "see the run in the Dagster UI"
-            raise RunFailedError(f"run {result.run_id} failed: {why}")
+            log = f" (Dagster log: {write_run_log(self.log_folder, result)})" if self.log_folder is not None else ""
+            failed = RunFailedError(f"run {result.run_id} failed: {why}{log}")
+            failed.exit_code = failure_exit_code(result)  # the platform error's own code: a gate, a missing snapshot, ...
+            raise failed
         return result
 
     def close(self) -> None:

@@ -134,7 +134,8 @@ def pin_sources(tables: CanonicalTables, inputs: Inputs) -> tuple[str, tuple[Pin
     for spec in inputs.tables:
         sid = tables.current_snapshot_id(spec)
         if sid is None:
-            raise RealizationBuildError(f"{definition.ref}: table {tables.identifier(spec)} has no snapshot yet; materialize it first")
+            first = f"land a batch first (dsv ingest {spec.name} FILE)"
+            raise RealizationBuildError(f"{definition.ref}: table {tables.identifier(spec)} has no snapshot yet: {first}")
         current[spec.name] = sid
     key = logical_key(definition, current)
     tag = f"{definition.name}-{definition.version}-{key}"

@@ -1,0 +1,37 @@
+"""Issue 23 item 6: a failure inside a Dagster run is one ``dsv`` line with the platform error's exit code.
+
+Before: ``dsv build`` before any ingest printed 84 lines of Dagster ERROR events and stack traces, said
+"materialize it first" and exited 1. Now the line says what to run, names the file holding Dagster's log
+(with the stack traces), and exits with the code of the error that failed the step.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from dsv_platform.services.publication.realization_inputs import RealizationBuildError
+
+DSV = str(Path(sys.executable).with_name("dsv"))
+
+
+def _dsv(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSV_")} | {"DSV_HOME": str(home)}
+    return subprocess.run([DSV, *args], env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_build_before_any_ingest_is_one_line_that_says_what_to_run(tmp_path: Path) -> None:
+    done = _dsv(tmp_path / "home", "build", "fraud_training_set:v6")
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    [line] = lines
+    assert line.startswith("dsv: error: run ") and "dsv ingest transactions FILE" in line and "materialize it first" not in line
+    assert "Traceback" not in done.stderr and "dagster - ERROR" not in done.stderr and "dsv_platform." not in line
+    assert done.returncode == RealizationBuildError.exit_code != 1
+    match = re.search(r"\(Dagster log: (\S+\.log)\)", line)
+    assert match, line
+    log = Path(match.group(1)).read_text(encoding="utf-8")
+    assert "STEP_FAILURE" in log and "RealizationBuildError" in log and 'File "' in log  # the stack traces are in the file
