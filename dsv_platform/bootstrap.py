@@ -176,7 +176,7 @@ def owner_only(home: Path) -> None:
 
 
 def _check_home(home: Path) -> None:
-    """``DSV_HOME`` must be a folder this process can create and write: else one error naming it (exit 9), before anything is opened."""
+    """``DSV_HOME`` must be a folder this process can create and write: else one error naming it (ENVIRONMENT), before anything is opened."""
     try:
         home.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from dsv_platform.core.errors import ConfigurationError
+from dsv_platform.core.errors import EnvironmentSetupError
 
 DEFAULT_CONFIG_DIR = Path(__file__).resolve().parent / "examples" / "fraud" / "config"
 """The packaged fraud example's configuration folder (a path: the example is not imported)."""
@@ -84,13 +84,13 @@ _FALSE = ("", "0", "false", "no", "off")
 
 
 def _flag(name: str, text: str) -> bool:
-    """A boolean variable: 1/true/yes/on or 0/false/no/off (or unset); anything else is a ConfigurationError naming it."""
+    """A boolean variable: 1/true/yes/on or 0/false/no/off (or unset); anything else is an EnvironmentSetupError naming it."""
     value = text.strip().lower()
     if value in _TRUE:
         return True
     if value in _FALSE:
         return False
-    raise ConfigurationError(f"{name}={text!r}: must be one of 1, true, yes, on (strict) or 0, false, no, off (not strict)")
+    raise EnvironmentSetupError(f"{name}={text!r}: must be one of 1, true, yes, on (strict) or 0, false, no, off (not strict)")
 
 
 def _jobs(text: str) -> int | None:
@@ -98,7 +98,7 @@ def _jobs(text: str) -> int | None:
     if not text.strip():
         return None
     if not text.strip().isdigit() or int(text) < 1:
-        raise ConfigurationError(f"DSV_BUILD_JOBS must be a whole number >= 1, not {text!r}")
+        raise EnvironmentSetupError(f"DSV_BUILD_JOBS must be a whole number >= 1, not {text!r}")
     return int(text)
 
 

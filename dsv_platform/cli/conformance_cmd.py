@@ -7,8 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from dsv_platform.core.errors import FileAccessError, InputError
+from dsv_platform.core.errors import FailureKind, FileAccessError, InputError
 from dsv_platform.core.identity.conformance import build_vectors, check_vectors, dumps_vectors
+from dsv_platform.core.publication.failures import exit_code
 
 
 def _conformance(args: argparse.Namespace) -> int:
@@ -25,7 +26,7 @@ def _conformance(args: argparse.Namespace) -> int:
             print(f"{path}: {len(failures)} mismatch(es) with dsv_platform's encoder", file=sys.stderr)
             for failure in failures:
                 print(failure)
-            return 1
+            return exit_code(FailureKind.FAILED)
         print(f"{path}: all {len(doc['vectors'])} vectors agree")
         return 0
     text = dumps_vectors(build_vectors())

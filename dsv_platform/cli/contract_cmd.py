@@ -1,6 +1,6 @@
 """`dsv contract check`: a contract's semantic rules on Parquet data, outside the pipeline.
 
-Exit 0 when every blocking rule passes, 9 when one fails (one line per failed rule:
+Exit 0 when every blocking rule passes, BREAKING's exit code (core/publication/failures.py) when one fails (one line per failed rule:
 column, rule, observed value, bound). A bad contract or unreadable data is the usual
 typed error with its exit code. Details: docs/contracts.md
 """
@@ -16,9 +16,10 @@ import pyarrow as pa
 from dsv_platform.adapters.objects.parquet_source import discover_parquet, iter_batches
 from dsv_platform.core.contracts.contract import Contract, load_contract
 from dsv_platform.core.contracts.semantic_rules import evaluate, passed
-from dsv_platform.core.errors import InputError
+from dsv_platform.core.errors import FailureKind, InputError
+from dsv_platform.core.publication.failures import exit_code
 
-RULE_FAILED_EXIT = 9
+RULE_FAILED_EXIT = exit_code(FailureKind.BREAKING)
 """A blocking rule of the contract failed on the data."""
 
 

@@ -2,11 +2,11 @@
 
 Each sub-command lives in its own module with a ``register(subparsers)``
 function that adds its parser and sets ``handler``. Handlers return an exit
-code. A :class:`DsvError` becomes a one-line message on stderr and its exit
-code (resolution failures: 3 NOT_FOUND, 4 REDACTED, 5 EXPIRED, 6 CORRUPT,
-7 ACCESS_DENIED; 9 configuration/environment, 10 unreachable service,
-11 a file that cannot be read or written; other errors 2); never a traceback.
-Anything else escaping a handler is a bug, still reported on one line (exit 70).
+code. A :class:`DsvError` becomes a one-line message on stderr and the exit code
+of its kind, never a traceback; an OSError is FILE_ACCESS, and anything else
+escaping a handler is a bug (INTERNAL), still reported on one line. Every code is
+a row of the failure table (core/publication/failures.py), which ``dsv --help``
+lists; this module keeps no copy of it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from dsv_platform.core.errors import INTERNAL_ERROR_EXIT, DsvError, FileAccessError
+from dsv_platform.core.errors import DsvError, FailureKind
+from dsv_platform.core.publication import failures
 
 # Modules that contribute sub-commands, in help order.
 COMMAND_MODULES = (
@@ -104,7 +105,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def build_parser(command: str | None = None, *, load_all: bool = False) -> argparse.ArgumentParser:
     """The ``dsv`` parser: every command listed from :data:`COMMANDS`; real sub-parsers only for
     ``command``'s module (or every module with ``load_all``), the others are help-only placeholders."""
-    parser = argparse.ArgumentParser(prog="dsv", description="dsv_platform: dataset versioning and reproducibility")
+    parser = argparse.ArgumentParser(
+        prog="dsv",
+        description="dsv_platform: dataset versioning and reproducibility",
+        epilog=f"exit codes: 0 success, {failures.summary()} (README: Errors and exit codes)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     chosen = COMMANDS[command][0] if command in COMMANDS else None
@@ -156,11 +161,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A file the command touches cannot be read or written: name it, one line.
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"dsv: error: {where}{exc.strerror or exc}", file=sys.stderr)
-        return FileAccessError.exit_code
+        return failures.exit_code(FailureKind.FILE_ACCESS)
     except Exception as exc:  # the boundary: a bug is still one line, never a traceback
         message = " ".join(str(exc).split())[:500]
         print(f"dsv: internal error ({type(exc).__name__}): {message}", file=sys.stderr)
-        return INTERNAL_ERROR_EXIT
+        return failures.exit_code(FailureKind.INTERNAL)
     return int(code or 0)
 
 

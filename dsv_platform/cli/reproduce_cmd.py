@@ -1,8 +1,8 @@
 """`dsv reproduce ARTIFACT_OR_FOOTER_HASH` (or a dataset ref, realization or run hash), `dsv rehearse`, `dsv promote RUN_HASH`, `dsv status`.
 
 ``reproduce`` (an artifact: its seven numbered steps) and ``rehearse`` exit 0 when everything was
-reconstructable and 1 otherwise (the outcome and its reason are printed); ``promote`` exits 8 when
-the promotion gate refuses. When the Dagster instance of the embedded default
+reconstructable and FAILED's exit code otherwise (the outcome and its reason are printed); ``promote``
+exits with PROMOTION_REFUSED's when the promotion gate refuses (core/publication/failures.py). When the Dagster instance of the embedded default
 exists (``$DSV_HOME/dagster``), each reproduction is also reported there as an
 observation on its asset, so it shows in the asset's lineage.
 """
@@ -16,6 +16,8 @@ from typing import Any
 
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
+from dsv_platform.core.errors import FailureKind
+from dsv_platform.core.publication.failures import exit_code
 from dsv_platform.services.publication.status import platform_status
 from dsv_platform.services.reproduction.promotion import promote
 from dsv_platform.services.reproduction.rehearsal import full_rehearsal, rehearse
@@ -83,7 +85,7 @@ def _reproduce(args: argparse.Namespace, platform: Platform) -> int:
             print(f"  {'ok  ' if c.passed else 'FAIL'} {c.step}" + ("" if c.passed else f": {json.dumps(dict(c.detail), default=str)}"))
         for note in report.rebuilt:
             print(f"  rebuilt: {note}")
-    return 0 if report.reconstructable else 1
+    return 0 if report.reconstructable else exit_code(FailureKind.FAILED)
 
 
 @with_platform
@@ -96,12 +98,12 @@ def _rehearse(args: argparse.Namespace, platform: Platform) -> int:
     doc = run.to_document()
     if args.json:
         print(json.dumps(doc, indent=2))
-        return 0 if not run.failures else 1
+        return 0 if not run.failures else exit_code(FailureKind.FAILED)
     head = "fully reproduced" if args.full else "reconstructable today"
     print(f"{head}: {doc['reconstructable']} of {doc['rehearsed']} sampled ({doc['fraction']:.0%}); {doc['retained_models']} retained models and artifacts")
     for r in doc["results"]:
         print(f"  {r['outcome']:<26} {r['kind']:<8} {r['target']}  {'' if r['outcome'].startswith('REPRODUCED') else r['reason']}")
-    return 0 if not run.failures else 1
+    return 0 if not run.failures else exit_code(FailureKind.FAILED)
 
 
 @with_platform

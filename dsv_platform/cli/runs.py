@@ -17,7 +17,7 @@ from typing import Any
 import dagster as dg
 
 from dsv_platform.core.config.platform_config import PlatformConfig
-from dsv_platform.core.errors import AccessDeniedError, DsvError
+from dsv_platform.core.errors import AccessDeniedError, DsvError, FailureKind
 from dsv_platform.defs import build_defs
 from dsv_platform.settings import Settings
 
@@ -34,7 +34,7 @@ class UnknownNameError(DsvError):
 class RunFailedError(DsvError):
     """A Dagster run failed; the message names the run and the failing steps."""
 
-    exit_code = 1
+    kind = FailureKind.FAILED
 
 
 DAGSTER_YAML = "telemetry:\n  enabled: false\n"

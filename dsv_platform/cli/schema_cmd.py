@@ -1,6 +1,6 @@
 """`dsv schema diff OLD NEW [--definition NAME] [--json]`: every change between two contracts, classified.
 
-Exit 0 when compatible, 9 when breaking (docs/schema-evolution.md). A file may be a contract,
+Exit 0 when compatible, BREAKING's exit code (core/publication/failures.py) when breaking (docs/schema-evolution.md). A file may be a contract,
 a source file or a dataset definition (its output contract).
 """
 
@@ -14,7 +14,9 @@ from pathlib import Path
 from dsv_platform.core.config.source import SOURCE_KEYS
 from dsv_platform.core.config_yaml import read_yaml
 from dsv_platform.core.contracts.contract import Contract, load_contract, parse_contract
-from dsv_platform.core.contracts.schema_diff import BREAKING_EXIT, Consumer, SchemaDiff, diff_contracts
+from dsv_platform.core.contracts.schema_diff import Consumer, SchemaDiff, diff_contracts
+from dsv_platform.core.errors import FailureKind
+from dsv_platform.core.publication.failures import exit_code
 
 
 def load_any_contract(path: str | Path) -> Contract:
@@ -56,7 +58,7 @@ def _diff(args: argparse.Namespace) -> int:
         print(json.dumps(diff.to_document(), indent=2, default=str))
     else:
         print(render(diff, f"schema diff {args.old} -> {args.new}"))
-    return BREAKING_EXIT if diff.verdict == "breaking" else 0
+    return exit_code(FailureKind.BREAKING) if diff.verdict == "breaking" else 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -64,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         dest="schema_command", metavar="ACTION"
     )
     schema.required = True
-    p = schema.add_parser("diff", help="classify every change from OLD to NEW (exit 0 compatible, 9 breaking)")
+    p = schema.add_parser("diff", help=f"classify every change from OLD to NEW (exit 0 compatible, {exit_code(FailureKind.BREAKING)} breaking)")
     p.add_argument("old", metavar="OLD_CONTRACT")
     p.add_argument("new", metavar="NEW_CONTRACT")
     p.add_argument("--definition", metavar="NAME", help="give a verdict for each consumer registered on this definition name")

@@ -1,19 +1,75 @@
 """One error hierarchy for the platform.
 
-Every error the platform raises on purpose derives from :class:`DsvError`.
-Resolution failures carry a :class:`FailureKind` and a fixed CLI exit code, so
-training code, the CLI and the rehearsal schedule all speak the same words.
+Every error the platform raises on purpose derives from :class:`DsvError` and carries a
+:class:`FailureKind`; the kind's exit code, audit outcome and meaning are one row of the failure
+table (core/publication/failures.py), so training code, the CLI and the rehearsal schedule all
+speak the same words. No class here names a number. This module sits below every capability
+package and imports none: the table binds the codes here (:func:`bind_exit_codes`) when imported.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
+from typing import ClassVar
+
+
+class FailureKind(enum.Enum):
+    """Every kind of failure the platform reports, by name (the vocabulary of the failure table).
+
+    The resolution kinds (NOT_FOUND ... QUARANTINED) are the ones a :class:`ResolutionError` carries.
+    """
+
+    FAILED = "FAILED"
+    INVALID = "INVALID"
+    NOT_FOUND = "NOT_FOUND"
+    REDACTED = "REDACTED"
+    EXPIRED = "EXPIRED"
+    CORRUPT = "CORRUPT"
+    ACCESS_DENIED = "ACCESS_DENIED"
+    PROMOTION_REFUSED = "PROMOTION_REFUSED"
+    BREAKING = "BREAKING"
+    SERVICE_UNREACHABLE = "SERVICE_UNREACHABLE"
+    FILE_ACCESS = "FILE_ACCESS"
+    NOT_DIFFABLE = "NOT_DIFFABLE"
+    UNTRUSTED = "UNTRUSTED"
+    QUARANTINED = "QUARANTINED"
+    APPROVAL_STATE = "APPROVAL_STATE"
+    PROTECTED_ALIAS = "PROTECTED_ALIAS"
+    CONSUMER_BROKEN = "CONSUMER_BROKEN"
+    ENVIRONMENT = "ENVIRONMENT"
+    QUARANTINE_STATE = "QUARANTINE_STATE"
+    INTERNAL = "INTERNAL"
+
+    @property
+    def exit_code(self) -> int:
+        """This kind's exit code: its row of the failure table (core/publication/failures.py)."""
+        try:
+            return _EXIT_CODES[self]
+        except KeyError:
+            raise RuntimeError(f"no exit code bound for {self.name}: dsv_platform.core.publication.failures was not imported") from None
+
+
+_EXIT_CODES: dict[FailureKind, int] = {}
+
+
+def bind_exit_codes(codes: Mapping[FailureKind, int]) -> None:
+    """Take every kind's exit code from the failure table; core/publication/failures.py calls it once, when imported."""
+    missing = sorted(kind.name for kind in FailureKind if kind not in codes)
+    if missing:
+        raise RuntimeError(f"the failure table has no row for {', '.join(missing)}")
+    _EXIT_CODES.update(codes)
 
 
 class DsvError(Exception):
-    """Base of every error dsv_platform raises on purpose."""
+    """Base of every error dsv_platform raises on purpose: of kind INVALID unless a subclass names another kind."""
 
-    exit_code: int = 2
+    kind: ClassVar[FailureKind] = FailureKind.INVALID
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI exit code of this error's kind (the failure table)."""
+        return self.kind.exit_code
 
 
 class ConfigurationError(DsvError):
@@ -21,25 +77,21 @@ class ConfigurationError(DsvError):
 
 
 class EnvironmentSetupError(ConfigurationError):
-    """A ``DSV_*`` setting names something unusable: a malformed URL, a home that cannot be written, missing credentials (exit 9)."""
+    """A ``DSV_*`` setting names something unusable: a malformed URL or value, a home that cannot be written, missing credentials."""
 
-    exit_code = 9
+    kind = FailureKind.ENVIRONMENT
 
 
 class ServiceUnreachableError(DsvError):
-    """A configured service (PostgreSQL, the S3 endpoint) does not answer (exit 10); the message names its URL, password masked."""
+    """A configured service (PostgreSQL, the S3 endpoint) does not answer; the message names its URL, password masked."""
 
-    exit_code = 10
+    kind = FailureKind.SERVICE_UNREACHABLE
 
 
 class FileAccessError(DsvError):
-    """A file or folder named on the command line cannot be read or written (exit 11); the message names it."""
+    """A file or folder named on the command line cannot be read or written; the message names it."""
 
-    exit_code = 11
-
-
-INTERNAL_ERROR_EXIT = 70
-"""An unexpected exception the CLI caught at its boundary: a bug, still reported on one line."""
+    kind = FailureKind.FILE_ACCESS
 
 
 def mask_url(url: str) -> str:
@@ -147,34 +199,13 @@ class AliasConflictError(DsvError):
     """A compare-and-swap on an alias lost: its current target is not the expected one."""
 
 
-class FailureKind(enum.Enum):
-    """Typed resolution failures, each with its fixed CLI exit code."""
-
-    NOT_FOUND = 3
-    REDACTED = 4
-    EXPIRED = 5
-    CORRUPT = 6
-    ACCESS_DENIED = 7
-    UNTRUSTED = 13
-
-    @property
-    def exit_code(self) -> int:
-        return self.value
-
-
 class ResolutionError(DsvError):
-    """A reference did not resolve to exactly one readable realization."""
-
-    kind: FailureKind
+    """A reference did not resolve to exactly one readable realization; the message starts with the kind's name."""
 
     def __init__(self, message: str, *, ref: str | None = None, detail: dict[str, object] | None = None) -> None:
         super().__init__(f"{self.kind.name}: {message}")
         self.ref = ref
         self.detail = dict(detail or {})
-
-    @property
-    def exit_code(self) -> int:  # type: ignore[override]
-        return self.kind.exit_code
 
 
 class NotFoundError(ResolutionError):
@@ -198,31 +229,19 @@ class AccessDeniedError(ResolutionError):
 
 
 class UntrustedError(ResolutionError):
-    """A realization's signed statement is missing, invalid or signed by an identity without the publisher role (exit 13)."""
+    """A realization's signed statement is missing, invalid or signed by an identity without the publisher role."""
 
     kind = FailureKind.UNTRUSTED
 
 
-QUARANTINED_EXIT = 14
+class QuarantinedError(ResolutionError):
+    """The realization (or raw batch) is quarantined pending review; the message names the quarantine and its reason.
 
-
-class QuarantinedError(AccessDeniedError):
-    """The realization (or raw batch) is quarantined pending review (exit 14); the message names the quarantine and its reason.
-
-    A kind of access denial (``kind`` stays ACCESS_DENIED for callers that branch on it) with its own exit code.
+    Its own kind, not an access denial: the caller may read it once the quarantine is released.
     """
 
-    def __init__(self, message: str, *, ref: str | None = None, detail: dict[str, object] | None = None) -> None:
-        super().__init__(message, ref=ref, detail=detail)
-        self.args = (f"QUARANTINED: {message}",)
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-    @property
-    def exit_code(self) -> int:  # type: ignore[override]
-        return QUARANTINED_EXIT
+    kind = FailureKind.QUARANTINED
 
 
 class AuditChainError(DsvError):
-    """The audit log's hash chain does not verify (``dsv audit --verify``, exit 2); the message names the first broken entry."""
+    """The audit log's hash chain does not verify (``dsv audit --verify``; INVALID); the message names the first broken entry."""

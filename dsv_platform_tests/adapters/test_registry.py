@@ -275,9 +275,9 @@ def test_registry_resolve_latest_readable_and_pinned(registry: Registry) -> None
     registry.transition(new, S.QUARANTINED, "suspect", "tester")
     assert registry.resolve(NAME, VERSION).id == old  # newest *readable* publication
     registry.transition(old, S.EXPIRED, "retention", "tester")
-    with pytest.raises(AccessDeniedError) as info:  # none readable: the newest one's failure
+    with pytest.raises(QuarantinedError) as info:  # none readable: the newest one's failure
         registry.resolve(NAME, VERSION)
-    assert info.value.detail["state"] == "QUARANTINED" and info.value.kind is FailureKind.ACCESS_DENIED
+    assert info.value.detail["state"] == "QUARANTINED" and info.value.kind is FailureKind.QUARANTINED and info.value.exit_code == 14
 
 
 def test_registry_resolve_not_found_never_falls_through(registry: Registry) -> None:

@@ -193,9 +193,9 @@ def test_malformed_alias_hash_is_usage_not_not_found(home: tuple[Path, str], cap
 
 def test_malformed_registry_url(tmp_path: Path) -> None:
     r = dsv_env({"DSV_HOME": str(tmp_path), "DSV_REGISTRY_URL": "not a url"}, "versions", "x")
-    refused(r.returncode, r.stderr, "DSV_REGISTRY_URL", "'not a url'", exit_code=9)
+    refused(r.returncode, r.stderr, "DSV_REGISTRY_URL", "'not a url'", exit_code=18)  # ENVIRONMENT (was 9)
     r = dsv_env({"DSV_HOME": str(tmp_path), "DSV_REGISTRY_URL": "mysql://u:hunter2@h/x"}, "versions", "x")
-    line = refused(r.returncode, r.stderr, "mysql://u:***@h/x", exit_code=9)
+    line = refused(r.returncode, r.stderr, "mysql://u:***@h/x", exit_code=18)
     assert "hunter2" not in line
 
 
@@ -210,7 +210,7 @@ def test_unwritable_home(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("x")
     home = tmp_path / "afile" / "home"  # under a regular file: cannot be created, even as root
     r = dsv_env({"DSV_HOME": str(home)}, "gc", "plan")
-    refused(r.returncode, r.stderr, "DSV_HOME", str(home), exit_code=9)
+    refused(r.returncode, r.stderr, "DSV_HOME", str(home), exit_code=18)
 
 
 def test_s3_without_credentials(tmp_path: Path) -> None:
@@ -223,7 +223,7 @@ def test_s3_without_credentials(tmp_path: Path) -> None:
         "AWS_EC2_METADATA_DISABLED": "true",
     }
     r = dsv_env(env, "gc", "plan")
-    refused(r.returncode, r.stderr, "s3://bucket/x", "credentials", exit_code=9)
+    refused(r.returncode, r.stderr, "s3://bucket/x", "credentials", exit_code=18)
 
 
 def test_unreachable_s3_endpoint_is_exit_10_naming_it(tmp_path: Path) -> None:

@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsv_platform.cli.main import main
-from dsv_platform.core.errors import INTERNAL_ERROR_EXIT
+from dsv_platform.core.errors import FailureKind
+from dsv_platform.core.publication.failures import exit_code
 
 DSV = str(Path(sys.executable).with_name("dsv"))
 I64 = (-(2**63) + 1, 2**63 - 1)
@@ -128,7 +129,7 @@ def check_outcome(code: int, out: str, err: str, *, success_marker: str | None) 
             assert success_marker in out, out
         assert all(line.startswith("dsv: warning: ") for line in err.splitlines()), err
         return True
-    assert code != INTERNAL_ERROR_EXIT, err
+    assert code != exit_code(FailureKind.INTERNAL), err
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("dsv: error: "), err
     return False

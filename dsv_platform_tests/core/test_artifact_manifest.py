@@ -74,7 +74,7 @@ def test_a_bad_manifest_is_a_typed_error_naming_the_key(mutate: Any, names: str)
     mutate(doc)
     with pytest.raises(ArtifactManifestError, match=names.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(").replace(")", r"\)")) as info:
         validate_manifest(doc)
-    assert info.value.exit_code == 9
+    assert info.value.exit_code == 2  # INVALID (was 9)
 
 
 def test_footer_hash_accepts_the_footer_line_a_prefix_or_a_bare_hash() -> None:

@@ -2,7 +2,8 @@
 
 On the embedded home (the bootstrap ``admin`` holds every role; other identities get explicit grants):
 a quarantine needs ``operator``; a quarantined realization is refused to readers, to alias moves (exit
-14, naming alias and quarantine) and to approval (exit 15); a release requested by one identity is
+14 QUARANTINED, naming alias and quarantine) and to approval (exit 15); a step the quarantine's state does not
+allow is exit 19 (QUARANTINE_STATE); a release requested by one identity is
 approved only by another holding operator or approver; GC at a zero safety window keeps its objects;
 a quarantined raw batch is never loaded.
 """
@@ -58,18 +59,18 @@ def test_every_quarantine_refusal_and_the_two_person_release(dsv, tmp_path: Path
     out = ok(dsv("quarantine", built.ref, "--reason", "label flips reported by the fraud team"))
     assert f"quarantine #1 of {built.ref}" in out and f"realization:{mh}" in out and "QUARANTINED" in out
 
-    refused(dsv("quarantine", built.ref, "--reason", "again"), 15, "already quarantined (#1 by admin")
+    refused(dsv("quarantine", built.ref, "--reason", "again"), 19, "already quarantined (#1 by admin")
     refused(dsv("resolve", built.ref), 14, "QUARANTINED", built.ref)
     refused(dsv("alias", "set", "fraud_training_set:v6@candidate", mh, "--expect", mh), 14, "alias fraud_training_set:v6@candidate", "quarantine #1")
     refused(dsv("approve", built.ref, "--reason", "fine", identity="reader"), 7, "'reader'", "'approver'")
     ok(dsv("grants", "add", "reader", "approver", "--reason", "second pair of eyes"))
     refused(dsv("approve", built.ref, "--reason", "fine", identity="reader"), 15, "QUARANTINED")
-    refused(dsv("release", built.ref, "--approve", "--reason", "too early"), 15, "request a release first")
+    refused(dsv("release", built.ref, "--approve", "--reason", "too early"), 19, "request a release first")
     assert "QUARANTINED" in ok(dsv("status"))
 
     refused(dsv("release", built.ref, "--reason", "not mine to ask", identity="reader"), 7, "'reader'", "'operator'")
     assert "requested" in ok(dsv("release", built.ref, "--reason", "the flips were a reporting error"))
-    refused(dsv("release", built.ref, "--reason", "again"), 15, "RELEASE_PENDING")
+    refused(dsv("release", built.ref, "--reason", "again"), 19, "RELEASE_PENDING")
     refused(dsv("release", built.ref, "--approve", "--reason", "me too"), 7, "'admin' requested the release", "second identity")
     assert built.ref in ok(dsv("release", built.ref, "--approve", "--reason", "evidence reviewed", identity="reader"))
     assert mh in ok(dsv("resolve", built.ref))

@@ -14,7 +14,7 @@ import pytest
 
 from dsv_platform.adapters.registry.trust import BOOTSTRAP_PROPERTY, STRICT_PROPERTY
 from dsv_platform.bootstrap import build_platform
-from dsv_platform.core.errors import AccessDeniedError, ConfigurationError
+from dsv_platform.core.errors import AccessDeniedError, ConfigurationError, EnvironmentSetupError
 from dsv_platform.core.trust.trust import Grant, Role
 from dsv_platform.defs.resources import SERVICE_IDENTITY, PlatformResource
 from dsv_platform.services.trust import trust
@@ -97,8 +97,9 @@ def test_dsv_strict_values(value: str, strict: bool) -> None:
 
 @pytest.mark.parametrize("value", ["maybe", "strict", "2", "enabled"])
 def test_an_unrecognised_dsv_strict_is_a_configuration_error_naming_it(value: str) -> None:
-    with pytest.raises(ConfigurationError, match=f"DSV_STRICT='{value}'"):
+    with pytest.raises(ConfigurationError, match=f"DSV_STRICT='{value}'") as info:
         load_settings({"DSV_STRICT": value})
+    assert isinstance(info.value, EnvironmentSetupError)  # the documented configuration kind (docs/trust.md), not a usage error
 
 
 @dg.asset

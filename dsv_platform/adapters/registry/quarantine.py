@@ -21,7 +21,7 @@ from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.transactions import RegistryTransactions
 from dsv_platform.core import canonical_json
-from dsv_platform.core.errors import AccessDeniedError, DsvError, NotFoundError
+from dsv_platform.core.errors import AccessDeniedError, DsvError, FailureKind, NotFoundError
 from dsv_platform.core.publication.records import Realization
 from dsv_platform.core.publication.states import RealizationState, is_legal
 
@@ -31,9 +31,9 @@ S = RealizationState
 
 
 class QuarantineStateError(DsvError):
-    """A release step that the quarantine's state does not allow (no pending request, already released); exit 15."""
+    """A quarantine or release step that the quarantine's state does not allow (already quarantined, no pending request, already released)."""
 
-    exit_code = 15
+    kind = FailureKind.QUARANTINE_STATE
 
 
 @dataclass(frozen=True)

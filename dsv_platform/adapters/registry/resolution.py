@@ -1,6 +1,6 @@
 """Resolution: a reference answers with one readable realization or a typed failure.
 
-Never a near miss: NOT_FOUND, ACCESS_DENIED, REDACTED or EXPIRED (CORRUPT is the
+Never a near miss: NOT_FOUND, ACCESS_DENIED, REDACTED, EXPIRED or QUARANTINED (CORRUPT is the
 reader's call), and ``name:version`` alone means the newest readable realization.
 
 Details: docs/publication.md

@@ -14,12 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dsv_platform.core.contracts.contract import Column, Contract, LogicalType
-from dsv_platform.core.errors import ContractError
+from dsv_platform.core.errors import ContractError, FailureKind
 from dsv_platform.core.publication.records import DefinitionConflictError
 
 COMPATIBLE = "compatible"
 BREAKING = "breaking"
-BREAKING_EXIT = 9  # `dsv schema diff` exits 9 when the verdict is breaking
 
 
 class ChangeKind(str, enum.Enum):
@@ -89,9 +88,9 @@ class SchemaDiff:
 
 
 class ConsumerBreakError(DefinitionConflictError):
-    """A definition version changed in a way that breaks a registered consumer (exit 17): publish a new definition version."""
+    """A definition version changed in a way that breaks a registered consumer: publish a new definition version."""
 
-    exit_code = 17
+    kind = FailureKind.CONSUMER_BROKEN
 
 
 # ---------------------------------------------------------------- types
@@ -280,7 +279,6 @@ def _text(value: Any) -> str:
 
 __all__ = [
     "BREAKING",
-    "BREAKING_EXIT",
     "COMPATIBLE",
     "Change",
     "ChangeKind",

@@ -17,7 +17,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dsv_platform.core.errors import DsvError
+from dsv_platform.core.errors import DsvError, FailureKind
 
 Indices = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
@@ -26,9 +26,9 @@ DEFAULT_EXAMPLES = 10
 
 
 class DiffError(DsvError):
-    """Two realizations cannot be diffed: different keys, a key that is not unique, an unknown label column (exit 12)."""
+    """Two realizations cannot be diffed: different keys, a key that is not unique, an unknown label column."""
 
-    exit_code = 12
+    kind = FailureKind.NOT_DIFFABLE
 
 
 @dataclass(frozen=True)

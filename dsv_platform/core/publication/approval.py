@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from dsv_platform.core.errors import ConfigurationError, DsvError, IllegalTransitionError
+from dsv_platform.core.errors import ConfigurationError, DsvError, FailureKind, IllegalTransitionError
 from dsv_platform.core.publication.states import RealizationState
 
 S = RealizationState
@@ -20,15 +20,15 @@ APPROVED = S.ELIGIBLE
 
 
 class ApprovalStateError(IllegalTransitionError):
-    """Approve or revoke asked of a realization in a state that does not allow it (exit 15); the message names the state."""
+    """Approve or revoke asked of a realization in a state that does not allow it; the message names the state."""
 
-    exit_code = 15
+    kind = FailureKind.APPROVAL_STATE
 
 
 class ProtectedAliasError(DsvError):
-    """A protected alias would point at a realization that is not ELIGIBLE (exit 16); the message names the alias, ref and state."""
+    """A protected alias would point at a realization that is not ELIGIBLE; the message names the alias, ref and state."""
 
-    exit_code = 16
+    kind = FailureKind.PROTECTED_ALIAS
 
 
 def check_reason(reason: str | None, *, command: str) -> str:

@@ -37,9 +37,7 @@ _FOOTER_HEX = re.compile(r"(?:sha256:)?([0-9a-f]{12,64})\b")
 
 
 class ArtifactManifestError(DsvError):
-    """An artifact manifest (or a producer's results) breaks the dsv-artifact/1 shape; the message names the key (exit 9)."""
-
-    exit_code = 9
+    """An artifact manifest (or a producer's results) breaks the dsv-artifact/1 shape; the message names the key (INVALID)."""
 
 
 @runtime_checkable

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from dsv_platform.core.errors import FailureKind
+from dsv_platform.core.publication.failures import FAILURES
 
 T = TypeVar("T")
 
@@ -55,18 +56,11 @@ PRECEDENCE: tuple[Outcome, ...] = (
     Outcome.ENVIRONMENT_DRIFT,
 )
 
-_FROM_FAILURE = {
-    FailureKind.NOT_FOUND: Outcome.NOT_FOUND,
-    FailureKind.REDACTED: Outcome.REDACTED,
-    FailureKind.EXPIRED: Outcome.EXPIRED,
-    FailureKind.CORRUPT: Outcome.CORRUPT,
-    FailureKind.ACCESS_DENIED: Outcome.NOT_FOUND,
-    FailureKind.UNTRUSTED: Outcome.UNTRUSTED,
-}
+_FROM_FAILURE = {f.kind: Outcome(f.audit) for f in FAILURES if f.audit is not None}
 
 
 def outcome_of_failure(kind: FailureKind) -> Outcome:
-    """The audit outcome of a typed resolution failure (ACCESS_DENIED: the auditor cannot see it, so NOT_FOUND)."""
+    """The audit outcome of a typed resolution failure: its row of the failure table (ACCESS_DENIED, QUARANTINED: NOT_FOUND)."""
     return _FROM_FAILURE[kind]
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dsv_platform.core.errors import DsvError
+from dsv_platform.core.errors import DsvError, FailureKind
 
 LOCKFILE = "requirements.lock"
 MARKER = ".dsv-complete"
@@ -33,9 +33,9 @@ _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
 
 
 class NotReproducibleError(DsvError):
-    """Not reproducible by construction: a dirty pin, a commit that is not here, no recorded lock (exit 1)."""
+    """Not reproducible by construction: a dirty pin, a commit that is not here, no recorded lock (FAILED)."""
 
-    exit_code = 1
+    kind = FailureKind.FAILED
 
 
 class EnvironmentBuildError(DsvError):
@@ -43,9 +43,9 @@ class EnvironmentBuildError(DsvError):
 
 
 class RunnerError(DsvError):
-    """The recorded code failed inside the restored environment (exit 1: the artifact did not reproduce)."""
+    """The recorded code failed inside the restored environment (FAILED: the artifact did not reproduce)."""
 
-    exit_code = 1
+    kind = FailureKind.FAILED
 
 
 def _git(repo: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:

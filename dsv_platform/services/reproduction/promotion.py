@@ -16,7 +16,7 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dsv_platform.core.errors import CorruptError, DsvError, ResolutionError
+from dsv_platform.core.errors import CorruptError, DsvError, FailureKind, ResolutionError
 from dsv_platform.core.lineage.lineage import NodeKind, Relation, node_label
 from dsv_platform.core.publication.records import Realization
 from dsv_platform.core.publication.states import RealizationState
@@ -42,7 +42,7 @@ class Refusal(enum.Enum):
 class PromotionRefusedError(DsvError):
     """The promotion gate refused; ``refusal`` says which evidence is missing or broken."""
 
-    exit_code = 8
+    kind = FailureKind.PROMOTION_REFUSED
 
     def __init__(self, refusal: Refusal, message: str) -> None:
         super().__init__(f"promotion refused ({refusal.value}): {message}")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.ipc
 
-from dsv_platform.core.errors import FailureKind, ResolutionError
+from dsv_platform.core.errors import ResolutionError
 from dsv_platform.core.publication.refs import parse_ref
 from dsv_platform.core.reproduction.reproduction import Outcome, outcome_of_failure
 from dsv_platform.core.reproduction.reproduction_steps import Step, failed, passed
@@ -67,7 +67,7 @@ def _one(platform: Platform, entry: Mapping[str, str], path: Path, actor: str) -
                 return Outcome.HASH_MISMATCH, f"{pinned}: content hashes to {content}, the manifest recorded {entry['dataset_hash']}"
             write_ipc(ds.to_arrow(), path)
     except ResolutionError as exc:
-        return outcome_of_failure(exc.kind if exc.kind is not FailureKind.ACCESS_DENIED else FailureKind.NOT_FOUND), f"{pinned}: {exc}"
+        return outcome_of_failure(exc.kind), f"{pinned}: {exc}"
     return None
 
 
