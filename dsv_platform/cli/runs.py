@@ -32,9 +32,18 @@ class UnknownNameError(DsvError):
 
 
 class RunFailedError(DsvError):
-    """A Dagster run failed; the message names the run and the failing steps."""
+    """A Dagster run failed; the message names the run and the failing steps.
+
+    Its exit code is that of the platform error that failed the step (``step_kind``: a missing snapshot, a
+    blocking gate, a refused grant, ...), else FAILED's.
+    """
 
     kind = FailureKind.FAILED
+
+    def __init__(self, message: str, *, step_kind: FailureKind | None = None) -> None:
+        super().__init__(message)
+        if step_kind is not None:
+            vars(self)["kind"] = step_kind  # this instance's kind (the class keeps FAILED)
 
 
 DAGSTER_YAML = "telemetry:\n  enabled: false\n"
@@ -90,15 +99,15 @@ def _dsv_errors() -> dict[str, type[DsvError]]:
     return found
 
 
-def failure_exit_code(result: dg.ExecuteInProcessResult) -> int:
-    """The exit code of the first failed step's platform error (the innermost DsvError of its chain), else RunFailedError's."""
+def failure_kind(result: dg.ExecuteInProcessResult) -> FailureKind:
+    """The failure kind of the first failed step's platform error (the innermost DsvError of its chain), else FAILED."""
     known = _dsv_errors()
     for event in result.all_events:
         for error in reversed(_errors(event)):
             cls = known.get(error.cls_name)
             if cls is not None and cls is not DsvError:
-                return int(cls.exit_code)
-    return RunFailedError.exit_code
+                return cls.kind
+    return RunFailedError.kind
 
 
 def write_run_log(folder: Path, result: dg.ExecuteInProcessResult) -> Path:
@@ -192,9 +201,7 @@ class Runner:
                 raise AccessDeniedError(f"run {result.run_id}: {denied}")
             why = "; ".join(failure_messages(result)) or "see the run in the Dagster UI"
             log = f" (Dagster log: {write_run_log(self.log_folder, result)})" if self.log_folder is not None else ""
-            failed = RunFailedError(f"run {result.run_id} failed: {why}{log}")
-            failed.exit_code = failure_exit_code(result)  # the platform error's own code: a gate, a missing snapshot, ...
-            raise failed
+            raise RunFailedError(f"run {result.run_id} failed: {why}{log}", step_kind=failure_kind(result))
         return result
 
     def close(self) -> None:

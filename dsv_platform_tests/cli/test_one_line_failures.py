@@ -30,7 +30,7 @@ def test_build_before_any_ingest_is_one_line_that_says_what_to_run(tmp_path: Pat
     [line] = lines
     assert line.startswith("dsv: error: run ") and "dsv ingest transactions FILE" in line and "materialize it first" not in line
     assert "Traceback" not in done.stderr and "dagster - ERROR" not in done.stderr and "dsv_platform." not in line
-    assert done.returncode == RealizationBuildError.exit_code != 1
+    assert done.returncode == RealizationBuildError.kind.exit_code != 1
     match = re.search(r"\(Dagster log: (\S+\.log)\)", line)
     assert match, line
     log = Path(match.group(1)).read_text(encoding="utf-8")
