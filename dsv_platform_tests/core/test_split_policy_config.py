@@ -85,6 +85,12 @@ def test_seeded_random_key_column_defaults_to_the_example_id(tmp_path):
     assert d.split_policy is not None and d.split_policy["key_column"] == "reading_id"
 
 
+def test_a_legacy_seeded_document_without_key_column_still_loads_and_draws_by_row_position(tmp_path):
+    doc = {**policy_from_config(SHAPES["seeded-random/1"], identifier="reading_id", file="x").to_document(), "key_column": None}
+    (d,) = load_config(with_policy(tmp_path, doc)).datasets
+    assert d.split_policy == doc and d.policy().column is None and d.entity_column == "reading_id"
+
+
 TIME = SHAPES["time-split/1"]
 HASH = SHAPES["hash-split/1"]
 SEEDED = SHAPES["seeded-random/1"]
@@ -116,7 +122,6 @@ NULLABLE_READ_AT = ("{name: read_at, type: timestamp, resolution: us}", "{name: 
         ({**SEEDED, "parts": [8, 1, 1]}, None, "split_policy.parts", "must map split names"),
         ({**SEEDED, "parts": {"train": 0, "test": 1}}, None, "split_policy.parts", "positive integers"),
         ({**SEEDED, "seed": -1}, None, "split_policy.seed", "non-negative"),
-        ({**policy_from_config(SEEDED, identifier="reading_id", file="x").to_document(), "key_column": None}, None, "split_policy.key_column", "row positions"),
     ],
 )
 def test_a_policy_that_cannot_work_is_refused_naming_file_and_key(tmp_path, policy, contract_edit, key, says):

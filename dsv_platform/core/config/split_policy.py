@@ -2,8 +2,8 @@
 
 A policy that cannot work for the definition is refused when the configuration loads,
 naming the file and the key: a column the output contract does not have, or of the
-wrong kind (a time split needs a timestamp column, the others strings or integers),
-or nullable; and an example id the assignment cannot hash. The shapes: docs/configuration.md.
+wrong kind (a time split needs a non-null timestamp column, the others strings or
+integers); and an example id the assignment cannot hash. The shapes: docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ def _check_column(contract: Contract, name: str, need: ColumnNeed, *, file: str 
     column = contract.column(name)
     if not _fits(column, need):
         raise ConfigError(f"{what} {name!r} must be {_KINDS[need]}, it is {column.type.value}", file=file, key=key)
-    if column.nullable:
-        raise ConfigError(f"{what} {name!r} is nullable; every example needs a value to be split by", file=file, key=key)
+    if column.nullable and need is ColumnNeed.TIME:  # a null identifier fails the build naming its row
+        raise ConfigError(f"{what} {name!r} is nullable; every example needs a time to be split by", file=file, key=key)
 
 
 def parse_split_policy(raw: Any, contract: Contract, *, file: str | Path) -> dict[str, Any]:
@@ -42,6 +42,7 @@ def parse_split_policy(raw: Any, contract: Contract, *, file: str | Path) -> dic
     _check_column(contract, identifier, ColumnNeed.IDENTIFIER, file=file, key="contract.key", what="the example id")
     policy = policy_from_config(raw, identifier=identifier, file=file)
     column = dataset_column(policy, identifier)
-    key = f"split_policy.{policy.column_key}" if policy.column is not None and policy.column_key else "split_policy"
-    _check_column(contract, column, policy.needs, file=file, key=key, what=f"the {policy.policy_name} column")
+    if column is not None:  # None: a legacy seeded draw by row position
+        key = f"split_policy.{policy.column_key}" if policy.column is not None and policy.column_key else "split_policy"
+        _check_column(contract, column, policy.needs, file=file, key=key, what=f"the {policy.policy_name} column")
     return policy.to_document()

@@ -94,9 +94,10 @@ def policy_from_config(raw: Any, *, identifier: str, file: str | Path) -> SplitP
     return REGISTRY[name].from_config(raw, identifier=identifier, file=file)
 
 
-def dataset_column(policy: SplitPolicy, example_id: str) -> str:
-    """The column a dataset's examples are assigned by: the policy's own, else the example id."""
-    return policy.column if policy.column is not None else example_id
+def dataset_column(policy: SplitPolicy, example_id: str) -> str | None:
+    """The column a dataset's examples are assigned by: the example id for a policy that records no column
+    (``hash-split/1``), else the policy's own (None: row positions, a legacy ``seeded-random/1`` document)."""
+    return policy.input_column(example_id if policy.column_key is None else None)
 
 
 def assign(table: pa.Table, policy: SplitPolicy, id_column: str | None = None, *, split_column: str = "split") -> pa.Table:
@@ -134,7 +135,8 @@ def assign_examples(examples: pa.Table, policy: SplitPolicy, example_id: str, en
     """
     column = dataset_column(policy, example_id)
     stored = list(dict.fromkeys([example_id, entity_column]))
-    checked = assign(examples.select(list(dict.fromkeys([*stored, column]))), policy, column).sort_by(example_id)
+    read = [*stored, column] if column is not None else stored
+    checked = assign(examples.select(list(dict.fromkeys(read))), policy, column).sort_by(example_id)
     return checked, checked.select([c for c in checked.column_names if c in stored or c in ("split", "bucket")])
 
 

@@ -97,30 +97,22 @@ class SeededRandomSplitPolicy:
     def from_config(cls, raw: Mapping[str, Any], *, identifier: str, file: str | Path) -> SeededRandomSplitPolicy:
         """``{policy, seed, parts: {name: share, ...}, key_column?}`` (key_column defaults to ``identifier``), or the full document.
 
-        A dataset's draw is keyed by a column: row positions depend on the order rows are read in.
+        A document whose ``key_column`` is null draws by row position, as such definitions always have.
         """
         if "algorithm" in raw:
             with config_key(file, ""):
-                policy = cls.from_document(raw)
-        else:
-            fields = config_fields(raw, file=file, allowed={"seed", "parts", "key_column"}, required={"seed", "parts"})
-            key_column = config_text(fields, "key_column", file=file) if fields.get("key_column") is not None else identifier
-            parts = fields["parts"]
-            if not isinstance(parts, Mapping) or not parts:
-                message = f"must map split names to positive integer shares (e.g. {{train: 8, test: 2}}), got {parts!r}"
-                raise ConfigError(message, file=file, key="split_policy.parts")
-            with config_key(file, "seed"):
-                if not is_int(fields["seed"]) or fields["seed"] < 0:
-                    raise SplitPolicyError(f"seed {fields['seed']!r} must be a non-negative integer")
-            with config_key(file, "parts"):
-                policy = cls.from_parts(fields["seed"], {str(k): v for k, v in parts.items()}, key_column)
-        if policy.key_column is None:
-            raise ConfigError(
-                "must name a column: without one the draw follows row positions, which depend on the order rows are read in",
-                file=file,
-                key="split_policy.key_column",
-            )
-        return policy
+                return cls.from_document(raw)
+        fields = config_fields(raw, file=file, allowed={"seed", "parts", "key_column"}, required={"seed", "parts"})
+        key_column = config_text(fields, "key_column", file=file) if fields.get("key_column") is not None else identifier
+        parts = fields["parts"]
+        if not isinstance(parts, Mapping) or not parts:
+            message = f"must map split names to positive integer shares (e.g. {{train: 8, test: 2}}), got {parts!r}"
+            raise ConfigError(message, file=file, key="split_policy.parts")
+        with config_key(file, "seed"):
+            if not is_int(fields["seed"]) or fields["seed"] < 0:
+                raise SplitPolicyError(f"seed {fields['seed']!r} must be a non-negative integer")
+        with config_key(file, "parts"):
+            return cls.from_parts(fields["seed"], {str(k): v for k, v in parts.items()}, key_column)
 
     @property
     def policy_hash(self) -> str:
