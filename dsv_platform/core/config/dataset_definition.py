@@ -27,12 +27,11 @@ from dsv_platform.core.config.aggregation import (
     transform_zones,
 )
 from dsv_platform.core.config.source import contract_of
+from dsv_platform.core.config.split_policy import parse_split_policy
 from dsv_platform.core.config_yaml import ConfigError, check_keys, names_list, need, read_yaml
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.contracts.integrity_signals import parse_integrity
-from dsv_platform.core.errors import DsvError
-from dsv_platform.core.splits.hash_split import check_new_salt
-from dsv_platform.core.splits.splits import GROUP_SPLIT, GroupSplitPolicy, HashSplitPolicy, SplitPolicy, policy_from_document
+from dsv_platform.core.splits.policy import SplitPolicy, policy_from_document
 from dsv_platform.core.trust.access import parse_access
 
 EXAMPLE_DEFINITIONS_DIR = Path(__file__).resolve().parents[2] / "examples" / "fraud" / "config" / "datasets"
@@ -198,7 +197,9 @@ class DatasetDefinition:
 
     @property
     def entity_column(self) -> str:
-        return str((self.split_policy or {}).get("group_column", self.contract.key[0]))
+        """The column no value of which may appear in two splits: the policy's grouping column, else the example id."""
+        grouped = self.policy().grouped_by if self.split_policy is not None else None
+        return grouped or self.contract.key[0]
 
     @property
     def zones(self) -> tuple[str, ...]:
@@ -224,19 +225,6 @@ def parse_duration(text: Any, *, file: str | Path, key: str) -> dt.timedelta:
     if m is None:
         raise DatasetDefinitionError(f"must be a duration like '1d', '6h', '30m' or '0d', got {text!r}", file=file, key=key)
     return dt.timedelta(**{_UNITS[m["unit"]]: int(m["n"])})
-
-
-def _split_policy(raw: Mapping[str, Any], file: str | Path) -> dict[str, Any]:
-    """The policy document; a group split may be written with ``salt`` and ``bounds`` for short."""
-    try:
-        if raw.get("policy") == GROUP_SPLIT and "bounds" in raw:
-            doc = GroupSplitPolicy(str(raw["group_column"]), HashSplitPolicy.from_bounds(check_new_salt(str(raw["salt"])), str(raw["bounds"]))).to_document()
-        else:
-            doc = dict(raw)
-        policy_from_document(doc)
-    except (DsvError, KeyError, ValueError) as exc:
-        raise DatasetDefinitionError(f"bad split policy ({exc})", file=file, key="split_policy") from exc
-    return doc
 
 
 def _canonical(value: Any) -> Any:
@@ -356,10 +344,9 @@ def parse_definition(raw: Any, *, source: str | Path = "<definition>") -> Datase
     label = _label(doc, file)
     features = names_list(doc, "features", file=file) if "features" in doc else ()
     contract_doc = check_keys(doc["contract"], file=file, where="contract", allowed=set(doc["contract"]) if isinstance(doc["contract"], Mapping) else ())
-    if "split_policy" in doc:
-        raw_policy = doc["split_policy"]
-        allowed = set(raw_policy) if isinstance(raw_policy, Mapping) else ()
-        doc["split_policy"] = _split_policy(check_keys(raw_policy, file=file, where="split_policy", allowed=allowed), file)
+    contract = contract_of(contract_doc, Path(str(file)), where="contract")
+    if "split_policy" in doc:  # the registered policy's document, checked against the output contract (core/config/split_policy.py)
+        doc["split_policy"] = parse_split_policy(doc["split_policy"], contract, file=file)
     return DatasetDefinition(
         name=need(doc, "name", str, file=file),
         version=need(doc, "version", str, file=file),
@@ -375,7 +362,7 @@ def parse_definition(raw: Any, *, source: str | Path = "<definition>") -> Datase
         watermark=_watermark(doc, file),
         gates=_gates(doc, file, labelled=label is not None),
         seed=need(doc, "seed", int, file=file),
-        contract=contract_of(contract_doc, Path(str(file)), where="contract"),
+        contract=contract,
         document=doc,
         legacy_sources=legacy,
         derive=parse_derive(doc, file),

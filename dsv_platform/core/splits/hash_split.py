@@ -13,7 +13,8 @@ import importlib
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dsv_platform.core import canonical_json
 from dsv_platform.core.errors import SplitPolicyError
@@ -21,9 +22,14 @@ from dsv_platform.core.splits.split_common import (
     ALGORITHM,
     HASH_SPLIT,
     IDENTIFIER_ENCODING,
+    ColumnNeed,
+    PolicyCheck,
     SplitAssignment,
     SplitRange,
     check_ranges,
+    config_fields,
+    config_key,
+    config_text,
     document_fields,
     is_int,
     parse_bounds,
@@ -61,13 +67,40 @@ def check_new_salt(salt: str) -> str:
     return salt
 
 
+def cumulative_parts(ranges: tuple[SplitRange, ...]) -> dict[str, int]:
+    """Each range's width: the buckets of a split (cumulative bounds back to shares)."""
+    lowers = [0] + [r.upper for r in ranges[:-1]]
+    return {r.name: r.upper - low for r, low in zip(ranges, lowers, strict=True)}
+
+
+def hash_from_config(raw: Mapping[str, Any], file: str | Path) -> HashSplitPolicy:
+    """``salt``, ``bounds`` and ``modulus`` (default 100) of a configuration's short form; a new salt may not contain ':'."""
+    salt = config_text(raw, "salt", file=file)
+    with config_key(file, "salt"):
+        check_new_salt(salt)
+    modulus = raw.get("modulus", 100)
+    with config_key(file, "modulus"):
+        if not is_int(modulus):
+            raise SplitPolicyError(f"modulus {modulus!r} must be an integer")
+    with config_key(file, "bounds"):
+        return HashSplitPolicy.from_bounds(salt, config_text(raw, "bounds", file=file), modulus)
+
+
 @dataclass(frozen=True)
 class HashSplitPolicy:
-    """``hash-split/1``: salted SHA-256 bucket of the identifier, named by cumulative bounds."""
+    """``hash-split/1``: salted SHA-256 bucket of the identifier, named by cumulative bounds.
+
+    It records no column: it assigns the identifier column it is given (a dataset's example id).
+    """
 
     salt: str
     ranges: tuple[SplitRange, ...]
     modulus: int = 100
+
+    policy_name: ClassVar[str] = HASH_SPLIT
+    needs: ClassVar[ColumnNeed] = ColumnNeed.IDENTIFIER
+    column_key: ClassVar[str | None] = None
+    assigns_buckets: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.salt, str) or not self.salt:
@@ -106,9 +139,36 @@ class HashSplitPolicy:
             raise SplitPolicyError(f"{HASH_SPLIT} splits {d['splits']!r} must be a list of {{name, upper}}") from exc
         return cls(d["salt"], ranges, d["modulus"])
 
+    @classmethod
+    def from_config(cls, raw: Mapping[str, Any], *, identifier: str, file: str | Path) -> HashSplitPolicy:
+        """``{policy, salt, bounds, modulus?}``, or the full document (it has ``splits``)."""
+        if "splits" in raw or "algorithm" in raw:
+            with config_key(file, ""):
+                return cls.from_document(raw)
+        return hash_from_config(config_fields(raw, file=file, allowed={"salt", "bounds", "modulus"}, required={"salt", "bounds"}), file)
+
     @property
     def policy_hash(self) -> str:
         return canonical_json.sha256_hex(self.to_document())
+
+    @property
+    def column(self) -> str | None:
+        return None
+
+    @property
+    def grouped_by(self) -> str | None:
+        return None
+
+    def input_column(self, id_column: str | None) -> str | None:
+        if id_column is None:
+            raise SplitPolicyError(f"{HASH_SPLIT} needs an identifier column (id_column)")
+        return id_column
+
+    def expected_parts(self) -> dict[str, int] | None:
+        return cumulative_parts(self.ranges)
+
+    def checks(self, assignment: pa.Table, split_column: str = "split") -> tuple[PolicyCheck, ...]:
+        return ()
 
     def bucket_of(self, identifier: str | int) -> int:
         """The bucket of one identifier, straight from the spec (the reference for the vector path)."""
@@ -226,5 +286,3 @@ def _reduce_digests(digests: bytes, modulus: int) -> np.ndarray:
     for j in range(1, 4):
         acc = (acc * radix + words[:, j] % m) % m
     return acc.astype(np.int64)
-
-

@@ -11,14 +11,18 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from dsv_platform.core.errors import SplitPolicyError
-from dsv_platform.core.splits.splits import GroupSplitPolicy, HashSplitPolicy, SeededRandomSplitPolicy, SplitPolicy, TimeSplitPolicy, utc_text
+from dsv_platform.core.splits.split_common import utc_text
+
+if TYPE_CHECKING:
+    from dsv_platform.core.splits.policy import SplitPolicy
+    from dsv_platform.core.splits.time_split import TimeSplitPolicy
 
 _ESCAPES = (("\\", "\\\\"), ("\b", "\\b"), ("\f", "\\f"), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"), ("\v", "\\v"))
 _EXAMPLES = 5
@@ -94,14 +98,11 @@ def time_boundaries_respected(table: pa.Table, policy: TimeSplitPolicy, split_co
 
 
 def expected_parts(policy: SplitPolicy) -> dict[str, int]:
-    """Each split's share (in buckets or parts) under a hash-based policy."""
-    if isinstance(policy, SeededRandomSplitPolicy):
-        return {p.name: p.upper for p in policy.parts}
-    hashed = policy.hash_policy if isinstance(policy, GroupSplitPolicy) else policy
-    if not isinstance(hashed, HashSplitPolicy):
+    """Each split's share (in buckets or parts) under a policy that fixes one (the hash-based ones)."""
+    parts = policy.expected_parts()
+    if parts is None:
         raise SplitPolicyError(f"{type(policy).__name__} has no expected proportions; pass them explicitly")
-    lowers = [0] + [r.upper for r in hashed.ranges[:-1]]
-    return {r.name: r.upper - low for r, low in zip(hashed.ranges, lowers, strict=True)}
+    return parts
 
 
 def proportions_within_tolerance(

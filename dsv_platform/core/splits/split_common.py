@@ -1,22 +1,29 @@
-"""Shared pieces of the split policies (see :mod:`dsv_platform.core.splits.splits`).
+"""Shared pieces of the split policies (see :mod:`dsv_platform.core.splits.policy`).
 
 Policy names and constants, named bucket ranges and their checks, the exact-keys
-check of policy documents, the assignment result, and UTC instant text.
+check of policy documents, the assignment result, UTC instant text, and what the
+protocol of :mod:`dsv_platform.core.splits.policy` shares: the kind of column a
+policy reads, a policy's named check, and configuration errors naming their key.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dsv_platform.core.config_yaml import ConfigError
 from dsv_platform.core.errors import SplitPolicyError
 
 if TYPE_CHECKING:  # annotations only: loading a split policy needs no pyarrow
     import pyarrow as pa
+
+    from dsv_platform.core.splits.split_checks import CheckReport
 
 HASH_SPLIT = "hash-split/1"
 GROUP_SPLIT = "group-split/1"
@@ -108,3 +115,54 @@ def parse_utc(value: datetime | str, what: str) -> datetime:
     if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
         raise SplitPolicyError(f"{what} {value!r} must be a timezone-aware timestamp (e.g. 2026-01-01T00:00:00Z)")
     return value.astimezone(UTC)
+
+
+class ColumnNeed(str, enum.Enum):
+    """What the column a policy reads must hold (a configuration checks it against the output contract)."""
+
+    IDENTIFIER = "identifier"  # strings or integers, never null
+    TIME = "time"  # timezone-aware timestamps, never null
+
+
+@dataclass(frozen=True)
+class PolicyCheck:
+    """One rule of a policy checked on an assignment: a build gate named ``name``."""
+
+    name: str
+    report: CheckReport
+    blocking: bool = True
+
+
+def recorded_input_column(recorded: str | None, id_column: str | None) -> str | None:
+    """The column a policy that records its column reads; ``id_column``, if given, must be that column."""
+    if id_column is not None and id_column != recorded:
+        raise SplitPolicyError(f"id_column {id_column!r} differs from the column {recorded!r} the policy records")
+    return recorded
+
+
+def config_fields(raw: Mapping[str, Any], *, file: str | Path, allowed: set[str], required: set[str]) -> Mapping[str, Any]:
+    """``split_policy`` carrying only ``allowed`` keys (``policy`` always) and every ``required`` one."""
+    unknown = sorted(str(k) for k in raw if k not in allowed | {"policy"})
+    if unknown:
+        raise ConfigError(f"unknown key for {raw.get('policy')}; allowed: {sorted(allowed | {'policy'})}", file=file, key=f"split_policy.{unknown[0]}")
+    missing = sorted(k for k in required if k not in raw)
+    if missing:
+        raise ConfigError(f"is required by {raw.get('policy')}", file=file, key=f"split_policy.{missing[0]}")
+    return raw
+
+
+@contextlib.contextmanager
+def config_key(file: str | Path, key: str) -> Iterator[None]:
+    """A SplitPolicyError (or a missing/mistyped value) raised inside becomes a ConfigError naming ``file`` and ``split_policy.<key>``."""
+    try:
+        yield
+    except (SplitPolicyError, KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"bad split policy ({exc})", file=file, key=f"split_policy.{key}" if key else "split_policy") from exc
+
+
+def config_text(raw: Mapping[str, Any], key: str, *, file: str | Path) -> str:
+    """``raw[key]`` as a non-empty string (a number is read as its text, as configurations always have been)."""
+    value = raw[key]
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+        raise ConfigError(f"must be a non-empty string, got {value!r}", file=file, key=f"split_policy.{key}")
+    return str(value)

@@ -27,8 +27,8 @@ from dsv_platform.core.contracts.validation import validate
 from dsv_platform.core.errors import CorruptError
 from dsv_platform.core.publication.gates import GateResult, rows_at_least
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin, LabelPin, Manifest, SourcePin, SplitsEntry
-from dsv_platform.core.splits.split_checks import CheckReport, assignment_hash, expected_parts, proportions_within_tolerance, splits_are_entity_disjoint
-from dsv_platform.core.splits.splits import assign
+from dsv_platform.core.splits.policy import assign_examples
+from dsv_platform.core.splits.split_checks import CheckReport, assignment_hash, proportions_within_tolerance, splits_are_entity_disjoint
 from dsv_platform.services.ingest.canonical_load import held_batches, label_table_spec
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.privacy.privacy import PrivacyCoordinator
@@ -86,15 +86,20 @@ class RealizationBuild:
 
 
 def _gates(definition: DatasetDefinition, assignment: pa.Table, population: int) -> list[GateResult]:
+    """Entity disjointness, the proportions (when the policy fixes them), the row count, the policy's own rules, label coverage."""
     if definition.split_policy is None:  # no splits: the row count (and label coverage) gate the examples themselves
         return [rows_at_least(assignment.num_rows, definition.gates.rows_at_least), *_coverage(definition, assignment, population)]
+    policy = definition.policy()
     disjoint = splits_are_entity_disjoint(assignment, definition.entity_column)
-    proportions = proportions_within_tolerance(assignment, expected_parts(definition.policy()), definition.gates.proportion_tolerance_bp)
-    gates = [
-        GateResult("splits_are_entity_disjoint", disjoint.passed, {f.name: str(dict(f.detail)) for f in disjoint.findings}),
-        GateResult("proportions_within_tolerance", proportions.passed, {f.name: str(f.detail.get("observed")) for f in proportions.findings}, blocking=False),
-        rows_at_least(assignment.num_rows, definition.gates.rows_at_least),
-    ]
+    gates = [GateResult("splits_are_entity_disjoint", disjoint.passed, {f.name: str(dict(f.detail)) for f in disjoint.findings})]
+    parts = policy.expected_parts()
+    if parts is not None:
+        proportions = proportions_within_tolerance(assignment, parts, definition.gates.proportion_tolerance_bp)
+        observed = {f.name: str(f.detail.get("observed")) for f in proportions.findings}
+        gates.append(GateResult("proportions_within_tolerance", proportions.passed, observed, blocking=False))
+    gates.append(rows_at_least(assignment.num_rows, definition.gates.rows_at_least))
+    for check in policy.checks(assignment):
+        gates.append(GateResult(check.name, check.report.passed, {f.name: str(dict(f.detail)) for f in check.report.findings}, blocking=check.blocking))
     return gates + _coverage(definition, assignment, population)
 
 
@@ -145,17 +150,20 @@ def _manifest_fields(
 
 
 def split_assignment(platform: Platform, definition: DatasetDefinition, examples: pa.Table) -> tuple[pa.Table, SplitsEntry]:
-    """The split assignment of ``examples`` (by the output contract's key), stored as a content-addressed object."""
+    """The split assignment of ``examples`` (by the output contract's key), stored as a content-addressed object.
+
+    Returns the assignment with the policy's column (what the gates check) and the manifest's entry for the stored one.
+    """
     key = example_id(definition.contract)
     policy = definition.policy()
-    assignment = assign(examples.select(list(dict.fromkeys([key, definition.entity_column]))), policy).sort_by(key)
+    checked, assignment = assign_examples(examples, policy, key, definition.entity_column)
     splits = SplitsEntry(
         policy=policy.to_document(),
         assignment_object=platform.store.put(parquet_bytes(assignment)),
         assignment_hash=assignment_hash(assignment, key),
         counts={s: int(pc.sum(pc.equal(assignment.column("split"), s)).as_py() or 0) for s in policy.names},
     )
-    return assignment, splits
+    return checked, splits
 
 
 # ---------------------------------------------------------------- lineage descriptors (services/lineage/openlineage.py emits them)

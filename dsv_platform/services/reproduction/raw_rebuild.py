@@ -27,8 +27,8 @@ from dsv_platform.core.errors import DsvError, ObjectNotFoundError, ObjectVerifi
 from dsv_platform.core.identity.hashing import digest_of, hash_partition
 from dsv_platform.core.ingest.batch import prepare_batch
 from dsv_platform.core.publication.manifest import Manifest
+from dsv_platform.core.splits.policy import assign_examples
 from dsv_platform.core.splits.split_checks import assignment_hash
-from dsv_platform.core.splits.splits import assign
 from dsv_platform.services.ingest.canonical_load import build_label_table, rows_of_day
 from dsv_platform.services.publication.publisher import sorted_for_storage
 from dsv_platform.services.publication.realization_inputs import Inputs, Pin, RealizationBuildError, assemble, example_id, inputs_of, partitions_of
@@ -143,7 +143,7 @@ def rebuild_from_raw(platform: Platform, manifest: Manifest, *, workdir: Path) -
     if definition.split_policy is None:  # a dataset without splits (e.g. readings_hourly): no assignment to rebuild
         return RebuiltInput(content, "", table, table.select([]), batches)
     ident = example_id(contract)
-    assignment = assign(examples.select(list(dict.fromkeys([ident, definition.entity_column]))), definition.policy()).sort_by(ident)
+    _, assignment = assign_examples(examples, definition.policy(), ident, definition.entity_column)
     return RebuiltInput(content, assignment_hash(assignment, ident), table, assignment, batches)
 
 
