@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from benchmarks.common import Result, timed
-from dsv_platform.core.splits.splits import HashSplitPolicy
+from dsv_platform.core.splits.hash_split import HashSplitPolicy
 
 TARGET = 1.5
 ROWS = 1_000_000

@@ -17,8 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dsv_platform.core.errors import InputError, SplitPolicyError
-from dsv_platform.core.splits.hash_split import check_new_salt
-from dsv_platform.core.splits.splits import HashSplitPolicy
+from dsv_platform.core.splits.hash_split import HashSplitPolicy, check_new_salt
 
 BLOCK_BYTES = 1 << 20
 

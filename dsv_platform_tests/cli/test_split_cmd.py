@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dsv_platform.cli.split_cmd import assign_stream, read_line_batches
-from dsv_platform.core.splits.splits import HashSplitPolicy
+from dsv_platform.core.splits.hash_split import HashSplitPolicy
 
 DSV = Path(sys.executable).parent / "dsv"
 SPLITS = "train=80,validation=90,test=100"

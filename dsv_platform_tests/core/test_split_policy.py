@@ -8,9 +8,12 @@ import random
 import pyarrow as pa
 import pytest
 
+from dsv_platform.core.splits.group_split import GroupSplitPolicy
+from dsv_platform.core.splits.hash_split import HashSplitPolicy
 from dsv_platform.core.splits.policy import REGISTRY, SplitPolicy, assign, assign_examples, dataset_column, policy_from_document
+from dsv_platform.core.splits.seeded_random import SeededRandomSplitPolicy
 from dsv_platform.core.splits.split_checks import expected_parts
-from dsv_platform.core.splits.splits import GroupSplitPolicy, HashSplitPolicy, SeededRandomSplitPolicy, TimeSplitPolicy
+from dsv_platform.core.splits.time_split import TimeSplitPolicy
 
 HASH = HashSplitPolicy.from_bounds("s", "train=80,validation=90,test=100")
 POLICIES: dict[str, SplitPolicy] = {

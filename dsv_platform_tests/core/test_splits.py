@@ -18,6 +18,10 @@ from hypothesis import strategies as st
 
 from dsv_platform.core import canonical_json
 from dsv_platform.core.errors import SplitPolicyError
+from dsv_platform.core.splits.group_split import GroupSplitPolicy
+from dsv_platform.core.splits.hash_split import HashSplitPolicy
+from dsv_platform.core.splits.policy import assign, policy_from_document
+from dsv_platform.core.splits.seeded_random import SeededRandomSplitPolicy
 from dsv_platform.core.splits.split_checks import (
     assignment_hash,
     expected_parts,
@@ -25,16 +29,8 @@ from dsv_platform.core.splits.split_checks import (
     splits_are_entity_disjoint,
     time_boundaries_respected,
 )
-from dsv_platform.core.splits.splits import (
-    GroupSplitPolicy,
-    HashSplitPolicy,
-    SeededRandomSplitPolicy,
-    SplitRange,
-    TimeSplitPolicy,
-    assign,
-    parse_bounds,
-    policy_from_document,
-)
+from dsv_platform.core.splits.split_common import SplitRange, parse_bounds
+from dsv_platform.core.splits.time_split import TimeSplitPolicy
 
 SALT = "fraud_v6"
 POLICY = HashSplitPolicy.from_bounds(SALT, "train=80,validation=90,test=100")

@@ -1,6 +1,6 @@
 """``hash-split/1``: the salted SHA-256 bucket policy and its vectorized assignment.
 
-See :mod:`dsv_platform.core.splits.splits` for the formula. Messages are built with Arrow
+See :mod:`dsv_platform.core.splits.hash_split` (this module) and docs/hashing.md for the formula. Messages are built with Arrow
 string kernels, only non-ASCII identifiers are NFC-normalized in Python, one
 SHA-256 per identifier runs in a tight ``map`` (CPython's built-in SHA-256,
 ``hashlib`` as fallback), and digests are reduced modulo the modulus with numpy.
