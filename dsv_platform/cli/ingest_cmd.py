@@ -6,6 +6,7 @@ import argparse
 import datetime as dt
 import hashlib
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,12 +15,16 @@ from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.cli.runs import Runner, UnknownNameError, check_lines
 from dsv_platform.core.config.source import SourceSpec
-from dsv_platform.core.errors import ConfigurationError
+from dsv_platform.core.contracts.validation import FailureCase
+from dsv_platform.core.errors import ConfigurationError, FailureKind
 from dsv_platform.core.ingest.batch import prepare_batch
 from dsv_platform.core.ingest.landing_format import EXTENSIONS
 from dsv_platform.core.trust.trust import Role
 from dsv_platform.defs.raw import RawBatchConfig, file_batch
 from dsv_platform.services.trust import trust
+
+SHOWN = 5
+"""Rejected rows printed per file; the rejected-rows file and ``--json`` hold every one."""
 
 
 class BatchFileError(ConfigurationError):
@@ -33,6 +38,7 @@ class IngestFile:
     days: tuple[dt.date, ...]
     accepted: int
     rejected: int
+    failures: tuple[FailureCase, ...] = ()
 
 
 def check_file(path: Path, spec: SourceSpec, config: RawBatchConfig) -> IngestFile:
@@ -48,7 +54,8 @@ def check_file(path: Path, spec: SourceSpec, config: RawBatchConfig) -> IngestFi
         raise BatchFileError(f"{path}: {prepared.malformed_reason}")
     _, recorded_at = file_batch(path, config)
     days = tuple(rows_per_day(prepared, spec, recorded_at.date()))
-    return IngestFile(path, hashlib.sha256(data).hexdigest(), days, prepared.accepted.num_rows, prepared.rejected.num_rows)
+    failures = prepared.report.failures if prepared.rejected.num_rows else ()
+    return IngestFile(path, hashlib.sha256(data).hexdigest(), days, prepared.accepted.num_rows, prepared.rejected.num_rows, failures)
 
 
 def _config(args: argparse.Namespace, files: list[Path]) -> RawBatchConfig:
@@ -66,10 +73,30 @@ def _batch_ids(platform: Platform, source: str, item: IngestFile) -> list[str]:
     return sorted({r.batch_id for d in item.days for r in platform.landing.records(source, d) if r.digest == item.digest})
 
 
-def _file_report(platform: Platform, source: str, item: IngestFile) -> dict[str, object]:
+def _file_report(platform: Platform, source: str, item: IngestFile, rejected_file: Path | None) -> dict[str, object]:
     days = [d.isoformat() for d in item.days]
     ids = _batch_ids(platform, source, item)
-    return {"file": str(item.path), "batch_ids": ids, "digest": item.digest, "days": days, "rows_accepted": item.accepted, "rows_rejected": item.rejected}
+    doc: dict[str, object] = {"file": str(item.path), "batch_ids": ids, "digest": item.digest, "days": days}
+    doc |= {"rows_accepted": item.accepted, "rows_rejected": item.rejected}
+    if rejected_file is not None:
+        doc |= {"rejected_file": str(rejected_file), "rejected": [f.to_document() for f in item.failures]}
+    return doc
+
+
+def write_rejected(home: Path, source: str, item: IngestFile) -> Path | None:
+    """Every contract failure of ``item`` as JSON Lines under ``<home>/rejected/<source>/<file digest>.jsonl``; None when none."""
+    if not item.rejected:
+        return None
+    path = home / "rejected" / source / f"{item.digest}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"file": str(item.path), **f.to_document()}, ensure_ascii=False) for f in item.failures]
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _failure_line(failure: FailureCase) -> str:
+    key = "-" if failure.row_key is None else ", ".join(repr(k) for k in failure.row_key)  # repr: control bytes come out escaped
+    return f"key [{key}] column {failure.column or '-'}: {failure.check}, value {failure.value!r}"
 
 
 @with_platform
@@ -92,18 +119,31 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
         result = runner.run([raw, f"canonical_{spec.name}"], days=(days[0], days[-1]), run_config={"ops": {raw: {"config": raw_config.model_dump()}}})
     finally:
         runner.close()
-    report = [_file_report(platform, spec.name, i) for i in items]
+    rejected_files = {i.path: write_rejected(platform.settings.home, spec.name, i) for i in items}
+    rejected = sum(i.rejected for i in items)
+    code = FailureKind.ROWS_REJECTED.exit_code if rejected else 0  # accepted rows stay landed (append-only); the caller is told
+    report = [_file_report(platform, spec.name, i, rejected_files[i.path]) for i in items]
     if args.json:
         doc = {"run_id": result.run_id, "source": spec.name, "first_day": days[0].isoformat(), "last_day": days[-1].isoformat(), "files": report}
         print(json.dumps(doc, indent=2))
-        return 0
+        return code
     print(f"ingested {len(items)} file(s) of {spec.name} in run {result.run_id} ({raw}, canonical_{spec.name} over {days[0]}..{days[-1]})")
     for i in items:
         print(f"  {i.path}\n    batch {', '.join(_batch_ids(platform, spec.name, i))}  sha256 {i.digest}")
         print(f"    days {', '.join(d.isoformat() for d in i.days)}  rows accepted {i.accepted}, rejected {i.rejected}")
     for line in check_lines(result):
         print(f"  check {line}")
-    return 0
+    for i in items:
+        if i.rejected:
+            shown = i.failures[:SHOWN]
+            print(f"  rejected rows of {i.path.name} (first {len(shown)} of {len(i.failures)} failures):")
+            for failure in shown:
+                print(f"    {_failure_line(failure)}")
+            print(f"    every rejected row: {rejected_files[i.path]}")
+    if rejected:
+        where = ", ".join(str(f) for f in rejected_files.values() if f is not None)
+        print(f"dsv: error: {rejected} row(s) of {spec.name} rejected by its contract; the accepted rows are landed; see {where}", file=sys.stderr)
+    return code
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -124,6 +124,12 @@ FAILURES: tuple[Failure, ...] = (
         "a `dsv quarantine`/`release` step the quarantine's state does not allow: quarantining what an active quarantine holds, "
         "a second release request, approving a release nobody requested (quarantine and state named)",
     ),
+    Failure(
+        K.ROWS_REJECTED,
+        20,
+        "`dsv ingest` landed a batch with rows its contract rejects: the accepted rows stay landed (append-only); the first rejected rows "
+        "are printed with key, column, rule and value, every one is in the rejected-rows file the output names (and in `--json`)",
+    ),
     Failure(K.INTERNAL, 70, "an unexpected exception caught at the CLI boundary: a bug, still one line"),
 )
 

@@ -1,0 +1,68 @@
+"""Issue 23 item 2: a batch with rejected rows exits ROWS_REJECTED and says which rows, why, and where the full list is.
+
+Before: ``dsv ingest`` printed ``rows accepted 367, rejected 83`` and ``rows_satisfy_contract: FAILED`` and exited 0;
+the reasons existed only in the Dagster UI. The accepted rows still land (append-only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dsv_platform.core.errors import FailureKind
+
+DSV = str(Path(sys.executable).with_name("dsv"))
+SOURCE = """name: labs
+key: [result_id]
+partition_by: day
+landing: {format: csv}
+valid_time: day
+columns:
+  - {name: result_id, type: int64}
+  - {name: day, type: date}
+  - {name: analyte, type: string, allowed_values: [Na, K, Cl]}
+  - {name: value, type: float64, scale: 2, range: {min: 0, max: 500}}
+"""
+
+
+def _setup(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    config = tmp_path / "config"
+    (config / "sources").mkdir(parents=True)
+    (config / "sources" / "labs.yaml").write_text(SOURCE)
+    (config / "platform.yaml").write_text('partitions: {start: "2026-06-01"}\n')
+    rows = ["1,2026-06-01,Na,140.0", "2,2026-06-01,K,4.1", "3,2026-06-01,Xx,1.0", "4,2026-06-01,Cl,9999", "5,2026-06-01,Na,abc", "6,2026-06-02,K,3.9"]
+    batch = tmp_path / "labs-2026-06-01.csv"
+    batch.write_text("result_id,day,analyte,value\n" + "\n".join(rows) + "\n\x1b[31mx,2026-06-01,Na,1\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSV_")} | {"DSV_HOME": str(tmp_path / "home"), "DSV_CONFIG_DIR": str(config)}
+    return env, batch
+
+
+def test_rejected_rows_exit_non_zero_naming_key_column_rule_value_and_the_full_list(tmp_path: Path) -> None:
+    env, batch = _setup(tmp_path)
+    done = subprocess.run([DSV, "ingest", "labs", str(batch)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == FailureKind.ROWS_REJECTED.exit_code == 20, done.stderr
+    assert "rows accepted 3, rejected 4" in done.stdout, done.stdout
+    assert "key [3] column analyte: isin(['Na', 'K', 'Cl']), value 'Xx'" in done.stdout, done.stdout
+    assert "key [4] column value: in_range(0, 500), value 9999.0" in done.stdout
+    assert "\x1b" not in done.stdout + done.stderr, "a hostile cell is echoed escaped, never raw"
+    [err] = done.stderr.strip().splitlines()
+    assert err.startswith("dsv: error: 4 row(s) of labs rejected by its contract; the accepted rows are landed; see ")
+    listed = Path(err.rsplit("see ", 1)[1])
+    failures = [json.loads(line) for line in listed.read_text().splitlines()]
+    assert {f["column"] for f in failures} >= {"analyte", "value", "result_id"} and all(f["file"] == str(batch) for f in failures)
+    again = subprocess.run([DSV, "ingest", "labs", str(batch), "--json"], env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 20, again.stderr
+    [doc] = json.loads(again.stdout)["files"]
+    assert (doc["rows_accepted"], doc["rows_rejected"], doc["rejected_file"]) == (3, 4, str(listed))
+    assert len(doc["rejected"]) == len(failures)
+
+
+def test_a_clean_batch_exits_zero(tmp_path: Path) -> None:
+    env, batch = _setup(tmp_path)
+    batch.write_text("result_id,day,analyte,value\n1,2026-06-01,Na,140.0\n")
+    done = subprocess.run([DSV, "ingest", "labs", str(batch)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert not (tmp_path / "home" / "rejected").exists()
