@@ -16,6 +16,7 @@ import gc
 import importlib
 import os
 import sys
+import unicodedata
 from collections.abc import Sequence
 
 from dsv_platform.core.errors import DsvError, FailureKind
@@ -144,6 +145,17 @@ def _parse(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace
     return parser, args, extra
 
 
+def printable(text: str) -> str:
+    """``text`` with control and format characters escaped (``\\x1b``, ``\\u202e``): hostile bytes from a file or
+    a name never reach the terminal raw (escape sequences, bidirectional overrides)."""
+    return "".join(ch if ch == " " or unicodedata.category(ch)[0] not in "CZ" else _escaped(ch) for ch in text)
+
+
+def _escaped(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser, args, extra = _parse(list(sys.argv[1:] if argv is None else argv))
     if extra and not getattr(args, "passthrough", False):
@@ -152,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = args.handler(args)
     except DsvError as exc:
-        message = str(exc).replace("\n", " ")
+        message = printable(str(exc).replace("\n", " "))
         print(f"dsv: error: {message}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
@@ -160,10 +172,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         # A file the command touches cannot be read or written: name it, one line.
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"dsv: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(printable(f"dsv: error: {where}{exc.strerror or exc}"), file=sys.stderr)
         return failures.exit_code(FailureKind.FILE_ACCESS)
     except Exception as exc:  # the boundary: a bug is still one line, never a traceback
-        message = " ".join(str(exc).split())[:500]
+        message = printable(" ".join(str(exc).split())[:500])
         print(f"dsv: internal error ({type(exc).__name__}): {message}", file=sys.stderr)
         return failures.exit_code(FailureKind.INTERNAL)
     return int(code or 0)

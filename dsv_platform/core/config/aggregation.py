@@ -26,7 +26,7 @@ ROUNDING = {"half_even": "half_to_even", "half_up": "half_up"}
 MEASURES = ("sum", "count", "min", "max")
 DERIVE_KEYS = frozenset({"name", "multiply", "precision", "scale", "rounding"})
 BUCKET_KEYS = frozenset({"column", "every", "timezone", "start", "local", "offset_minutes", "local_date"})
-_EVERY = re.compile(r"^(?P<n>\d+)(?P<unit>[hm])$")
+_EVERY = re.compile(r"^(?P<n>\d+)(?P<unit>[hm])\Z")
 _US = 1_000_000
 ZoneOf = Callable[[str], ZoneInfo]
 

@@ -64,7 +64,7 @@ JOIN_KEYS = frozenset({"source", "on", "time", "lag", "max_age"})
 GATE_KEYS = frozenset({"rows_at_least", "label_coverage_at_least_bp", "proportion_tolerance_bp"})
 DEFAULT_PROPORTION_TOLERANCE_BP = 1000
 WATERMARK_RULES = ("latest_recorded", "fixed")
-_DURATION = re.compile(r"^(?P<n>\d+)(?P<unit>[dhms])$")
+_DURATION = re.compile(r"^(?P<n>\d+)(?P<unit>[dhms])\Z")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
 
 

@@ -24,8 +24,8 @@ from dsv_platform.core.config.source import TIME_TYPES, SourceSpec, parse_source
 from dsv_platform.core.config_yaml import ConfigError, read_yaml
 from dsv_platform.core.contracts.contract import Column, LogicalType
 
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_DATASET_FILE = re.compile(r"^(?P<name>[a-z][a-z0-9_]*)_(?P<version>[A-Za-z0-9][A-Za-z0-9.-]*)$")
+_NAME = re.compile(r"^[a-z][a-z0-9_]*\Z")
+_DATASET_FILE = re.compile(r"^(?P<name>[a-z][a-z0-9_]*)_(?P<version>[A-Za-z0-9][A-Za-z0-9.-]*)\Z")
 
 
 @dataclass(frozen=True)

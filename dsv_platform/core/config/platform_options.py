@@ -28,7 +28,7 @@ EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
 EXECUTOR_KEYS = frozenset({"name", "config"})
 PARTITION_KEYS = frozenset({"start"})
 DEFAULT_PARTITIONS_START = dt.date(2020, 1, 1)
-_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 
 
 @dataclass(frozen=True)

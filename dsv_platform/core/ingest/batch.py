@@ -27,7 +27,7 @@ from dsv_platform.core.contracts.validation import FailureCase, ValidationReport
 from dsv_platform.core.ingest.landing_format import EXTENSIONS, encode_batch, read_batch_table
 
 PARSE_CHECK = "parse"
-_FILE_NAME = re.compile(r"^(?P<source>[a-z][a-z0-9_]*)__(?P<day>\d{4}-\d{2}-\d{2})__(?P<batch>[A-Za-z0-9][A-Za-z0-9._-]{0,100})\.(?P<ext>csv|parquet|jsonl)$")
+_FILE_NAME = re.compile(r"^(?P<source>[a-z][a-z0-9_]*)__(?P<day>\d{4}-\d{2}-\d{2})__(?P<batch>[A-Za-z0-9][A-Za-z0-9._-]{0,100})\.(?P<ext>csv|parquet|jsonl)\Z")
 
 
 class BatchFile(NamedTuple):

@@ -13,7 +13,7 @@ from typing import Any
 
 from dsv_platform.core.errors import PublicationError
 
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 

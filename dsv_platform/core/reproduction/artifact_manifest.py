@@ -31,8 +31,8 @@ TZ_DATABASE_KEYS = ("source", "version", "zones")
 INPUT_KEYS = ("dataset", "ref", "snapshot_id", "dataset_hash")
 EXACT = "exact"
 FOOTER_PREFIX = "manifest sha256:"
-_UTC_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_UTC_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z\Z")
+_HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 _FOOTER_HEX = re.compile(r"(?:sha256:)?([0-9a-f]{12,64})\b")
 
 

@@ -18,7 +18,7 @@ from dsv_platform.core.config_yaml import ConfigError
 
 ACCESS_KEYS = frozenset({"purposes", "restricted_columns", "row_filter"})
 ROW_FILTER_OPS = ("in", "not_in", "equals")
-_PURPOSE = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+_PURPOSE = re.compile(r"^[a-z][a-z0-9_.-]{0,63}\Z")
 
 Scalar = str | int | bool
 

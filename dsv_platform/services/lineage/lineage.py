@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
 
 K = NodeKind
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 SUCCEEDED_BY = Relation.SUCCEEDED_BY.value
 
 

@@ -28,7 +28,7 @@ from dsv_platform.core.errors import DsvError, FailureKind
 
 LOCKFILE = "requirements.lock"
 MARKER = ".dsv-complete"
-_COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
+_COMMIT = re.compile(r"^[0-9a-f]{7,64}\Z")
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
 
 

@@ -120,7 +120,7 @@ def rehearse(platform: Platform, *, day: dt.date | None = None, period_days: int
 
 
 FULL = "full_rehearsal"
-_TRAILING_HASH = re.compile(r"([0-9a-f]{64})$")
+_TRAILING_HASH = re.compile(r"([0-9a-f]{64})\Z")
 
 
 @dataclass(frozen=True)

@@ -60,8 +60,8 @@ from dsv_platform.services.trust.signing import check_signature
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
 
-_HEX = re.compile(r"^[0-9a-f]{64}$")
-_COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
+_HEX = re.compile(r"^[0-9a-f]{64}\Z")
+_COMMIT = re.compile(r"^[0-9a-f]{7,64}\Z")
 
 
 # ---------------------------------------------------------------- 1. locate

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 S = RealizationState
 READABLE = {S.PUBLISHED.value, S.ELIGIBLE.value}
 IN_FLIGHT = {S.STAGING.value, S.SEALED.value}
-_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+_DIGEST = re.compile(r"^[0-9a-f]{64}\Z")
 DEFAULT_WINDOW = timedelta(hours=24)
 
 

@@ -37,7 +37,7 @@ ADMIN = "admin"
 BOOTSTRAP = "bootstrap"
 """The identity recorded for the bootstrap's own grants in the audit log."""
 STRICT_MARKER = "STRICT"
-_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,63}\Z")
 _identities: weakref.WeakKeyDictionary[Platform, Identity] = weakref.WeakKeyDictionary()
 
 
