@@ -18,12 +18,14 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection
 
+from dsv_platform.adapters.registry import collection
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.core.errors import CorruptError, IllegalTransitionError, NotFoundError, PublicationError
 from dsv_platform.core.publication.manifest import Manifest
 from dsv_platform.core.publication.records import PublishOutcome, PublishResult, Realization
 from dsv_platform.core.publication.states import RealizationState
+from dsv_platform.core.retention.gc_graph import named_digests
 
 S = RealizationState
 
@@ -106,6 +108,11 @@ def seal(conn: Connection, realization_id: int, manifest_in: Manifest | Mapping[
     )
 
 
+def _digests_named(manifest_json: str) -> list[str]:
+    """Every digest a stored manifest names (its objects among them)."""
+    return sorted(set(named_digests(json.loads(manifest_json))))
+
+
 def _next_human_version(conn: Connection, name: str, version: str, now: datetime) -> str:
     day = now.date().isoformat()
     t = s.publication_claims
@@ -120,7 +127,12 @@ def _abandon(conn: Connection, candidate: Realization, winner: Realization, why:
 
 
 def publish(conn: Connection, realization_id: int, request_id: str, *, actor: str | None, now: datetime) -> PublishOutcome:
+    collection.lock(conn)  # serialized with GC batches: none may be deleting an object this manifest names (collection.py)
     candidate = q.load_realization(conn, realization_id)
+    if candidate.manifest_hash is not None:
+        stored = conn.execute(select(s.manifests.c.canonical_json).where(s.manifests.c.manifest_hash == candidate.manifest_hash)).scalar()
+        if stored is not None:
+            collection.refuse_collected(conn, _digests_named(str(stored)), what=f"realization {realization_id}")
     who = actor or candidate.created_by
     by_request = q.find_claim(conn, request_id=request_id)
     if by_request is not None:

@@ -23,6 +23,7 @@ from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import resolution as res
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.bookkeeping import RegistryBookkeeping
+from dsv_platform.adapters.registry.collection import RegistryCollection
 from dsv_platform.adapters.registry.engine import create_registry_engine
 from dsv_platform.adapters.registry.signatures import RegistrySignatures
 from dsv_platform.adapters.registry.transactions import Clock, utcnow
@@ -46,7 +47,7 @@ from dsv_platform.core.publication.refs import DatasetRef, parse_ref
 from dsv_platform.core.publication.states import ConcurrentTransitionError, RealizationState
 
 
-class Registry(RegistrySignatures, RegistryBookkeeping):
+class Registry(RegistrySignatures, RegistryBookkeeping, RegistryCollection):
     """Publication state, aliases, definitions and the records later issues add. Build one with :meth:`from_url`.
 
     The transactions come from :class:`RegistryTransactions`, the lineage, retention, reproduction

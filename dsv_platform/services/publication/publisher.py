@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dsv_platform.adapters.objects.object_store import ObjectStore
+from dsv_platform.adapters.registry.collection import ObjectsBeingCollectedError
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.adapters.registry.trust import TrustRecords
 from dsv_platform.core.contracts.contract import Contract
@@ -104,6 +106,10 @@ def sorted_for_storage(table: pa.Table, contract: Contract) -> pa.Table:
         return table.cast(contract.arrow_schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise PublicationError(f"{contract.name}: rows do not fit the contract's Arrow schema ({exc})") from exc
+
+
+GC_WAIT_S = 300.0
+"""How long a publication waits for a GC batch that is deleting objects its manifest names."""
 
 
 class Publisher:
@@ -207,7 +213,7 @@ class Publisher:
             raise PublicationError(f"{request.dataset}:{request.version}: blocking gate(s) failed: {names} (quality report object {report_object})")
         if self.gate is not None:  # a builder without the publisher role leaves a SEALED candidate: staging only
             self.gate.require(Role.PUBLISHER, definition=scope)
-        outcome = self.publish(candidate, request.request_id, manifest, report_object)  # audited in its transaction
+        outcome = self.publish_beside_gc(candidate, request, manifest, report_object, parts)  # audited in its transaction
         if outcome.realization.manifest_hash == manifest.manifest_hash:  # lineage the pipeline itself writes
             record_realization_lineage(self.registry, manifest, outcome.realization.ref, actor=self.actor)
         self.on_step(BuildStep.PUBLISHED, outcome.realization.ref)
@@ -215,6 +221,38 @@ class Publisher:
         if request.alias:
             self.move_alias(outcome.realization, request.alias)
         return BuildResult(outcome.realization, manifest, outcome, report, report_object)
+
+    def publish_beside_gc(self, candidate: int, request: BuildRequest, manifest: Manifest, report_object: str, parts: list[BuiltPart]) -> PublishOutcome:
+        """Publish; while a GC batch deletes objects the manifest names, wait for it and re-put them (adapters/registry/collection.py).
+
+        After publishing, no GC batch can claim the manifest's objects; one that finished before may have deleted
+        some that ``put`` found present, so every part is checked and re-put from the request's rows.
+        """
+        deadline = time.monotonic() + GC_WAIT_S
+        while True:
+            try:
+                outcome = self.publish(candidate, request.request_id, manifest, report_object)
+                break
+            except ObjectsBeingCollectedError as exc:
+                while self.registry.deletions_pending(exc.digests):
+                    if time.monotonic() > deadline:
+                        raise PublicationError(f"{exc}; GC kept them claimed for {GC_WAIT_S:.0f} s") from exc
+                    time.sleep(0.05)
+                self.restore_parts(request, parts)
+        self.restore_parts(request, parts)
+        return outcome
+
+    def restore_parts(self, request: BuildRequest, parts: list[BuiltPart]) -> list[str]:
+        """Re-put every part whose object is missing (deleted by GC between our put and our publication); their keys."""
+        missing = [p for p in parts if not self.store.exists(p.object)]
+        tables = dict(request.partitions)
+        for part in missing:
+            data = self.prepare_part(part.key, tables[part.key], request.contract).data
+            digest = self.store.put(data)
+            if digest != part.object:
+                raise PublicationError(f"partition {part.key}: re-encoding gave object {digest}, not {part.object}; the part cannot be restored")
+            self.on_step(BuildStep.PART_WRITTEN, f"{part.key} (restored after GC)")
+        return [p.key for p in missing]
 
     def publish(self, candidate: int, request_id: str, manifest: Manifest, report_object: str) -> PublishOutcome:
         """The conditional insert; with a signer, the signed statement's envelope is stored first and recorded in the same transaction."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from dsv_platform.adapters.iceberg import iceberg_maintenance as ice
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
 from dsv_platform.adapters.objects.object_store import ObjectStore
+from dsv_platform.adapters.registry.collection import RegistryChangedError
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import DsvError, IllegalTransitionError
 from dsv_platform.core.publication.states import RealizationState
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 S = RealizationState
 Step = Callable[[str, str], None]
 DELETE_BATCH = 200
+STALE_CLAIM = timedelta(hours=1)
+"""Deletion claims older than this were left by a GC that died; a new apply drops them."""
 
 
 class GcPlanStaleError(DsvError):
@@ -115,14 +118,24 @@ def apply_plan(
     # (2) Iceberg: tags, then snapshots, then data files no live snapshot references
     if tables is not None:
         _apply_iceberg(tables, todo, report, step, still_fresh)
-    # (3) objects and staging
-    for i, d in enumerate(todo[Action.DELETE_OBJECT.value]):
-        if i % DELETE_BATCH == 0:
-            still_fresh()
-        if store.delete(d.id):  # the plain, re-creatable delete; never erase() (privacy tombstones)
-            report.bytes_freed += d.bytes
-        report.objects_deleted.append(d.id)
-        step("object_deleted", d.id)
+    # (3) objects, a batch at a time, each batch claimed in the registry first (adapters/registry/collection.py):
+    # a publication naming a claimed object waits for the batch, and a new manifest stops GC before the next one
+    registry.clear_stale_deletions(datetime.now(UTC) - STALE_CLAIM)
+    objects = todo[Action.DELETE_OBJECT.value]
+    for start in range(0, len(objects), DELETE_BATCH):
+        batch = objects[start : start + DELETE_BATCH]
+        try:
+            registry.claim_for_deletion([d.id for d in batch], watermark=json.loads(watermark), actor=actor)
+        except RegistryChangedError as exc:
+            raise GcPlanStaleError(f"{exc}; stopped before deleting more; run `dsv gc plan` again") from exc
+        try:
+            for d in batch:
+                if store.delete(d.id):  # the plain, re-creatable delete; never erase() (privacy tombstones)
+                    report.bytes_freed += d.bytes
+                report.objects_deleted.append(d.id)
+                step("object_deleted", d.id)
+        finally:
+            registry.release_deletion([d.id for d in batch])
     for d in todo[Action.ABANDON_STAGING.value]:
         store.abandon(d.id)
         report.staging_abandoned.append(d.id)
