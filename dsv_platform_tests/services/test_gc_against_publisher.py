@@ -1,4 +1,4 @@
-"""Issue 25 item 1: GC never deletes an object a publication that raced it needs (SQLite and PostgreSQL).
+"""Issue 25 item 1: GC never deletes an object a publication that raced it needs (SQLite and PostgreSQL; local and S3 stores).
 
 Before: ``apply_plan`` re-read the registry only every 200 deletions. A build whose parts equal collectable
 objects (``put`` is a no-op: the object exists) and that published between two checks lost them: the new head
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
+from dsv_platform.adapters.objects.object_store import ObjectStore
+from dsv_platform.adapters.objects.s3_store import S3ObjectStore
 from dsv_platform.adapters.registry.collection import ObjectsBeingCollectedError
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import PublicationError
@@ -38,24 +41,31 @@ def reg(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Registry]:
     r.close()
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> LocalObjectStore:
-    return LocalObjectStore(tmp_path / "objects", fsync=False)
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.s3)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore:
+    """A local folder, or a bucket on the loopback S3 server (where a batch of deletions takes longest)."""
+    if request.param == "local":
+        return LocalObjectStore(tmp_path / "objects", fsync=False)
+    server = request.getfixturevalue("s3_server")
+    bucket = request.getfixturevalue("s3_bucket")
+    return S3ObjectStore(
+        bucket, f"gc/{uuid.uuid4().hex[:8]}", endpoint_url=server.endpoint_url, region=server.region, access_key=server.access_key, secret_key=server.secret_key
+    )
 
 
-def _failed_build(reg: Registry, store: LocalObjectStore) -> list[str]:
+def _failed_build(reg: Registry, store: ObjectStore) -> list[str]:
     """A build whose gate fails: its parts stay in the store, collectable once past the safety window."""
     with pytest.raises(PublicationError, match="blocking gate"):
         pw.build(reg, store, "r-failed", parts=pw.partitions(seed=3), gates=lambda m, p: [rows_at_least(m.rows, 10**9)])
     return [o.digest for o in store.iter_objects()]
 
 
-def _readable(reg: Registry, store: LocalObjectStore, result: BuildResult) -> str:
+def _readable(reg: Registry, store: ObjectStore, result: BuildResult) -> str:
     realization = reg.resolve_ref(result.realization.ref)
     return Dataset(realization, load_manifest(reg, realization), store).verify_content()
 
 
-def test_a_build_publishing_during_a_gc_batch_keeps_every_object(reg: Registry, store: LocalObjectStore) -> None:
+def test_a_build_publishing_during_a_gc_batch_keeps_every_object(reg: Registry, store: ObjectStore) -> None:
     failed_objects = _failed_build(reg, store)
     plan = gc.plan(reg, store, now=datetime.now(UTC) + timedelta(days=2))
     doomed = {d.id for d in plan.collectable("delete_object")}
@@ -92,7 +102,7 @@ def test_a_build_publishing_during_a_gc_batch_keeps_every_object(reg: Registry, 
     assert reg.deletions_pending(doomed) == []
 
 
-def test_a_publication_naming_an_object_gc_is_deleting_is_refused_until_gc_releases_it(reg: Registry, store: LocalObjectStore) -> None:
+def test_a_publication_naming_an_object_gc_is_deleting_is_refused_until_gc_releases_it(reg: Registry, store: ObjectStore) -> None:
     publisher = Publisher(reg, store, actor="builder")
     request = pw.request("r-1")
     candidate = reg.create_candidate(pw.NAME, pw.VERSION, "r-1", "r-1", "builder")
@@ -112,7 +122,7 @@ def test_a_publication_naming_an_object_gc_is_deleting_is_refused_until_gc_relea
     assert reg.publish(candidate, "r-1", actor="builder").created
 
 
-def test_an_idempotent_rebuild_re_puts_parts_that_went_missing(reg: Registry, store: LocalObjectStore) -> None:
+def test_an_idempotent_rebuild_re_puts_parts_that_went_missing(reg: Registry, store: ObjectStore) -> None:
     first = pw.build(reg, store, "r-a", parts=pw.partitions(seed=5))
     lost = first.manifest.partitions[0].object
     store.delete(lost)  # as a GC batch that finished between the rebuild's put and its publication would have
