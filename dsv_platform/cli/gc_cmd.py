@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +24,9 @@ def backends(platform: Platform) -> dict[str, Any]:
     return {"registry": platform.registry, "store": platform.store, "tables": platform.existing_tables(), "landing": platform.existing_landing()}
 
 
-def _policy(args: argparse.Namespace) -> GcPolicy:
-    hours = args.safety_window_hours
-    if not hours >= 0 or hours == float("inf"):
-        raise ConfigurationError(f"--safety-window-hours {hours:g}: must be a finite number of hours >= 0")
-    return GcPolicy(safety_window=timedelta(hours=hours))
+def _policy(args: argparse.Namespace, platform: Platform) -> GcPolicy:
+    """The configuration's GC policy (platform.yaml ``gc:``), its window overridden by ``--safety-window-hours``."""
+    return platform.config.options.gc.with_hours(args.safety_window_hours, where="--safety-window-hours")
 
 
 def _parse_time(option: str, text: str) -> datetime:
@@ -63,14 +61,14 @@ def _read_plan(path_text: str) -> GcPlan:
 
 def _inventory(args: argparse.Namespace, platform: Platform) -> tuple[dict[str, Any], Any]:
     b = backends(platform)
-    inv = gc_adapter.collect_inventory(b["registry"], b["store"], tables=b["tables"], landing=b["landing"], now=_now(args), policy=_policy(args))
+    inv = gc_adapter.collect_inventory(b["registry"], b["store"], tables=b["tables"], landing=b["landing"], now=_now(args), policy=_policy(args, platform))
     return b, inv
 
 
 @with_platform
 def _plan(args: argparse.Namespace, platform: Platform) -> int:
     _, inv = _inventory(args, platform)
-    plan = plan_gc(inv, _policy(args))
+    plan = plan_gc(inv, _policy(args, platform))
     doc = plan.to_document()
     if args.out:
         Path(args.out).write_text(json.dumps(doc))
@@ -103,7 +101,7 @@ def _apply(args: argparse.Namespace, platform: Platform) -> int:
         b, plan = backends(platform), _read_plan(args.plan)
     else:
         b, inv = _inventory(args, platform)
-        plan = plan_gc(inv, _policy(args))
+        plan = plan_gc(inv, _policy(args, platform))
     report = gc_adapter.apply_plan(
         plan, registry=b["registry"], store=b["store"], tables=b["tables"], dry_run=not args.yes, actor=platform.actor, gate=gatekeeper(platform)
     )
@@ -117,7 +115,7 @@ def _apply(args: argparse.Namespace, platform: Platform) -> int:
 @with_platform
 def _why(args: argparse.Namespace, platform: Platform) -> int:
     _, inv = _inventory(args, platform)
-    plan = _read_plan(args.plan) if args.plan else plan_gc(inv, _policy(args))
+    plan = _read_plan(args.plan) if args.plan else plan_gc(inv, _policy(args, platform))
     explanations = plan.explain(args.object, build_graph(inv))
     if not explanations:
         raise ConfigurationError(f"{args.object!r} is nothing the platform owns (not in the GC inventory)")
@@ -131,7 +129,7 @@ def _why(args: argparse.Namespace, platform: Platform) -> int:
 @with_platform
 def _cost(args: argparse.Namespace, platform: Platform) -> int:
     _, inv = _inventory(args, platform)
-    plan = plan_gc(inv, _policy(args))
+    plan = plan_gc(inv, _policy(args, platform))
     rows = sorted(root_costs(inv, plan), key=lambda r: -r["bytes"])
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -178,7 +176,7 @@ def _retention_release(args: argparse.Namespace, platform: Platform) -> int:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true")
-    p.add_argument("--safety-window-hours", type=float, default=24.0, help="keep anything newer than this (default 24)")
+    p.add_argument("--safety-window-hours", type=float, default=None, help="keep anything newer than this (default: platform.yaml gc:, else 24)")
     p.add_argument("--now", help=argparse.SUPPRESS)  # planning clock for tests and what-if runs
 
 

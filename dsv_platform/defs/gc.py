@@ -1,10 +1,9 @@
 """gc_plan_job: the daily reachability GC plan, its figures as metadata; apply only when configured."""
 
-from datetime import timedelta
 
 import dagster as dg
 
-from dsv_platform.core.retention.gc import GcPolicy, plan_gc
+from dsv_platform.core.retention.gc import plan_gc
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.services.retention import gc as gc_adapter
 from dsv_platform.services.trust.trust import gatekeeper
@@ -12,14 +11,14 @@ from dsv_platform.services.trust.trust import gatekeeper
 
 class GcConfig(dg.Config):
     apply: bool = False  # applying stays a deliberate act
-    safety_window_hours: float = 24.0
+    safety_window_hours: float | None = None  # None: the configuration's policy (platform.yaml gc:, default 24 h)
 
 
 @dg.op(out=dg.Out(dict, description="The GC plan's figures (kept / collectable per kind, bytes, roots)."))
 def gc_plan(context: dg.OpExecutionContext, config: GcConfig, platform: PlatformResource) -> dg.Output[dict[str, object]]:
     """Plan garbage collection from the retention roots; apply it only when ``apply`` is configured."""
-    policy = GcPolicy(safety_window=timedelta(hours=config.safety_window_hours))
     p = platform.get()
+    policy = p.config.options.gc.with_hours(config.safety_window_hours)
     reg, store, tables = p.registry, p.store, p.tables
     inv = gc_adapter.collect_inventory(reg, store, tables=tables, landing=p.landing, policy=policy)
     plan = plan_gc(inv, policy)

@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dsv_platform.core.config_yaml import ConfigError, check_keys, read_yaml
 from dsv_platform.core.publication.approval import DEFAULT_PROTECTED_ALIASES
 from dsv_platform.core.publication.refs import ALIAS_PATTERN
+from dsv_platform.core.retention.policy import GcPolicy, parse_gc_policy
 
 PLATFORM_FILE = "platform.yaml"
-PLATFORM_KEYS = frozenset({"partitions", "dagster_modules", "demo", "executor", "protected_aliases"})
+PLATFORM_KEYS = frozenset({"partitions", "dagster_modules", "demo", "executor", "protected_aliases", "gc"})
 EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
 EXECUTOR_KEYS = frozenset({"name", "config"})
 PARTITION_KEYS = frozenset({"start"})
@@ -44,6 +45,8 @@ class PlatformOptions:
     """The executor's Dagster config (None: the defaults documented in docs/scaling-out.md)."""
     protected_aliases: tuple[str, ...] = DEFAULT_PROTECTED_ALIASES
     """Aliases that may point only to ELIGIBLE (approved) realizations (core.approval; default ``[production]``)."""
+    gc: GcPolicy = field(default_factory=GcPolicy)
+    """``gc: {safety_window_hours, keep_heads}``: the one GC policy (core/retention/policy.py)."""
 
 
 def _executor(doc: Any, file: Path) -> tuple[str, dict[str, Any] | None]:
@@ -104,6 +107,7 @@ def parse_options(doc: Any, *, file: Path) -> PlatformOptions:
         executor=executor,
         executor_config=executor_config,
         protected_aliases=_protected(doc["protected_aliases"], file) if "protected_aliases" in doc else DEFAULT_PROTECTED_ALIASES,
+        gc=parse_gc_policy(doc["gc"], file=file) if "gc" in doc else GcPolicy(),
     )
 
 

@@ -21,7 +21,6 @@ from dsv_platform.core.retention.gc_graph import K_DATA_FILE, K_OBJECT, build_gr
 from dsv_platform.core.retention.gc_inventory import (  # re-exported
     AliasInfo,
     DataFileInfo,
-    GcPolicy,
     Inventory,
     RawBatchInfo,
     RealizationInfo,
@@ -39,6 +38,7 @@ from dsv_platform.core.retention.gc_plan import (  # re-exported
     GcPlanError,
 )
 from dsv_platform.core.retention.gc_roots import collect_roots, published_by_version, reach
+from dsv_platform.core.retention.policy import GcPolicy  # re-exported
 
 _DEFAULT_POLICY = GcPolicy()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from dsv_platform.core.lineage.lineage import Edge, Node, NodeKind
@@ -126,16 +126,9 @@ class Inventory:
     artifacts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # artifact manifest hash -> {"manifest": doc, "files": {name: digest}}
 
 
-@dataclass(frozen=True)
-class GcPolicy:
-    safety_window: timedelta = timedelta(hours=24)
-    keep_heads: bool = True
-
-
 __all__ = [
     "AliasInfo",
     "DataFileInfo",
-    "GcPolicy",
     "Inventory",
     "RawBatchInfo",
     "RealizationInfo",

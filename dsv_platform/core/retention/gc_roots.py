@@ -17,7 +17,8 @@ from dsv_platform.core.lineage.lineage import LineageGraph, Node, parse_node
 from dsv_platform.core.publication.refs import parse_ref
 from dsv_platform.core.publication.states import READABLE, RealizationState
 from dsv_platform.core.retention.gc_graph import K_ICEBERG_SNAPSHOT, K_RAW_BATCH, K_REALIZATION
-from dsv_platform.core.retention.gc_inventory import GcPolicy, Inventory, RealizationInfo, RootSpec
+from dsv_platform.core.retention.gc_inventory import Inventory, RealizationInfo, RootSpec
+from dsv_platform.core.retention.policy import GcPolicy
 
 Published = Mapping[tuple[str, str], list[RealizationInfo]]
 _READABLE = frozenset(s.value for s in READABLE)

@@ -22,6 +22,7 @@ from dsv_platform.core.errors import ObjectStoreError
 from dsv_platform.core.lineage.lineage import manifest_edges
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.core.retention.gc import GcPolicy, Inventory
+from dsv_platform.core.retention.policy import DEFAULT_SAFETY_WINDOW
 from dsv_platform.services.retention.gc import collect_inventory
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ S = RealizationState
 READABLE = {S.PUBLISHED.value, S.ELIGIBLE.value}
 IN_FLIGHT = {S.STAGING.value, S.SEALED.value}
 _DIGEST = re.compile(r"^[0-9a-f]{64}\Z")
-DEFAULT_WINDOW = timedelta(hours=24)
 
 
 @dataclass(frozen=True)
@@ -48,13 +48,14 @@ class IntegrityReport:
         return {"ok": self.ok, "missing": self.missing, "orphaned": self.orphaned, "checked_objects": self.checked_objects}
 
 
-def scan(platform: Platform, *, now: datetime | None = None, safety_window: timedelta = DEFAULT_WINDOW) -> IntegrityReport:
+def scan(platform: Platform, *, now: datetime | None = None, safety_window: timedelta | None = None) -> IntegrityReport:
     """Compare what the registry names with what the platform's object store holds (see the module docstring)."""
-    return scan_backends(platform.registry, platform.store, landing=platform.existing_landing(), now=now, safety_window=safety_window)
+    window = platform.config.options.gc.safety_window if safety_window is None else safety_window  # the one GC policy
+    return scan_backends(platform.registry, platform.store, landing=platform.existing_landing(), now=now, safety_window=window)
 
 
 def scan_backends(
-    registry: Registry, store: ObjectStore, *, landing: LandingZone | None = None, now: datetime | None = None, safety_window: timedelta = DEFAULT_WINDOW
+    registry: Registry, store: ObjectStore, *, landing: LandingZone | None = None, now: datetime | None = None, safety_window: timedelta = DEFAULT_SAFETY_WINDOW
 ) -> IntegrityReport:
     now = now or datetime.now(UTC)
     horizon = now - safety_window
