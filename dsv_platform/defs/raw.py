@@ -130,6 +130,9 @@ def build_raw_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition) -> dg
         p = platform.get()
         zone = p.landing
         zone.writer = trust.require(p, Role.SOURCE_WRITER, source=spec.name).identity  # recorded per landed batch (docs/trust.md)
+        if config.recorded_at is not None:  # a historical load: the writer names the recorded time, an operator must allow it
+            trust.require(p, Role.OPERATOR)
+            trust.audit(p, "ingest.recorded_at", f"source:{spec.name}", detail={"recorded_at": config.recorded_at, "files": list(config.files)})
         skipped: list[str] = []
         files = batch_files(spec, config, platform.settings().drop_folder, days, skipped)
         landed = openlineage.landing(p, spec, files, lambda: land_files(zone, spec, files, config))

@@ -54,6 +54,10 @@ CREATE TABLE IF NOT EXISTS redacted_batch (
 """
 
 
+FUTURE_SKEW = dt.timedelta(minutes=5)
+"""How far a batch's recorded time may be ahead of the platform's clock (clock skew between hosts)."""
+
+
 class LandingError(DsvError):
     """A batch cannot land as the given source (another source's batch, another landing format)."""
 
@@ -146,6 +150,12 @@ class LandingZone:
             raise LandingError(f"a batch of source {batch.source!r} cannot land as source {spec.name!r}")
         if batch.format != spec.landing_format:
             raise LandingError(f"source {spec.name!r} lands {spec.landing_format} batches; this batch is {batch.format}")
+        clock = (landed_at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
+        if batch.recorded_at > clock + FUTURE_SKEW:  # a writer must not choose a time every later honest correction loses to
+            raise LandingError(
+                f"batch {batch.batch_id!r} of {spec.name}: recorded time {batch.recorded_at.isoformat()} is in the future "
+                f"(platform clock {clock.isoformat()}); a batch cannot be recorded after it lands"
+            )
         digest = hashlib.sha256(batch.data).hexdigest()
         if self.redaction(digest) is None:  # a redacted batch's bytes are never stored again
             self.store.put(batch.data)
