@@ -60,3 +60,11 @@ def test_lineage_cmd_provenance_and_impact(tmp_path: Path) -> None:
     out = dsv(tmp_path, "lineage", shared, "--impact")
     assert out.returncode == 0 and m.manifest_hash in out.stdout
     assert dsv(tmp_path, "lineage", "nothing-here").returncode == 3
+    # issue 23 item 8: the batch id alone names every landed revision; an unknown one is NOT_FOUND, never an empty impact
+    by_id = dsv(tmp_path, "lineage", "raw_batch:b1", "--impact", "--json")
+    assert by_id.returncode == 0, by_id.stderr
+    assert json.loads(by_id.stdout)["start"] == [f"raw_batch:b1@{'e' * 64}"]
+    assert {n["node"] for n in json.loads(by_id.stdout)["nodes"]} == impact
+    for unknown in ("raw_batch:b2", f"raw_batch:b1@{'0' * 64}"):
+        missing = dsv(tmp_path, "lineage", unknown, "--impact")
+        assert missing.returncode == 3 and "no raw batch" in missing.stderr, missing.stderr

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from dsv_platform.core.errors import NotFoundError
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.core.retention.gc import GcPolicy
 from dsv_platform.examples.fraud.events import late_transactions
@@ -127,6 +128,18 @@ def test_a_quarantined_raw_batch_is_never_loaded(tmp_path: Path) -> None:
     assert not ids & set(batch_ids(batch))
     inventory = gc.collect_inventory(world.registry, world.platform.store, tables=world.tables, landing=world.zone, policy=ZERO)
     assert [r.loadable for r in inventory.raw_batches if r.batch_ref == records[0].batch_ref] == [False]  # kept as a landing root
+
+
+def test_a_raw_batch_is_named_the_same_way_as_in_lineage(tmp_path: Path) -> None:
+    """Issue 23 item 8: ``raw_batch:<batch id>`` (every revision) is accepted here as in ``dsv lineage``."""
+    world = World.create(tmp_path / "home", rows_per_day=40, days=3)
+    day = world.domain.days(2)[1]
+    batch = late_transactions(world.domain, day, arrived=day + dt.timedelta(days=20), count=5)
+    records = world.zone.land_all(batch, SOURCES["transactions"])
+    record = quarantine(world.platform, f"raw_batch:{batch.batch_id}", reason="writer not expected")
+    assert record.kind == "raw_batch" and record.evidence["batch_refs"] == [records[0].batch_ref]
+    with pytest.raises(NotFoundError, match="no landed raw batch raw_batch:no-such-batch"):
+        quarantine(world.platform, "raw_batch:no-such-batch", reason="x")
 
 
 def batch_ids(batch) -> list[int]:  # type: ignore[no-untyped-def]

@@ -110,6 +110,16 @@ def kinds_of(conn: Connection, ident: str) -> list[Node]:
     return sorted(nodes)
 
 
+def ids_of_kind(conn: Connection, kind: str, *, ident: str | None = None, prefix: str | None = None) -> list[str]:
+    """The recorded ids of ``kind`` that equal ``ident`` or start with ``prefix`` (either end of an edge)."""
+    t = s.lineage_edges
+    found: set[str] = set()
+    for kind_col, id_col in ((t.c.src_kind, t.c.src_id), (t.c.dst_kind, t.c.dst_id)):
+        cond = id_col == ident if ident is not None else id_col.startswith(prefix or "", autoescape=True)
+        found |= {str(r[0]) for r in conn.execute(select(id_col).where(kind_col == kind, cond).distinct())}
+    return sorted(found)
+
+
 def aliases_targeting(conn: Connection, manifest_hash: str) -> list[str]:
     """``NAME:VERSION@ALIAS`` of every alias currently pointing at ``manifest_hash``."""
     rows = conn.execute(select(s.aliases).where(s.aliases.c.target_manifest_hash == manifest_hash))
@@ -126,6 +136,10 @@ class LineageQueries:
         with self.engine.connect() as conn:
             return kinds_of(conn, ident)
 
+    def ids_of_kind(self, kind: str, *, ident: str | None = None, prefix: str | None = None) -> list[str]:
+        with self.engine.connect() as conn:
+            return ids_of_kind(conn, kind, ident=ident, prefix=prefix)
+
     def walk(self, start: Node, *, direction: str) -> LineageGraph:
         with self.engine.connect() as conn:
             return walk_with_manifests(conn, start, direction=direction)
@@ -135,4 +149,4 @@ class LineageQueries:
             return aliases_targeting(conn, manifest_hash)
 
 
-__all__ = ["LineageQueries", "aliases_targeting", "kinds_of", "load_edges", "walk_subgraph", "walk_with_manifests"]
+__all__ = ["LineageQueries", "aliases_targeting", "ids_of_kind", "kinds_of", "load_edges", "walk_subgraph", "walk_with_manifests"]

@@ -202,6 +202,8 @@ def _start_nodes(registry: Registry, query: str) -> list[tuple[str, str]]:
     node = parse_node(query)
     if node is not None and node[0] == K.ARTIFACT.value and not _HEX64.match(node[1]):  # artifact:<name> or artifact:<footer prefix>
         return [(K.ARTIFACT.value, RunRecords(registry).locate(K.ARTIFACT.value, node[1]).manifest_hash or "")]
+    if node is not None and node[0] == K.RAW_BATCH.value:
+        return _raw_batch_nodes(registry, node[1], query)
     if node is not None:
         return [node]
     try:
@@ -228,6 +230,15 @@ def _start_nodes(registry: Registry, query: str) -> list[tuple[str, str]]:
         if records.runs(kind=K.ARTIFACT.value, name=query.strip()):
             raise  # an artifact with only INTENT or FAILED runs: the error names them
         return []
+
+
+def _raw_batch_nodes(registry: Registry, ident: str, query: str) -> list[tuple[str, str]]:
+    """``raw_batch:<batch id>@<digest>`` (one revision) or ``raw_batch:<batch id>`` (every landed revision); NOT_FOUND when none is recorded."""
+    queries = LineageQueries(registry.engine)
+    ids = queries.ids_of_kind(K.RAW_BATCH.value, ident=ident) if "@" in ident else queries.ids_of_kind(K.RAW_BATCH.value, prefix=f"{ident}@")
+    if not ids:
+        raise NotFoundError(f"{query!r}: no raw batch {ident!r} is in the recorded lineage (raw_batch:<batch id> or raw_batch:<batch id>@<digest>)", ref=query)
+    return [(K.RAW_BATCH.value, i) for i in ids]
 
 
 def _root_node(ref: str) -> tuple[str, str] | None:

@@ -51,7 +51,13 @@ def records_of(platform: Platform) -> QuarantineRecords:
 def _raw_target(platform: Platform, ref: str) -> Target:
     if ref.startswith(RAW_NODE_PREFIX):
         batch_ref = ref.removeprefix(RAW_NODE_PREFIX)
-        found = [r for r in platform.landing.records() if r.batch_ref == batch_ref]
+        if "@" in batch_ref:
+            found = [r for r in platform.landing.records() if r.batch_ref == batch_ref]
+        else:  # the batch id alone: every landed revision of it, when one source holds it
+            found = [r for r in platform.landing.records() if r.batch_id == batch_ref]
+            sources = sorted({r.source for r in found})
+            if len(sources) > 1:
+                raise DsvError(f"{ref!r}: batch id {batch_ref!r} is landed by sources {sources}; name one: raw:<source>/{batch_ref}")
     else:
         source, sep, batch_id = ref.removeprefix(RAW_PREFIX).partition("/")
         if not sep or not source or not batch_id:
