@@ -11,7 +11,7 @@ from dsv_platform.cli.context import with_platform
 from dsv_platform.core.errors import ConfigurationError
 from dsv_platform.services.publication.quarantine import quarantine, quarantines, release
 
-REF_HELP = "name:version[@sha256:<hash>|@<alias>], raw_batch:<batch id> (every revision), raw_batch:<batch id>@<digest> (one revision) or raw:<source>/<batch id>"
+REF_HELP = "name:version[@sha256:<hash>|@<alias>], raw_batch:<batch id> (every revision), raw_batch:<batch id>@<digest> (one) or raw:<source>/<batch id>"
 
 
 def _lines(record: QuarantineRecord) -> list[str]:

@@ -114,6 +114,12 @@ def _promote(args: argparse.Namespace, platform: Platform) -> int:
     return 0
 
 
+STATUS_LEGEND = (
+    "usable: the newest readable realization whose quality report passed every gate, warnings included; "
+    "fresh: time since it was published; publication lag: its publication time minus its watermark (the newest recorded time it read)"
+)
+
+
 def _fmt(seconds: Any) -> str:
     return "-" if seconds is None else f"{float(seconds) / 3600:.1f} h"
 
@@ -125,7 +131,14 @@ def _status(args: argparse.Namespace, platform: Platform) -> int:
         print(json.dumps(rows, indent=2, default=str))
         return 0
     for s in rows:
-        print(f"{s['ref']}: usable {s['usable_ref'] or 'none'}; fresh {_fmt(s['freshness_seconds'])}; publication lag {_fmt(s['publication_lag_seconds'])}")
+        readable = s.get("readable")
+        usable = s["usable_ref"] or "none passing every warning gate"
+        print(f"{s['ref']}: usable {usable}; fresh {_fmt(s['freshness_seconds'])}; publication lag {_fmt(s['publication_lag_seconds'])}")
+        if readable and readable["ref"] != s["usable_ref"]:
+            warn = f", warn: {', '.join(readable['warnings'])}" if readable["warnings"] else ""
+            print(f"  resolves to {readable['ref']} ({readable['state']}{warn}): the newest readable realization")
+        elif readable is None:
+            print("  resolves to nothing yet: no readable realization")
         if s["approval"]:
             a = s["approval"]
             print(f"  state {a['state']}" + (f", approved by {a['approved_by']}: {a['approval_reason']}" if a["approved_by"] else " (not approved)"))
@@ -163,6 +176,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--alias", default="production")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_promote)
-    p = sub.add_parser("status", help="freshness, publication lag, build health and consumption per dataset definition")
+    p = sub.add_parser("status", help="freshness, publication lag, build health and consumption per dataset definition", epilog=STATUS_LEGEND)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_status)

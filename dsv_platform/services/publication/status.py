@@ -48,21 +48,37 @@ class DefinitionStatus:
     """The usable realization's ``state`` (PUBLISHED, ELIGIBLE) and its approval (services/publication/approval.py)."""
     quarantined: tuple[dict[str, Any], ...] = ()
     """Its QUARANTINED realizations: ref, and the quarantine holding it (id, of what, by whom, why, state); docs/quarantine.md."""
+    readable: dict[str, Any] | None = None
+    """The newest readable realization (what ``name:version`` resolves to): ref, state and the gates it failed as warnings.
+
+    ``usable_ref`` is the newest that passed every gate, warnings included; when they differ, this says why."""
 
     def to_document(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-def _gates_all_passed(registry: Registry, store: ObjectStore, manifest_hash: str) -> bool:
+def _failed_gates(registry: Registry, store: ObjectStore, manifest_hash: str) -> list[str] | None:
+    """The names of the gates the realization's quality report failed ([] all passed), or None without a readable report."""
     for e in registry.lineage_edges(node=("realization", manifest_hash)):
         if e.relation != "reports_on" or e.src_kind != "quality_report":
             continue
         try:
             doc = json.loads(store.get(e.src_id))
         except ObjectStoreError:
-            return bool(e.attributes.get("passed"))
-        return all(bool(g.get("passed")) for g in doc.get("gates", []))
-    return False
+            return [] if e.attributes.get("passed") else ["quality_report (unreadable)"]
+        return [str(g.get("name")) for g in doc.get("gates", []) if not g.get("passed")]
+    return None
+
+
+def _gates_all_passed(registry: Registry, store: ObjectStore, manifest_hash: str) -> bool:
+    return _failed_gates(registry, store, manifest_hash) == []
+
+
+def _readable(registry: Registry, store: ObjectStore, every: list[Realization]) -> dict[str, Any] | None:
+    newest = next((r for r in every if is_readable(r.state) and r.manifest_hash), None)
+    if newest is None:
+        return None
+    return {"ref": newest.ref, "state": newest.state.value, "warnings": _failed_gates(registry, store, newest.manifest_hash or "") or []}
 
 
 def _stages(registry: Registry, r: Realization) -> dict[str, float]:
@@ -81,8 +97,10 @@ def definition_status(registry: Registry, store: ObjectStore, definition: Datase
     usable = next((r for r in every if is_readable(r.state) and r.manifest_hash and _gates_all_passed(registry, store, r.manifest_hash)), None)
     consumption = registry.consumption_summary()
     versions = {r.human_version or r.manifest_hash or str(r.id): consumption[r.manifest_hash] for r in every if r.manifest_hash in consumption}
+    readable = _readable(registry, store, every)
     if usable is None:
-        return DefinitionStatus(definition.ref, None, None, None, 0, 0, len(every), 0, sum(r.state is RealizationState.FAILED for r in every), {}, versions)
+        failures = sum(r.state is RealizationState.FAILED for r in every)
+        return DefinitionStatus(definition.ref, None, None, None, 0, 0, len(every), 0, failures, {}, versions, readable=readable)
     manifest = Manifest.from_json(registry.get_manifest(usable.manifest_hash or ""))
     published = usable.published_at or usable.state_changed_at
     lag = (published - dt.datetime.fromisoformat(manifest.watermark)).total_seconds() if manifest.watermark else None
@@ -100,6 +118,7 @@ def definition_status(registry: Registry, store: ObjectStore, definition: Datase
         stage_seconds=_stages(registry, usable),
         consumption=versions,
         approval=approval_metadata(registry, usable),
+        readable=readable,
     )
 
 
