@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint ui venv bench clean conformance
+.PHONY: demo test test-slow lint ui venv bench clean conformance
 
 # The runtime dependencies come from requirements.lock first (hashed, exact), then the package and its extras
 # around them, so the running environment is the lock that `dsv reproduce` rebuilds for an artifact made here.
@@ -36,8 +36,13 @@ demo: $(STAMP)
 prereqs:
 	.ci/prereqs
 
+# The default set (everything but the slow and ui markers, under 5 minutes on 2 cores); `make test-slow` runs the
+# rest (end-to-end demos, deployments, kill-safety and race trials, the UI in Chromium). .ci/run runs both.
 test: prereqs $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "not slow and not ui" --durations=15 $(PYTEST_ARGS)
+
+test-slow: prereqs $(STAMP)
+	DSV_HYPOTHESIS_PROFILE=thorough $(BIN)/python -m pytest -n 2 --dist loadgroup -m "slow or ui" --durations=15 $(PYTEST_ARGS)
 
 # ruff check (not ruff format: formatting is not enforced) and mypy, strict on dsv_platform.core (pyproject.toml).
 lint: $(STAMP)

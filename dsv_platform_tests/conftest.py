@@ -1,7 +1,59 @@
-"""Suite-wide fixtures: real servers the suite starts itself (PostgreSQL, S3 on loopback)."""
+"""Suite-wide fixtures: real servers the suite starts itself (PostgreSQL, S3 on loopback); the slow set; Hypothesis profiles.
+
+``make test`` runs everything but the ``slow`` and ``ui`` markers (the default set, under 5 minutes on 2 cores);
+``make test-slow`` runs those, and ``.ci/run`` runs both, so every test still runs in CI.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
 
 pytest_plugins = [
     "dsv_platform_tests.fixtures.postgres_server",
     "dsv_platform_tests.fixtures.s3_server",
     "dsv_platform_tests.fixtures.code_repo",
 ]
+
+SLOW_MODULES = frozenset(
+    {
+        # end-to-end demos, each a whole story on a fresh home
+        "cli/test_demo_cmd.py",
+        "cli/test_readings_demo.py",
+        "scenarios/test_gc_keeps_retained.py",
+        "scenarios/test_config_only_source.py",
+        # the three Dagster processes, Celery workers, PostgreSQL + S3 deployments
+        "deploy/test_production_instance.py",
+        "distributed/test_celery.py",
+        "scenarios/test_production_resources.py",
+        # processes killed at every step, and racing processes
+        "services/test_kill_safety_gc.py",
+        "services/test_kill_safety_privacy.py",
+        "services/test_kill_safety_production.py",
+        "services/test_kill_safety_publish.py",
+        "services/test_concurrent_publishers.py",
+        "adapters/test_registry_races.py",
+        # whole-command CLI stories
+        "cli/test_diff_cmd.py",
+        "cli/test_privacy_cmd.py",
+        "cli/test_registry_cmd.py",
+    }
+)
+"""Test modules in the ``slow`` set, by path under dsv_platform_tests/ (``--durations`` in CI tells what to move here)."""
+
+settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("thorough", settings.get_profile("default"), max_examples=400)
+settings.load_profile(os.environ.get("DSV_HYPOTHESIS_PROFILE", "default"))  # make test-slow: thorough
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath / "dsv_platform_tests"
+    for item in items:
+        try:
+            module = item.path.relative_to(root).as_posix()
+        except ValueError:
+            continue
+        if module in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
