@@ -152,8 +152,7 @@ def printable(text: str) -> str:
 
 
 def _escaped(ch: str) -> str:
-    code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    return ch.encode("unicode_escape").decode("ascii")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

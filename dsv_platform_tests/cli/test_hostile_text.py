@@ -34,7 +34,7 @@ def test_registry_names_and_aliases_refuse_a_trailing_newline() -> None:
 
 
 def test_printable_escapes_control_and_format_characters() -> None:
-    assert printable("bad\x1b[31mname \u202eevil\u202c\ttab é ü 中") == "bad\\x1b[31mname \\u202eevil\\u202c\\x09tab é ü 中"
+    assert printable("bad\x1b[31mname \u202eevil\u202c\ttab é ü 中") == "bad\\x1b[31mname \\u202eevil\\u202c\\ttab é ü 中"
 
 
 def test_an_error_line_never_carries_raw_escapes(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,15 +1,12 @@
-"""GC deletion intents (migration 12): the objects a GC apply is deleting right now, which no publication may name meanwhile.
+"""GC deletion intents (migration 12): the objects a GC batch is deleting now, which no publication may name meanwhile.
 
-A GC apply deletes objects in batches. For each batch it first records the batch's digests here, in one
-write transaction that also checks the registry has not changed since the plan (its state watermark):
-a new manifest or publication since then stops GC before anything of the batch goes. A publication
-checks, in its own transaction, that none of the objects its manifest names is recorded here. The two
-transactions are serialized (SQLite: one writer at a time; PostgreSQL: one advisory lock), so either the
-publication commits first and GC sees the changed watermark, or GC's intents commit first and the
-publication waits until GC releases them, re-puts what went and publishes. After publishing, the
-publisher checks that every object exists and re-puts any that a finished batch deleted before it.
+GC claims each batch here in a write transaction that also checks the plan's state watermark; a publication
+refuses, in its own transaction, to name a claimed object. The two transactions are serialized (SQLite: one
+writer; PostgreSQL: one advisory lock): either the publication commits first and GC stops at the changed
+watermark, or the claim does and the publisher waits for GC, re-puts what went and publishes. After
+publishing, the publisher re-puts any part a batch that finished earlier deleted.
 
-Details: docs/retention.md, "GC against a publisher".
+Details: docs/gc-and-privacy.md, "GC against a publisher".
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ so two appends can never share one. A grant change and its audit entry commit to
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -93,6 +93,33 @@ def append_audit(conn: Connection, *, now: datetime, identity: str, action: str,
     return seq
 
 
+def _change_grant(conn: Connection, grant: Grant, key: str, *, add: bool, by: str, reason: str | None, now: datetime) -> bool:
+    """Add or remove ``grant`` with its audit entry inside the caller's transaction; False when nothing changed."""
+    t = st.grants
+    exists = conn.execute(select(t.c.id).where(t.c.scope_key == key)).first() is not None
+    if exists == add:
+        return False
+    if add:
+        conn.execute(
+            insert(t).values(
+                scope_key=key,
+                identity=grant.identity,
+                role=grant.role.value,
+                definition=grant.definition,
+                source=grant.source,
+                purpose=grant.purpose,
+                columns_json=canonical_json.dumps(list(grant.columns)).decode(),
+                created_by=by,
+                created_at=now,
+            )
+        )
+    else:
+        conn.execute(delete(t).where(t.c.scope_key == key))
+    action = "grant.add" if add else "grant.remove"
+    append_audit(conn, now=now, identity=by, action=action, target=f"identity:{grant.identity}", reason=reason, detail=grant.to_document())
+    return True
+
+
 class TrustRecords(RegistryTransactions):
     """Trust records of one registry: ``TrustRecords.of(registry)``."""
 
@@ -129,8 +156,10 @@ class TrustRecords(RegistryTransactions):
         assert record is not None
         return record, created
 
-    def bootstrap_identity(self, name: str, public_key: str, fingerprint: str, *, by: str) -> bool:
-        """Record the registry's first identity, only while it has none and is not strict (one write transaction); whether it did.
+    def bootstrap_identity(self, name: str, public_key: str, fingerprint: str, *, by: str, grants: Sequence[Grant] = (), reason: str | None = None) -> bool:
+        """Record the registry's first identity with its ``grants`` (audited), only while it has none and is not strict; whether it did.
+
+        One write transaction: a second process bootstrapping at the same time finds the identity with every grant, or nothing.
 
         The bootstrap is recorded once, as the registry property ``bootstrap``: a second home on the same registry bootstraps nobody.
         """
@@ -146,6 +175,8 @@ class TrustRecords(RegistryTransactions):
             now = self._now()
             conn.execute(insert(t).values(name=name, public_key=public_key, fingerprint=fingerprint, created_by=by, created_at=now))
             conn.execute(insert(p).values(name=BOOTSTRAP_PROPERTY, value=name, recorded_by=by, recorded_at=now))
+            for grant in grants:
+                _change_grant(conn, grant, scope_key(grant), add=True, by=by, reason=reason, now=now)
             return True
 
         return self._retrying(work)
@@ -185,32 +216,9 @@ class TrustRecords(RegistryTransactions):
     def change_grant(self, grant: Grant, *, add: bool, by: str, reason: str | None = None) -> bool:
         """Add or remove ``grant`` and audit it in one transaction; False (nothing audited) when nothing changed."""
         key = scope_key(grant)
-        t = st.grants
 
         def work(conn: Connection) -> bool:
-            exists = conn.execute(select(t.c.id).where(t.c.scope_key == key)).first() is not None
-            if exists == add:
-                return False
-            now = self._now()
-            if add:
-                conn.execute(
-                    insert(t).values(
-                        scope_key=key,
-                        identity=grant.identity,
-                        role=grant.role.value,
-                        definition=grant.definition,
-                        source=grant.source,
-                        purpose=grant.purpose,
-                        columns_json=canonical_json.dumps(list(grant.columns)).decode(),
-                        created_by=by,
-                        created_at=now,
-                    )
-                )
-            else:
-                conn.execute(delete(t).where(t.c.scope_key == key))
-            action = "grant.add" if add else "grant.remove"
-            append_audit(conn, now=now, identity=by, action=action, target=f"identity:{grant.identity}", reason=reason, detail=grant.to_document())
-            return True
+            return _change_grant(conn, grant, key, add=add, by=by, reason=reason, now=self._now())
 
         return self._retrying(work)
 

@@ -118,14 +118,29 @@ def apply_plan(
     # (2) Iceberg: tags, then snapshots, then data files no live snapshot references
     if tables is not None:
         _apply_iceberg(tables, todo, report, step, still_fresh)
-    # (3) objects, a batch at a time, each batch claimed in the registry first (adapters/registry/collection.py):
-    # a publication naming a claimed object waits for the batch, and a new manifest stops GC before the next one
+    # (3) objects, a batch at a time, each claimed in the registry first; then abandoned staging
+    _delete_objects(registry, store, todo[Action.DELETE_OBJECT.value], json.loads(watermark), report, step, actor)
+    for d in todo[Action.ABANDON_STAGING.value]:
+        store.abandon(d.id)
+        report.staging_abandoned.append(d.id)
+        report.bytes_freed += d.bytes
+        step("staging_abandoned", d.id)
+    step("done", "")
+    if gate is not None:
+        gate.audit("gc.apply", f"gc:{plan.created_at.isoformat()}", detail={"expired": len(report.expired), "objects_deleted": len(report.objects_deleted)})
+    return report
+
+
+def _delete_objects(
+    registry: Registry, store: ObjectStore, objects: list[Any], watermark: Mapping[str, Any], report: ApplyReport, step: Step, actor: str
+) -> None:
+    """Delete ``objects`` in batches, each claimed first (adapters/registry/collection.py): a publication naming a claimed
+    object waits for its batch, and a new manifest since the plan stops GC before the next batch."""
     registry.clear_stale_deletions(datetime.now(UTC) - STALE_CLAIM)
-    objects = todo[Action.DELETE_OBJECT.value]
     for start in range(0, len(objects), DELETE_BATCH):
         batch = objects[start : start + DELETE_BATCH]
         try:
-            registry.claim_for_deletion([d.id for d in batch], watermark=json.loads(watermark), actor=actor)
+            registry.claim_for_deletion([d.id for d in batch], watermark=watermark, actor=actor)
         except RegistryChangedError as exc:
             raise GcPlanStaleError(f"{exc}; stopped before deleting more; run `dsv gc plan` again") from exc
         try:
@@ -136,15 +151,6 @@ def apply_plan(
                 step("object_deleted", d.id)
         finally:
             registry.release_deletion([d.id for d in batch])
-    for d in todo[Action.ABANDON_STAGING.value]:
-        store.abandon(d.id)
-        report.staging_abandoned.append(d.id)
-        report.bytes_freed += d.bytes
-        step("staging_abandoned", d.id)
-    step("done", "")
-    if gate is not None:
-        gate.audit("gc.apply", f"gc:{plan.created_at.isoformat()}", detail={"expired": len(report.expired), "objects_deleted": len(report.objects_deleted)})
-    return report
 
 
 def _dry_run(report: ApplyReport, todo: Mapping[str, list[Any]]) -> ApplyReport:

@@ -172,9 +172,11 @@ def _bootstrap(platform: Platform, name: str) -> Identity:
     if wrote:
         _write_new_key(path)
     public = _raw_public(load_private_key(platform, name))
-    if trust.bootstrap_identity(name, public.hex(), fingerprint(public), by=BOOTSTRAP):
-        for role in Role:
-            trust.change_grant(Grant(name, role), add=True, by=BOOTSTRAP, reason="bootstrap of a non-strict registry")
+    every_role = [Grant(name, role) for role in Role]
+    if trust.bootstrap_identity(name, public.hex(), fingerprint(public), by=BOOTSTRAP, grants=every_role, reason="bootstrap of a non-strict registry"):
+        return Identity(name, public)
+    raced = trust.get_identity(name)
+    if raced is not None and raced.public_key == public.hex():  # another process of this home bootstrapped it just now
         return Identity(name, public)
     holder = _operator_holder(platform, exclude=name)
     if holder is None:
