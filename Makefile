@@ -46,7 +46,7 @@ test-slow: prereqs $(STAMP)
 
 # ruff check (not ruff format: formatting is not enforced) and mypy, strict on dsv_platform.core (pyproject.toml).
 lint: $(STAMP)
-	$(BIN)/ruff check dsv_platform dsv_platform_tests benchmarks
+	$(BIN)/ruff check dsv_platform dsv_platform_tests benchmarks deploy
 	$(BIN)/mypy dsv_platform
 
 # The webserver and the daemon (queue, schedules, sensors) on the embedded instance, whose dagster.yaml (telemetry

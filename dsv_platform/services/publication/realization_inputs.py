@@ -35,6 +35,7 @@ from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.errors import DsvError
 from dsv_platform.core.identity.hashing import partition_keys
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin
+from dsv_platform.core.reproduction.build_pin import read_build_pin
 from dsv_platform.services.ingest.canonical_load import label_table_spec
 
 REPO = Path(__file__).resolve().parents[3]
@@ -92,14 +93,16 @@ def inputs_of(config: PlatformConfig, definition: DatasetDefinition) -> Inputs:
 
 @functools.cache
 def code_pin(repo: Path = REPO) -> CodePin:
-    """The checkout's commit and dirty flag; ``unknown`` (not dirty) when this is not a git checkout."""
+    """The checkout's commit and dirty flag; in an image the commit baked in at build time; else ``unknown`` (not dirty)."""
+    baked = read_build_pin()
+    unknown = CodePin("unknown", False) if baked is None else CodePin(baked.commit, baked.dirty)
     try:
         head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
         if head.returncode != 0:
-            return CodePin("unknown", False)
+            return unknown
         status = subprocess.run(["git", "--no-optional-locks", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
-        return CodePin("unknown", False)
+        return unknown
     return CodePin(head.stdout.strip(), bool(status.stdout.strip()))
 
 

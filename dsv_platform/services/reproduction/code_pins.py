@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dsv_platform.core.errors import ConfigurationError
+from dsv_platform.core.reproduction.build_pin import read_build_pin
 
 LOCKFILE = "requirements.lock"
 UNKNOWN = "unknown"
@@ -24,6 +25,14 @@ def _git(repo: Path, *args: str, timeout: int = 30) -> subprocess.CompletedProce
         return subprocess.run(["git", "--no-optional-locks", "-C", str(repo), *args], capture_output=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired):
         return None
+
+
+PACKAGE_DIR = Path(__file__).resolve().parents[2]
+"""The installed dsv_platform package (in an image: site-packages/dsv_platform, with no .git around it)."""
+
+
+def _in_package(folder: Path) -> bool:
+    return folder.resolve().is_relative_to(PACKAGE_DIR)
 
 
 def module_file(obj: Any) -> Path:
@@ -53,6 +62,9 @@ def checkout_of(path: Path) -> dict[str, Any]:
     folder = path if path.is_dir() else path.parent
     top = _git(folder, "rev-parse", "--show-toplevel")
     if top is None or top.returncode != 0:
+        baked = read_build_pin() if _in_package(folder) else None  # an image: the commit baked in at build time
+        if baked is not None:
+            return {"repo": str(PACKAGE_DIR), "commit": baked.commit, "dirty": baked.dirty}
         return {"repo": str(folder), "commit": UNKNOWN, "dirty": False}
     repo = Path(top.stdout.decode().strip())
     head = _git(repo, "rev-parse", "HEAD")
@@ -64,6 +76,9 @@ def checkout_of(path: Path) -> dict[str, Any]:
 
 def lockfile_sha256(repo: str, commit: str) -> str:
     """SHA-256 of ``requirements.lock`` in ``repo`` at ``commit`` (the working copy outside git); ``unknown`` when absent."""
+    baked = read_build_pin()
+    if baked is not None and commit == baked.commit and repo == str(PACKAGE_DIR) and baked.lock_sha256:
+        return baked.lock_sha256  # the image's lock, hashed at build time
     if commit == UNKNOWN:
         lock = Path(repo) / LOCKFILE
         return hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else UNKNOWN
