@@ -1,0 +1,211 @@
+"""(s) Scale: a generated source of the seed's shape (string keys, daily files, an as-of joined feature table), built end to end.
+
+    python -m benchmarks.bench_scale --rows 1000000 [--code OTHER_TREE]
+
+For one size, in one run: ``dsv ingest`` rows/s and peak RSS, ``dsv build`` wall time and peak RSS, and the same
+as-of join done by DuckDB alone (``ASOF LEFT JOIN``, written to Parquet) plus ``dsv hash`` of its output, whose
+content hash must equal the build's. ``--code`` runs the dsv commands from another source tree as well (PYTHONPATH),
+e.g. an older commit checked out as a worktree, so two versions are compared on the same data in the same run.
+Each command is a subprocess; its peak RSS is RUSAGE_CHILDREN of a wrapper whose only child it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from benchmarks.common import load_1min
+
+DATA = Path(__file__).resolve().parent / ".data" / "scale"
+DSV = str(Path(sys.executable).with_name("dsv"))
+DAYS = 30
+SOURCE_EVENTS = """name: events
+description: generated events (string keys)
+owner: bench
+key: [event_id]
+partition_by: event_day
+landing: {format: parquet}
+valid_time: event_time
+entity: account_id
+columns:
+  - {name: event_id, type: string}
+  - {name: account_id, type: string}
+  - {name: event_time, type: timestamp, resolution: us}
+  - {name: event_day, type: date}
+  - {name: amount, type: float64, scale: 4}
+"""
+SOURCE_FEATURES = """name: features
+description: generated account features, valid from a day
+owner: bench
+key: [account_id, valid_from]
+partition_by: valid_from
+landing: {format: parquet}
+valid_time: valid_from
+entity: account_id
+columns:
+  - {name: account_id, type: string}
+  - {name: valid_from, type: date}
+  - {name: risk, type: float64, scale: 4}
+"""
+CONTRACT = """name: scale_set
+description: events with the account's risk as of the event
+owner: bench
+key: [event_id]
+partition_by: event_day
+columns:
+  - {name: event_id, type: string}
+  - {name: account_id, type: string}
+  - {name: event_time, type: timestamp, resolution: us}
+  - {name: event_day, type: date}
+  - {name: amount, type: float64, scale: 4}
+  - {name: risk, type: float64, scale: 4, nullable: true}
+"""
+DEFINITION = """name: scale_set
+version: v1
+description: events with the account's risk as of the event
+owner: bench
+base: events
+as_of_joins:
+  - {source: features, on: [account_id], time: event_time}
+observation_window: {column: event_day, start: "2026-06-01", end: "2026-06-30"}
+split_policy: {policy: group-split/1, group_column: account_id, salt: bench, bounds: "train=80,validation=90,test=100"}
+watermark: {rule: latest_recorded}
+gates: {rows_at_least: 1}
+seed: 1
+contract:
+""" + "".join(f"  {line}\n" for line in CONTRACT.splitlines())
+
+
+def generate(rows: int, folder: Path) -> Path:
+    """Daily Parquet files of events and three feature days, deterministic; the configuration folder beside them."""
+    if (folder / "done").exists():
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    config = folder / "config"
+    (config / "sources").mkdir(parents=True)
+    (config / "datasets").mkdir()
+    (config / "platform.yaml").write_text('partitions: {start: "2026-05-01"}\n')
+    (config / "sources" / "events.yaml").write_text(SOURCE_EVENTS)
+    (config / "sources" / "features.yaml").write_text(SOURCE_FEATURES)
+    (config / "datasets" / "scale_set_v1.yaml").write_text(DEFINITION)
+    (folder / "contract.yaml").write_text(CONTRACT)
+    rng = np.random.default_rng(1)
+    accounts, per_day = max(1000, rows // 50), rows // DAYS
+    data = folder / "data"
+    data.mkdir()
+    for d in range(DAYS):
+        day = dt.date(2026, 6, 1) + dt.timedelta(days=d)
+        ids = np.arange(d * per_day, (d + 1) * per_day)
+        secs = rng.integers(0, 86400, per_day).astype("timedelta64[s]")
+        events = pa.table({
+            "event_id": pa.array(np.char.add("evt-", np.char.zfill(ids.astype(str), 12))),
+            "account_id": pa.array(np.char.add("acct-", np.char.zfill(rng.integers(0, accounts, per_day).astype(str), 8))),
+            "event_time": pa.array((np.datetime64(day.isoformat()) + secs).astype("datetime64[us]"), pa.timestamp("us", tz="UTC")),
+            "event_day": pa.array([day] * per_day, pa.date32()),
+            "amount": pa.array(np.round(rng.random(per_day) * 100, 4)),
+        })  # fmt: skip
+        pq.write_table(events, data / f"events-{day}.parquet")
+    names = pa.array(np.char.add("acct-", np.char.zfill(np.arange(accounts).astype(str), 8)))
+    for day in (dt.date(2026, 5, 31), dt.date(2026, 6, 10), dt.date(2026, 6, 20)):
+        features = pa.table({"account_id": names, "valid_from": pa.array([day] * accounts, pa.date32()), "risk": pa.array(np.round(rng.random(accounts), 4))})
+        pq.write_table(features, data / f"features-{day}.parquet")
+    (folder / "done").write_text("")
+    return folder
+
+
+def measured(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """Wall time, peak RSS (MiB) and output of ``cmd`` run as the only child of a fresh wrapper process."""
+    wrapper = (
+        "import resource, subprocess, sys, json; "
+        f"p = subprocess.run({cmd!r}, capture_output=True, text=True); "
+        "print(json.dumps({'rc': p.returncode, 'out': p.stdout, 'err': p.stderr[-2000:], 'rss': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))"
+    )
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", wrapper], env=env, capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - start
+    doc = json.loads(done.stdout.strip().splitlines()[-1])
+    if doc["rc"] != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({doc['rc']}): {doc['err']}")
+    return {"wall_s": round(wall, 2), "peak_rss_mib": round(doc["rss"] / 1024), "out": doc["out"]}
+
+
+def dsv_run(folder: Path, tree: str | None, label: str) -> dict[str, Any]:
+    home = folder / f"home-{label}"
+    shutil.rmtree(home, ignore_errors=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DSV_")} | {"DSV_HOME": str(home), "DSV_CONFIG_DIR": str(folder / "config")}
+    if tree:
+        env["PYTHONPATH"] = tree
+    data = sorted((folder / "data").glob("*.parquet"))
+    features = measured([DSV, "ingest", "features", *[str(p) for p in data if p.name.startswith("features")]], env)
+    events = measured([DSV, "ingest", "events", *[str(p) for p in data if p.name.startswith("events")]], env)
+    build = measured([DSV, "build", "scale_set:v1", "--json"], env)
+    doc = json.loads(build["out"])
+    rows = sum(pq.read_metadata(p).num_rows for p in data if p.name.startswith("events"))
+    return {
+        "ingest_rows_per_s": round(rows / events["wall_s"]),
+        "ingest_peak_rss_mib": max(features["peak_rss_mib"], events["peak_rss_mib"]),
+        "build_wall_s": build["wall_s"],
+        "build_peak_rss_mib": build["peak_rss_mib"],
+        "content_hash": doc["content_hash"],
+        "rows": doc["rows"],
+    }
+
+
+def duckdb_baseline(folder: Path) -> dict[str, Any]:
+    """The same as-of join in DuckDB, to Parquet, then `dsv hash` of its output with the dataset's contract."""
+    import duckdb
+
+    out = folder / "duckdb-out"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    data = folder / "data"
+    start = time.perf_counter()
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute(f"""
+        COPY (
+          SELECT e.event_id, e.account_id, e.event_time, e.event_day, e.amount, f.risk
+          FROM read_parquet('{data}/events-*.parquet') e
+          ASOF LEFT JOIN (SELECT account_id, CAST(valid_from AS TIMESTAMPTZ) AS valid_at, risk FROM read_parquet('{data}/features-*.parquet')) f
+            ON e.account_id = f.account_id AND e.event_time >= f.valid_at
+        ) TO '{out}/joined.parquet' (FORMAT PARQUET)
+    """)  # fmt: skip
+    join_s = time.perf_counter() - start
+    hashed = measured([DSV, "hash", str(out / "joined.parquet"), "--contract", str(folder / "contract.yaml"), "--json"], dict(os.environ))
+    digest = json.loads(hashed["out"])["content_hash"]
+    return {"join_s": round(join_s, 2), "hash_s": hashed["wall_s"], "hash_peak_rss_mib": hashed["peak_rss_mib"], "content_hash": digest}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--rows", type=int, default=1_000_000)
+    p.add_argument("--code", help="another source tree to run the dsv commands from as well (PYTHONPATH)")
+    args = p.parse_args(argv)
+    folder = generate(args.rows, DATA / str(args.rows))
+    report: dict[str, Any] = {"rows": args.rows, "load_before": load_1min()}
+    report["duckdb"] = duckdb_baseline(folder)
+    report["this"] = dsv_run(folder, None, "this")
+    if args.code:
+        report["other"] = dsv_run(folder, args.code, "other")
+    base = report["duckdb"]["join_s"] + report["duckdb"]["hash_s"]
+    report["build_vs_duckdb_plus_hash"] = round(report["this"]["build_wall_s"] / base, 2)
+    report["hashes_equal"] = report["this"]["content_hash"] == report["duckdb"]["content_hash"]
+    report["load_after"] = load_1min()
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
