@@ -1,4 +1,4 @@
-"""The layer arrows point down (STYLE.md): core <- adapters <- services <- defs / cli; bootstrap composes; settings reads the environment."""
+"""The layer arrows point down (docs/architecture.md, "Layers in the code"): core <- adapters <- services <- defs / cli; bootstrap composes."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 /*
  * dsv_platform._native._rowtext: canonical row text (dsv-canon/1,
- * CANONICAL-ENCODING.md) gathered, formatted and joined in one pass.
+ * docs/canonical-encoding.md) gathered, formatted and joined in one pass.
  *
  * encode(columns, perm, start, count[, ends]) -> Buffer
  * gather(texts, seg_rows, ends, order, start, count) -> Buffer

@@ -1,4 +1,4 @@
-"""Canonical JSON (CANONICAL-ENCODING.md): the bytes every identity is a hash of.
+"""Canonical JSON (docs/canonical-encoding.md): the bytes every identity is a hash of.
 
 UTF-8, object keys sorted by code point, no insignificant white space, no
 floats, strings with the minimal JSON escapes.

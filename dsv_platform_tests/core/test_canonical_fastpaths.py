@@ -1,7 +1,7 @@
 """The vectorized fast paths of canonical.py / hashing.py equal a per-value Python reference.
 
 The reference below formats every value with plain Python straight from
-CANONICAL-ENCODING.md; random data covers the escapes, nulls, sliced arrays
+docs/canonical-encoding.md; random data covers the escapes, nulls, sliced arrays
 (non-zero offsets), chunked arrays and empty arrays.
 """
 

@@ -27,7 +27,7 @@ SPLIT_VECTORS = [v for v in DOC["vectors"] if v["kind"] == "hash-split/1"]
 DSV = str(Path(sys.executable).with_name("dsv"))
 
 
-# --- an independent reference encoder, written from CANONICAL-ENCODING.md alone --
+# --- an independent reference encoder, written from docs/canonical-encoding.md alone --
 
 _UNIT_EXP = {"s": 0, "ms": 3, "us": 6, "ns": 9}
 _STRING_ESCAPES = {"\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}

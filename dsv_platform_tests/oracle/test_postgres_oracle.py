@@ -1,4 +1,4 @@
-"""PostgreSQL as an independent oracle for `dsv-canon/1` (CANONICAL-ENCODING.md, "The row text").
+"""PostgreSQL as an independent oracle for `dsv-canon/1` (docs/canonical-encoding.md, "The row text").
 
 For every type PostgreSQL shares with the spec (smallint/integer/bigint,
 boolean, text, numeric(p,s), date, bytea, and timestamptz printed as its

@@ -1,4 +1,4 @@
-"""The publication protocol through Publisher, on SQLite and PostgreSQL (ARCHITECTURE.md, "Publication is a transaction")."""
+"""The publication protocol through Publisher, on SQLite and PostgreSQL (docs/architecture.md, "Publication is a transaction")."""
 
 from __future__ import annotations
 

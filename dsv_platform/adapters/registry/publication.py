@@ -1,4 +1,4 @@
-"""Candidates, sealing and publication (ARCHITECTURE.md, "Publication is a transaction").
+"""Candidates, sealing and publication (docs/architecture.md, "Publication is a transaction").
 
 Each function runs inside one write transaction opened by :class:`Registry`. Publication is
 one conditional insert whose unique constraints make exactly one winner; every racing or

@@ -3,7 +3,7 @@
 A contract names the columns, their logical types and parameters, the natural
 key, units, and the semantic expectations (core/contracts/semantic.py, docs/contracts.md). From
 it the code derives the Arrow schema, the Pandera schema and the canonical
-encoding parameters (see CANONICAL-ENCODING.md).
+encoding parameters (see docs/canonical-encoding.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Canonical row text, `dsv-canon/1` (CANONICAL-ENCODING.md), vectorized over Arrow.
+"""Canonical row text, `dsv-canon/1` (docs/canonical-encoding.md), vectorized over Arrow.
 
 Each column becomes an Arrow string array of canonical value texts; the
 columns are joined by TAB and every row ends in LF, with no Python loop per row

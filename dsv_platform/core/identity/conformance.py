@@ -1,4 +1,4 @@
-"""Conformance vectors for `dsv-canon/1` and `hash-split/1` (CANONICAL-ENCODING.md).
+"""Conformance vectors for `dsv-canon/1` and `hash-split/1` (docs/canonical-encoding.md).
 
 A vector is plain JSON that any implementation can read, encode and compare:
 :func:`build_vectors` computes the expected values with this package's encoder;

@@ -1,4 +1,4 @@
-"""Partition hashes and the content hash (CANONICAL-ENCODING.md, "Hashes").
+"""Partition hashes and the content hash (docs/canonical-encoding.md, "Hashes").
 
 A partition is sorted by its natural key, checked for null and duplicate keys, encoded
 chunk by chunk into canonical row text and fed to one SHA-256, with encoding overlapped

@@ -1,4 +1,4 @@
-"""Publication state rules for realizations (ARCHITECTURE.md, "Publication is a transaction").
+"""Publication state rules for realizations (docs/architecture.md, "Publication is a transaction").
 
 Pure rules: which state may follow which. The registry applies them inside
 its transactions and records every change as an event; nothing here touches

@@ -1,4 +1,4 @@
-"""Garbage collection as reachability: a pure plan (ARCHITECTURE.md, "Garbage collection is reachability").
+"""Garbage collection as reachability: a pure plan (docs/architecture.md, "Garbage collection is reachability").
 
 Whatever a retention root, an alias or the platform itself still needs is kept; only what
 no root reaches, outside the safety window, is collectable. The plan carries the registry

@@ -144,7 +144,7 @@ def assignment_hash(table: pa.Table, id_column: str, split_column: str = "split"
 
     Ids sort by value (integers numerically, strings by UTF-8 bytes); duplicate
     lines are kept. Integer ids are base 10; strings are as stored (no
-    normalization) with the PostgreSQL COPY text escapes of CANONICAL-ENCODING.md,
+    normalization) with the PostgreSQL COPY text escapes of docs/canonical-encoding.md,
     so a TAB or LF inside an id cannot forge a line. Nulls are an error.
     """
     ids = _column(table, id_column)

@@ -1,6 +1,6 @@
 """Privacy deletion: the subject index built from data, and the idempotent deletion coordinator.
 
-Plan, then guarded apply (STYLE.md "Destructive operations"): ``refresh_index``, ``plan``,
+Plan, then guarded apply (destructive operations: a plan first, then a guarded apply): ``refresh_index``, ``plan``,
 ``apply``. A crash anywhere leaves every read refused until a rerun or ``reconcile`` finishes
 the work; erasing, deleting and redacting are idempotent; one deletion runs at a time.
 

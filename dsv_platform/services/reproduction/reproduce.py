@@ -1,4 +1,4 @@
-"""``reproduce``: the audit procedure for one realization or one model run (ARCHITECTURE.md, "Rehearsal and reproduction").
+"""``reproduce``: the audit procedure for one realization or one model run (docs/architecture.md, "Rehearsal and reproduction").
 
 Locate the manifest, check code and environment, re-hash (or rebuild from raw) every input,
 rerun training for a model, and write a reproduction record.
