@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore
-from dsv_platform.core.errors import DsvError, ObjectErasedError
+from dsv_platform.core.errors import DsvError, ObjectErasedError, ObjectNotFoundError
 
 
 def holds_subject(data: bytes, subject_key: str) -> bool:
@@ -51,8 +51,15 @@ def sweep_staging(store: EncryptingObjectStore, subject_key: str, *, keep: Colle
     return done
 
 
+
+class PrivacySweepError(DsvError):
+    """A copy the sweep must inspect cannot be read: the deletion does not report done (fail closed)."""
+
 def _sweep_part(store: EncryptingObjectStore, attempt: str, name: str, subject_key: str, keep: Collection[str]) -> dict[str, Any] | None:
-    digest = store.staged_digest(attempt, name)
+    try:
+        digest = store.staged_digest(attempt, name)
+    except ObjectNotFoundError:  # the attempt finished or was abandoned meanwhile: no copy left
+        return None
     if digest is not None and digest in keep:
         return None
     try:
@@ -60,8 +67,10 @@ def _sweep_part(store: EncryptingObjectStore, attempt: str, name: str, subject_k
     except ObjectErasedError:  # erased already (its object was a descendant): only the noise is left
         store.delete_staged(attempt, name)
         return {"attempt": attempt, "part": name, "digest": digest, "outcome": "removed (key erased before)"}
-    except DsvError:
+    except ObjectNotFoundError:  # the attempt finished or was abandoned meanwhile: no copy left
         return None
+    except DsvError as exc:  # unreadable is not "does not hold the subject": stop, name it (fail closed)
+        raise PrivacySweepError(f"staged part {name} of attempt {attempt} cannot be read ({exc}); the sweep cannot tell whether it holds the subject") from exc
     if not holds_subject(data, subject_key):
         return None
     if digest is not None:

@@ -26,7 +26,7 @@ from dsv_platform.adapters.registry.artifacts import ARTIFACT, RunRecords
 from dsv_platform.adapters.registry.gc_inventory import read_inventory as read_registry_inventory
 from dsv_platform.adapters.registry.quarantine import QuarantineRecords
 from dsv_platform.adapters.registry.registry import Registry
-from dsv_platform.core.errors import DsvError
+from dsv_platform.core.errors import DsvError, ObjectErasedError, ObjectNotFoundError
 from dsv_platform.core.lineage.lineage import Edge, Relation
 from dsv_platform.core.retention.gc import (
     DataFileInfo,
@@ -81,19 +81,25 @@ def _object_times(store: ObjectStore) -> dict[str, datetime]:
     return out
 
 
+
+class GcInventoryError(DsvError):
+    """Something GC must read to know what to keep cannot be read: the plan stops (fail closed)."""
+
 def _in_flight_digests(store: ObjectStore, attempts: Iterable[str]) -> set[str]:
     digests = set()
     for attempt in attempts:
         for part in store.list_staged(attempt):
             try:
                 digests.add(hashlib.sha256(store.get_staged(attempt, part.name)).hexdigest())
-            except DsvError:
-                continue
+            except (ObjectNotFoundError, ObjectErasedError):  # the attempt finished or was swept meanwhile: nothing left to protect
+                continue  # anything else (an unreachable store, a corrupt part) stops the plan: fail closed
     return digests
 
 
 def _run_manifests(store: ObjectStore, lineage: Iterable[Edge]) -> dict[str, Any]:
-    """Run hash -> the run manifest document its ``trained`` edge names (``run_object``); unreadable ones are skipped.
+    """Run hash -> the run manifest document its ``trained`` edge names (``run_object``); missing or erased ones are skipped.
+
+    Any other failure (an unreachable store, a corrupt document) stops the plan: skipping it would unprotect what it names.
 
     GC keeps every object a run manifest names (core/retention/gc_graph.py), so the documents are read here.
     """
@@ -103,9 +109,13 @@ def _run_manifests(store: ObjectStore, lineage: Iterable[Edge]) -> dict[str, Any
         if not run_object or edge.dst_id in out:
             continue
         try:
-            doc = json.loads(store.get(str(run_object)))
-        except (DsvError, ValueError):  # missing, erased or corrupt: nothing more to keep through it
+            data = store.get(str(run_object))
+        except (ObjectNotFoundError, ObjectErasedError):  # gone or erased: nothing more to keep through it
             continue
+        try:
+            doc = json.loads(data)
+        except ValueError as exc:
+            raise GcInventoryError(f"run manifest object {run_object} of model run {edge.dst_id} is not JSON ({exc}); GC cannot tell what it keeps") from exc
         if isinstance(doc, dict):
             out[edge.dst_id] = doc
     return out
