@@ -30,3 +30,16 @@ def test_integrity_scan_reports_missing_and_orphaned_beyond_the_window(tmp_path:
         report = integrity.scan(p, safety_window=ks.ZERO)
         assert [m.split(" (")[0] for m in report.missing] == [f"object {part}"]
         assert f"key {part} (its ciphertext {sealed} is gone)" in report.orphaned
+
+
+def test_a_healthy_home_scans_ok_past_the_safety_window(tmp_path: Path) -> None:
+    """Issue 25 item 11: the environment-lock object a realization pins is kept by GC, so it is never reported orphaned."""
+    from datetime import UTC, datetime
+
+    from dsv_platform_tests.scenarios.support import World
+
+    world = World.create(tmp_path / "home", rows_per_day=40, days=2)
+    world.build()
+    later = datetime.now(UTC) + timedelta(days=3)
+    report = integrity.scan(world.platform, now=later, safety_window=timedelta(hours=24))
+    assert report.ok, (report.missing, report.orphaned)

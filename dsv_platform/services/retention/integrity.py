@@ -21,7 +21,7 @@ from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import ObjectStoreError
 from dsv_platform.core.lineage.lineage import manifest_edges
 from dsv_platform.core.publication.states import RealizationState
-from dsv_platform.core.retention.gc import GcPolicy, Inventory
+from dsv_platform.core.retention.gc import Action, GcPolicy, Inventory, plan_gc
 from dsv_platform.core.retention.policy import DEFAULT_SAFETY_WINDOW
 from dsv_platform.services.retention.gc import collect_inventory
 
@@ -64,7 +64,13 @@ def scan_backends(
     required = _required(inv)
     missing = [f"object {d} ({why})" for d, why in sorted(required.items()) if d not in stored and not _present(store, d)]
     referenced = _referenced(inv) | set(required)
-    orphaned = [f"object {o.digest}" for o in inv.objects if o.digest not in referenced and o.modified_at is not None and o.modified_at < horizon]
+    # an object is orphaned only when nothing live names it AND GC would collect it: what GC keeps (the environment lock
+    # a manifest pins, an artifact's files, ...) is never reported (issue 25 item 11)
+    collectable = {d.id for d in plan_gc(inv, GcPolicy(safety_window=safety_window)).collectable(Action.DELETE_OBJECT.value)}
+    orphaned = [
+        f"object {o.digest}" for o in inv.objects
+        if o.digest not in referenced and o.digest in collectable and o.modified_at is not None and o.modified_at < horizon
+    ]  # fmt: skip
     orphaned += [f"staging {a.attempt_id}" for a in inv.staging if a.last_modified < horizon]
     orphaned += [f"candidate {r.id} ({r.state})" for r in inv.realizations if r.state in IN_FLIGHT and r.created_at < horizon]
     if isinstance(store, EncryptingObjectStore):
