@@ -27,6 +27,7 @@ from dsv_platform.core.contracts.validation import validate
 from dsv_platform.core.errors import CorruptError
 from dsv_platform.core.publication.gates import GateResult, rows_at_least
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin, LabelPin, Manifest, SourcePin, SplitsEntry
+from dsv_platform.core.publication.records import Realization
 from dsv_platform.core.splits.policy import assign_examples
 from dsv_platform.core.splits.split_checks import CheckReport, assignment_hash, proportions_within_tolerance, splits_are_entity_disjoint
 from dsv_platform.services.ingest.canonical_load import held_batches, label_table_spec
@@ -223,6 +224,7 @@ def build_realization(
     publisher = Publisher(registry, store, actor=actor, signer=signer_of(platform), gate=gatekeeper(platform), jobs=jobs)  # roles checked; signed
     done = publisher.reconcile(request_id)
     if done is not None:
+        _complete_alias_move(publisher, done)  # a build killed between its publication and the alias move
         return RealizationBuild(done.ref, load_manifest(registry, done), pins, True, ())
     watermark = pinned_watermark(tables, inputs, {p.table: p for p in pins})
     examples, population = assemble(tables, inputs, {p.table: p for p in pins}, watermark, exclude_batches=held)
@@ -250,6 +252,21 @@ def build_realization(
     result = publisher.build(request)
     # the publisher records the pinned_by / part_of edges the manifest implies (once, deduplicated)
     return RealizationBuild(result.ref, result.manifest, pins, False, tuple(gates))
+
+
+def _complete_alias_move(publisher: Publisher, done: Realization) -> None:
+    """Point ``candidate`` at ``done`` when it still names an older realization (or none): what the killed build did not do.
+
+    A realization published after ``done`` keeps the alias; the move is the publisher's compare-and-swap.
+    """
+    registry = publisher.registry
+    current = registry.get_alias(done.dataset, done.version, ALIAS)
+    if current is not None and current.target == done.manifest_hash:
+        return
+    named = registry.find_by_manifest_hash(current.target) if current is not None else None
+    newer = named is not None and named.published_at is not None and done.published_at is not None and named.published_at > done.published_at
+    if not newer:
+        publisher.move_alias(done, ALIAS)
 
 
 def realization_subjects(platform: Platform, definition: DatasetDefinition) -> tuple[str, ...]:
