@@ -22,6 +22,7 @@ from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.services.privacy.privacy import build_coordinator
 from dsv_platform.services.publication.publisher import Publisher
 from dsv_platform.services.retention import integrity
+from dsv_platform.services.trust import trust
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.fixtures.postgres_server import PostgresServer
 from dsv_platform_tests.fixtures.s3_server import S3Server
@@ -130,6 +131,9 @@ def check_gc_apply_killed(env: Mapping[str, str], step: str, monkeypatch: pytest
         states = sorted(r.state.value for r in p.registry.versions(pw.NAME, include_candidates=True))
         assert states == sorted([S.EXPIRED.value] * (len(SEEDS) - 1) + [S.PUBLISHED.value]), states
         assert p.store.list_staging() == []
+        actions = [e["action"] for e in trust.records(p).audit_entries() if e["action"].startswith("gc.apply")]
+        assert actions[0] == "gc.apply.start" and actions[-1] == "gc.apply", actions  # the killed apply is in the log too (issue 25 item 6)
+        assert actions.count("gc.apply.start") == (1 if step == "plan" else 2), actions  # "plan": killed before applying
 
 
 def check_privacy_delete_killed(env: Mapping[str, str], step: str, monkeypatch: pytest.MonkeyPatch) -> None:

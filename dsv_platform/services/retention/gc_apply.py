@@ -107,6 +107,9 @@ def apply_plan(
     todo = {a.value: plan.collectable(a.value) for a in Action}
     if dry_run:
         return _dry_run(report, todo)
+    target = f"gc:{plan.created_at.isoformat()}"
+    if gate is not None:  # audited before acting: a killed apply still leaves what it set out to do (issue 25 item 5)
+        gate.audit("gc.apply.start", target, detail={action: len(decisions) for action, decisions in sorted(todo.items())})
     # (1) registry first: resolution answers EXPIRED before any byte goes
     _expire_realizations(registry, plan, todo, report, step, actor)
     watermark = _norm(registry.state_watermark())
@@ -127,7 +130,7 @@ def apply_plan(
         step("staging_abandoned", d.id)
     step("done", "")
     if gate is not None:
-        gate.audit("gc.apply", f"gc:{plan.created_at.isoformat()}", detail={"expired": len(report.expired), "objects_deleted": len(report.objects_deleted)})
+        gate.audit("gc.apply", target, detail={"expired": len(report.expired), "objects_deleted": len(report.objects_deleted)})
     return report
 
 
