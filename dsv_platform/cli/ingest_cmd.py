@@ -9,6 +9,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dsv_platform.adapters.objects.landing import rows_per_day
 from dsv_platform.bootstrap import Platform
@@ -107,31 +108,46 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
         raise UnknownNameError(f"unknown source {args.source!r}; known: {sorted(config.sources)} (configuration {config.folder})")
     trust.require(platform, Role.SOURCE_WRITER, source=spec.name)  # before anything lands (docs/trust.md)
     files = [Path(f).resolve() for f in args.files]
-    raw_config = _config(args, files)
-    items = [check_file(f, spec, raw_config) for f in files]
-    days = sorted({d for item in items for d in item.days})
+    items = [check_file(f, spec, _config(args, files)) for f in files]
+    landable = [i for i in items if i.accepted]  # a file none of whose rows satisfy the contract lands nothing (all reported)
+    days = sorted({d for item in landable for d in item.days})
     start = config.options.partitions_start
-    if days[0] < start:
+    if days and days[0] < start:
         raise BatchFileError(f"rows fall on {days[0]}, before the first partition {start} (platform.yaml partitions.start)")
     raw = f"raw_{spec.name}"
-    runner = Runner.open(platform.settings, config)
-    try:
-        result = runner.run([raw, f"canonical_{spec.name}"], days=(days[0], days[-1]), run_config={"ops": {raw: {"config": raw_config.model_dump()}}})
-    finally:
-        runner.close()
+    result = None
+    if landable:
+        raw_config = _config(args, [i.path for i in landable])
+        runner = Runner.open(platform.settings, config)
+        try:
+            result = runner.run([raw, f"canonical_{spec.name}"], days=(days[0], days[-1]), run_config={"ops": {raw: {"config": raw_config.model_dump()}}})
+        finally:
+            runner.close()
     rejected_files = {i.path: write_rejected(platform.settings.home, spec.name, i) for i in items}
     rejected = sum(i.rejected for i in items)
     code = FailureKind.ROWS_REJECTED.exit_code if rejected else 0  # accepted rows stay landed (append-only); the caller is told
-    report = [_file_report(platform, spec.name, i, rejected_files[i.path]) for i in items]
     if args.json:
-        doc = {"run_id": result.run_id, "source": spec.name, "first_day": days[0].isoformat(), "last_day": days[-1].isoformat(), "files": report}
+        report = [_file_report(platform, spec.name, i, rejected_files[i.path]) for i in items]
+        doc = {"run_id": result.run_id if result else None, "source": spec.name, "first_day": days[0].isoformat() if days else None,
+               "last_day": days[-1].isoformat() if days else None, "files": report}  # fmt: skip
         print(json.dumps(doc, indent=2))
         return code
-    print(f"ingested {len(items)} file(s) of {spec.name} in run {result.run_id} ({raw}, canonical_{spec.name} over {days[0]}..{days[-1]})")
+    _print_report(platform, spec.name, items, result, days, rejected_files)
+    if rejected:
+        where = ", ".join(str(f) for f in rejected_files.values() if f is not None)
+        landed = "the accepted rows are landed" if landable else "no file had a row to land"
+        print(f"dsv: error: {rejected} row(s) of {spec.name} rejected by its contract; {landed}; see {where}", file=sys.stderr)
+    return code
+
+
+def _print_report(platform: Platform, source: str, items: list[IngestFile], result: Any, days: list[dt.date], rejected_files: dict[Path, Path | None]) -> None:
+    if result is not None:
+        landed = sum(1 for i in items if i.accepted)
+        print(f"ingested {landed} file(s) of {source} in run {result.run_id} (raw_{source}, canonical_{source} over {days[0]}..{days[-1]})")
     for i in items:
-        print(f"  {i.path}\n    batch {', '.join(_batch_ids(platform, spec.name, i))}  sha256 {i.digest}")
-        print(f"    days {', '.join(d.isoformat() for d in i.days)}  rows accepted {i.accepted}, rejected {i.rejected}")
-    for line in check_lines(result):
+        print(f"  {i.path}\n    batch {', '.join(_batch_ids(platform, source, i)) or '(not landed: no row satisfies the contract)'}  sha256 {i.digest}")
+        print(f"    days {', '.join(d.isoformat() for d in i.days) if i.accepted else '-'}  rows accepted {i.accepted}, rejected {i.rejected}")
+    for line in check_lines(result) if result is not None else ():
         print(f"  check {line}")
     for i in items:
         if i.rejected:
@@ -140,10 +156,6 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
             for failure in shown:
                 print(f"    {_failure_line(failure)}")
             print(f"    every rejected row: {rejected_files[i.path]}")
-    if rejected:
-        where = ", ".join(str(f) for f in rejected_files.values() if f is not None)
-        print(f"dsv: error: {rejected} row(s) of {spec.name} rejected by its contract; the accepted rows are landed; see {where}", file=sys.stderr)
-    return code
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

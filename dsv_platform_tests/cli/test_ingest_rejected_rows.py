@@ -66,3 +66,17 @@ def test_a_clean_batch_exits_zero(tmp_path: Path) -> None:
     done = subprocess.run([DSV, "ingest", "labs", str(batch)], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert not (tmp_path / "home" / "rejected").exists()
+
+
+def test_a_batch_whose_every_row_is_rejected_is_one_line_and_exit_20(tmp_path: Path) -> None:
+    """Issue 25 item 10: it was exit 70, DagsterUnknownPartitionError (the batch was mapped to today, not yet a partition)."""
+    env, batch = _setup(tmp_path)
+    batch.write_text("result_id,day,analyte,value\n1,2026-06-01,Xx,1\n2,2026-06-01,Na,-5\n")
+    done = subprocess.run([DSV, "ingest", "labs", str(batch)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 20, done.stderr
+    [err] = done.stderr.strip().splitlines()
+    assert "2 row(s) of labs rejected by its contract; no file had a row to land" in err
+    assert "not landed: no row satisfies the contract" in done.stdout and "key [1] column analyte" in done.stdout
+    as_json = subprocess.run([DSV, "ingest", "labs", str(batch), "--json"], env=env, capture_output=True, text=True, timeout=300)
+    doc = json.loads(as_json.stdout)
+    assert as_json.returncode == 20 and doc["run_id"] is None and doc["files"][0]["rows_rejected"] == 2
