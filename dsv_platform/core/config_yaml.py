@@ -77,6 +77,8 @@ def read_yaml(path: Path) -> Any:
         raise ConfigError(f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}", file=path) from exc
     except ValueError as exc:  # an unquoted value that looks like a date but is none (2026-13-01)
         raise ConfigError(f"not valid YAML: {exc} (quote a date that is not one)", file=path) from exc
+    except RecursionError as exc:  # a hostile or broken file nested deeper than the parser's stack
+        raise ConfigError("not valid YAML: nested too deeply", file=path) from exc
 
 
 def check_keys(doc: Any, *, file: str | Path, where: str | None, allowed: Collection[str], required: Collection[str] = ()) -> Mapping[str, Any]:

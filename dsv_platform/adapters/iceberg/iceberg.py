@@ -37,7 +37,7 @@ from dsv_platform.adapters.iceberg.iceberg_values import (
 )
 from dsv_platform.core.config.source import TableSpecLike
 from dsv_platform.core.contracts.contract import Contract
-from dsv_platform.core.errors import DsvError
+from dsv_platform.core.errors import DsvError, EnvironmentSetupError
 
 NAMESPACE = "canonical"
 COMMIT_ATTEMPTS = 8
@@ -66,7 +66,10 @@ def catalog_properties(
 
 def build_catalog(catalog_url: str, warehouse: str, *, name: str = "dsv", **options: Any) -> SqlCatalog:
     """The pyiceberg SQL catalog (SQLite embedded, PostgreSQL in production); ``options`` as :func:`catalog_properties`."""
-    return SqlCatalog(name, **catalog_properties(catalog_url, warehouse, **options))
+    try:
+        return SqlCatalog(name, **catalog_properties(catalog_url, warehouse, **options))
+    except (ValueError, ImportError) as exc:  # sqlalchemy's ArgumentError is a ValueError: a URL it cannot parse, a missing driver
+        raise EnvironmentSetupError(f"DSV_ICEBERG_CATALOG_URL: not a usable catalog URL ({type(exc).__name__}: {exc})") from exc
 
 
 class CanonicalTables:

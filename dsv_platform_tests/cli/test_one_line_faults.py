@@ -1,0 +1,34 @@
+"""Issue 25 item 10 (in part): faults that were not one line with a code from the failure table.
+
+A 100k-deep YAML ended in RecursionError, and a garbage Iceberg catalog URL exited 70 (internal error).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dsv_platform.core.errors import FailureKind
+
+DSV = str(Path(sys.executable).with_name("dsv"))
+
+
+def _dsv(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("DSV_")} | env
+    return subprocess.run([DSV, *args], env=full, capture_output=True, text=True, timeout=300)
+
+
+def test_a_yaml_nested_too_deeply_is_a_configuration_error_naming_the_file(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    (config / "sources").mkdir(parents=True)
+    (config / "platform.yaml").write_text("a: " + "[" * 100_000 + "\n")
+    done = _dsv({"DSV_HOME": str(tmp_path / "home"), "DSV_CONFIG_DIR": str(config)}, "build", "x:v1")
+    assert done.returncode == 2 and done.stderr.strip() == f"dsv: error: {config / 'platform.yaml'}: not valid YAML: nested too deeply", done.stderr
+
+
+def test_a_garbage_catalog_url_is_an_environment_error_naming_the_variable(tmp_path: Path) -> None:
+    done = _dsv({"DSV_HOME": str(tmp_path / "home"), "DSV_ICEBERG_CATALOG_URL": "garbage://::nope"}, "build", "fraud_training_set:v6")
+    assert done.returncode == FailureKind.ENVIRONMENT.exit_code, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "DSV_ICEBERG_CATALOG_URL: not a usable catalog URL" in done.stderr
