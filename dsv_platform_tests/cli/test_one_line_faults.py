@@ -32,3 +32,28 @@ def test_a_garbage_catalog_url_is_an_environment_error_naming_the_variable(tmp_p
     done = _dsv({"DSV_HOME": str(tmp_path / "home"), "DSV_ICEBERG_CATALOG_URL": "garbage://::nope"}, "build", "fraud_training_set:v6")
     assert done.returncode == FailureKind.ENVIRONMENT.exit_code, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "DSV_ICEBERG_CATALOG_URL: not a usable catalog URL" in done.stderr
+
+
+def test_a_parquet_batch_with_naive_timestamps_is_refused_naming_the_column(tmp_path: Path) -> None:
+    """It was landed (its times read as UTC), though CSV landing and ``dsv hash`` refuse naive times."""
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    config = tmp_path / "config"
+    (config / "sources").mkdir(parents=True)
+    (config / "platform.yaml").write_text('partitions: {start: "2026-06-01"}\n')
+    (config / "sources" / "clicks.yaml").write_text(
+        "name: clicks\nkey: [click_id]\npartition_by: day\nlanding: {format: parquet}\nvalid_time: at\ncolumns:\n"
+        "  - {name: click_id, type: int64}\n  - {name: at, type: timestamp, resolution: us}\n  - {name: day, type: date}\n"
+    )
+    naive = pa.table({"click_id": [1], "at": pa.array([dt.datetime(2026, 6, 1, 12)], pa.timestamp("us")), "day": pa.array([dt.date(2026, 6, 1)])})
+    pq.write_table(naive, tmp_path / "clicks.parquet")
+    env = {"DSV_HOME": str(tmp_path / "home"), "DSV_CONFIG_DIR": str(config)}
+    done = _dsv(env, "ingest", "clicks", str(tmp_path / "clicks.parquet"))
+    assert done.returncode != 0 and "column(s) ['at'] hold timestamps without a time zone" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    aware = naive.set_column(1, "at", pa.array([dt.datetime(2026, 6, 1, 12, tzinfo=dt.UTC)], pa.timestamp("us", tz="UTC")))
+    pq.write_table(aware, tmp_path / "clicks.parquet")
+    assert _dsv(env, "ingest", "clicks", str(tmp_path / "clicks.parquet")).returncode == 0

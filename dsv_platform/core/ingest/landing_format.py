@@ -19,7 +19,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from dsv_platform.core.config.source import DEFAULT_NULL_VALUES, LandingFormat, SourceSpec
-from dsv_platform.core.contracts.contract import Contract
+from dsv_platform.core.contracts.contract import Contract, LogicalType
 
 EXTENSIONS: dict[LandingFormat, str] = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet"}
 
@@ -107,7 +107,14 @@ def read_parquet_table(data: bytes, contract: Contract, aliases: Mapping[str, st
         raw = pq.read_table(io.BytesIO(data))
     except (pa.ArrowException, OSError) as exc:
         return f"not readable as Parquet: {exc}"
-    return _contract_view(raw, contract, aliases or {}, text=False)
+    view = _contract_view(raw, contract, aliases or {}, text=False)
+    if isinstance(view, str):
+        return view
+    types = {c.name: view.schema.field(c.name).type for c in contract.columns if c.type is LogicalType.TIMESTAMP}
+    naive = [name for name, t in types.items() if pa.types.is_timestamp(t) and t.tz is None]
+    if naive:  # as CSV landing and `dsv hash` refuse them: which zone they meant is not known
+        return f"column(s) {naive} hold timestamps without a time zone; write them with one (UTC: timestamp[us, tz=UTC])"
+    return view
 
 
 def read_batch_table(data: bytes, spec: SourceSpec) -> pa.Table | str:
