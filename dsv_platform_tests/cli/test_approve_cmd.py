@@ -73,7 +73,8 @@ def test_approve_revoke_and_production(backend_url: str, tmp_path: Path, dsv) ->
     approved = dsv("approve", f"{BASE}@sha256:{h1}", "--reason", "quality report reviewed", "--json", **env)
     assert approved.returncode == 0, approved.stderr
     doc = json.loads(approved.stdout)
-    assert (doc["state"], doc["changed"], doc["actor"], doc["reason"]) == ("ELIGIBLE", True, "tester", "quality report reviewed")
+    # the actor recorded is the identity that proved its key (admin), not DSV_ACTOR=tester (issue 24 item 6)
+    assert (doc["state"], doc["changed"], doc["actor"], doc["reason"]) == ("ELIGIBLE", True, "admin", "quality report reviewed")
     again = dsv("approve", f"{BASE}@sha256:{h1}", "--reason", "again", **env)
     assert again.returncode == 0 and "already ELIGIBLE" in again.stdout, again
     assert dsv("alias", "set", prod, h1, **env).returncode == 0
@@ -88,8 +89,8 @@ def test_approve_revoke_and_production(backend_url: str, tmp_path: Path, dsv) ->
     with Registry.from_url(backend_url) as reg:
         r1 = reg.resolve(pw.NAME, pw.VERSION, h1)
         assert [(e.to_state, e.actor, e.reason.split(" (")[0]) for e in reg.events(r1.id)][-2:] == [
-            (S.ELIGIBLE, "tester", "quality report reviewed"),
-            (S.PUBLISHED, "tester", "label leak"),
+            (S.ELIGIBLE, "admin", "quality report reviewed"),
+            (S.PUBLISHED, "admin", "label leak"),
         ]
         reg.transition(reg.resolve(pw.NAME, pw.VERSION, h2).id, S.QUARANTINED, reason="review", actor="tests")
     refused(dsv("approve", f"{BASE}@sha256:{h2}", "--reason", "fine", **env), 15, "QUARANTINED")

@@ -167,7 +167,7 @@ def _failure_modes(demo: Demo, base: dict[str, dict[str, Any]]) -> dict[str, dic
 
 
 def _release(platform: Platform, model: dict[str, Any]) -> None:
-    """Approve the model's training realization (actor "demo"), then promote the model: ``production`` moves only to ELIGIBLE."""
+    """Approve the model's training realization (as the home's identity, not its builder), then promote the model: ``production`` moves only to ELIGIBLE."""
     approval = approve(platform.registry, str(model["ref"]), reason=APPROVAL_REASON, actor="demo", gate=gatekeeper(platform))  # not its builder
     print(f"\napproval\n  {approval.realization.ref}: {approval.realization.state.value}; {approval.note}")
     promoted = promote(platform, str(model["run_manifest_hash"]), actor="demo").to_document()

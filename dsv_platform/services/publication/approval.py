@@ -75,6 +75,7 @@ def approve(registry: Registry, ref: str, *, reason: str, actor: str, gate: Gate
     if gate is not None:
         gate.require(Role.APPROVER, definition=realization.ref)
     # with a gate: refused if the approver built it, audited in the approval's transaction
+    actor = actor if gate is None else gate.identity  # who acted is the identity that proved its key, never free text (docs/trust.md)
     updated, changed = registry.approve(realization.id, reason=why, actor=actor, audit_as=None if gate is None else gate.identity)
     note = f"approved by {actor}: {why}" if changed else f"already ELIGIBLE ({describe(latest_approval(registry, updated))}); nothing recorded"
     return ApprovalOutcome("approve", updated, changed, actor, why, note)
@@ -86,6 +87,7 @@ def revoke(registry: Registry, ref: str, *, reason: str, actor: str, force: bool
     realization = find_realization(registry, ref)
     if gate is not None:
         gate.require(Role.APPROVER, definition=realization.ref)
+    actor = actor if gate is None else gate.identity  # the proven identity, as for approve
     updated, changed, pointing = registry.revoke(realization.id, reason=why, actor=actor, force=force, audit_as=None if gate is None else gate.identity)
     if not changed:
         note = "not ELIGIBLE (PUBLISHED): no approval to revoke; nothing recorded"
