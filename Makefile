@@ -53,6 +53,7 @@ lint: $(STAMP)
 # off) is written if absent. Not `dagster dev`: Dagster 1.13 marks it superseded by `dg dev` (dagster-dg-cli).
 ui: $(STAMP)
 	mkdir -p .dsv/dagster && (test -e .dsv/dagster/dagster.yaml || printf 'telemetry:\n  enabled: false\n' > .dsv/dagster/dagster.yaml)
+	@echo "Dagster UI: http://127.0.0.1:3000 (Ctrl-C stops the webserver and the daemon)"
 	DAGSTER_HOME=$(CURDIR)/.dsv/dagster sh -c '$(BIN)/dagster-daemon run -w workspace.yaml & trap "kill $$! 2>/dev/null" EXIT INT TERM; $(BIN)/dagster-webserver -w workspace.yaml'
 
 bench: $(STAMP)

@@ -65,7 +65,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     privacy = sub.add_parser("privacy", help="privacy deletion of a data subject").add_subparsers(dest="privacy_command", metavar="ACTION")
     privacy.required = True
     p = privacy.add_parser("delete", help="erase a subject from every realization and object built from it")
-    p.add_argument("--subject", required=True, help="the subject key (an account id); recorded only as a salted hash")
+    subject_help = "the subject key (the value of the sources' entity column, e.g. a patient or account id); kept only as a salted hash"
+    p.add_argument("--subject", required=True, help=subject_help)
     p.add_argument("--reason", required=True, help="why, e.g. 'GDPR art. 17 request #123'")
     p.add_argument("--legal-basis", action="append", default=[], metavar="KIND=BASIS", help="retain descendants of KIND under BASIS (repeatable)")
     p.add_argument("--request-id", help="idempotency key (default: derived from the subject)")

@@ -95,6 +95,16 @@ def check_keys(doc: Any, *, file: str | Path, where: str | None, allowed: Collec
     return doc
 
 
+_KIND_NAMES: dict[type, str] = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    list: "a list",
+    dict: "a mapping",
+}
+
+
 def need(doc: Mapping[str, Any], key: str, kind: type | tuple[type, ...], *, file: str | Path, where: str | None = None) -> Any:
     """``doc[key]`` checked to be of ``kind`` (a bool is never an int)."""
     path = f"{where}.{key}" if where else key
@@ -103,8 +113,8 @@ def need(doc: Mapping[str, Any], key: str, kind: type | tuple[type, ...], *, fil
     value = doc[key]
     kinds = kind if isinstance(kind, tuple) else (kind,)
     if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-        names = " or ".join(k.__name__ for k in kinds)
-        raise ConfigError(f"must be a {names}, got {value!r}", file=file, key=path)
+        names = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
+        raise ConfigError(f"must be {names}, got {value!r}", file=file, key=path)
     return value
 
 

@@ -87,3 +87,16 @@ def test_a_source_spec_checks_itself():
         SourceSpec("transactions", config_spec.contract, valid_time="amount")
     spec = SourceSpec("transactions", config_spec.contract, valid_time="created_at", aliases={"merchant_risk_score": "merchant_risk"})
     assert spec.contract_file == "transactions" and spec.partition_by == "event_date"
+
+
+def test_type_errors_read_as_english(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 23 item 9: 'must be a int' read badly; the kind is named in words."""
+    from dsv_platform.core.config_yaml import ConfigError, need
+
+    for value, kind, words in ((3, str, "must be a string"), ("x", int, "must be an integer"), ("x", (int, float), "must be an integer or a number")):
+        try:
+            need({"k": value}, "k", kind, file=tmp_path / "f.yaml")
+        except ConfigError as exc:
+            assert words in str(exc), exc
+        else:
+            raise AssertionError("accepted")
