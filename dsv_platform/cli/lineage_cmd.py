@@ -19,6 +19,16 @@ def _node_line(n: Mapping[str, Any], impact: bool) -> str:
     return f"{'  ' * n['depth']}{n['node']}{name}{state}{via}"
 
 
+def _summary(nodes: list[Mapping[str, Any]]) -> str:
+    """``N nodes: 1 realization, 34 object, ...; deepest K``: what the walk reached, before the nodes themselves."""
+    counts: dict[str, int] = {}
+    for n in nodes:
+        counts[n["kind"]] = counts.get(n["kind"], 0) + 1
+    kinds = ", ".join(f"{c} {k}" for k, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    deepest = max((n["depth"] for n in nodes), default=0)
+    return f"{len(nodes)} node(s): {kinds}; {deepest} step(s) deep"
+
+
 def _artifact_lines(n: Mapping[str, Any]) -> list[str]:
     pad = "  " * (n["depth"] + 1)
     out = [f"{pad}produced at {n['produced_at']}"] if n.get("produced_at") else []
@@ -35,11 +45,18 @@ def _lineage(args: argparse.Namespace, platform: Platform) -> int:
         print(json.dumps(doc, indent=2))
         return 0
     print(f"{doc['direction']} of {', '.join(doc['start'])}")
-    for n in doc["nodes"]:
+    print(f"  {_summary(doc['nodes'])}")
+    shown = [n for n in doc["nodes"] if args.depth is None or n["depth"] <= args.depth]
+    objects = [n for n in shown if n["kind"] == "object" and n["depth"] > 0]
+    for n in shown:
+        if n in objects and not args.objects:
+            continue
         print(_node_line(n, args.impact))
         if n["kind"] == "artifact":
             for line in _artifact_lines(n):
                 print(line)
+    if objects and not args.objects:
+        print(f"  ({len(objects)} object(s) not listed: --objects lists them, --json has everything)")
     for a in doc["aliases"]:
         print(f"alias {a['alias']} -> {a['target']}")
     for r in doc["retention_roots"]:
@@ -63,5 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "iceberg_snapshot:<table@id>, label_version:<name@ver>), an artifact name or footer hash, or a bare id",
     )
     p.add_argument("--impact", action="store_true", help="walk downstream instead of upstream")
+    p.add_argument("--depth", type=int, metavar="N", help="list only the nodes at most N steps from the start (the summary counts all)")
+    p.add_argument("--objects", action="store_true", help="list every stored object too (they are counted, not listed, by default)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_lineage)

@@ -65,6 +65,15 @@ def test_lineage_cmd_provenance_and_impact(tmp_path: Path) -> None:
     assert by_id.returncode == 0, by_id.stderr
     assert json.loads(by_id.stdout)["start"] == [f"raw_batch:b1@{'e' * 64}"]
     assert {n["node"] for n in json.loads(by_id.stdout)["nodes"]} == impact
+    # issue 23 item 10: a summary first, objects counted not listed, --depth and --objects
+    text = dsv(tmp_path, "lineage", f"model_run:{run}")
+    lines = text.stdout.splitlines()
+    assert text.returncode == 0 and lines[1].startswith("  ") and " node(s): " in lines[1] and " object" in lines[1] and "step(s) deep" in lines[1]
+    assert not any(line.strip().startswith("object:") for line in lines) and "object(s) not listed: --objects lists them" in text.stdout
+    listed = dsv(tmp_path, "lineage", f"model_run:{run}", "--objects").stdout
+    assert all(f"object:{p.object}" in listed for p in m.partitions)
+    shallow = dsv(tmp_path, "lineage", f"model_run:{run}", "--depth", "1").stdout
+    assert f"realization:{m.manifest_hash}" in shallow and "raw_batch:" not in shallow.split("\n", 2)[2]
     for unknown in ("raw_batch:b2", f"raw_batch:b1@{'0' * 64}"):
         missing = dsv(tmp_path, "lineage", unknown, "--impact")
         assert missing.returncode == 3 and "no raw batch" in missing.stderr, missing.stderr
