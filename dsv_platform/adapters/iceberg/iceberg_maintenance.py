@@ -69,7 +69,7 @@ def max_recorded_at(tables: CanonicalTables, spec: TableSpecLike, snapshot_id: i
 
 
 def _scanned_max(tables: CanonicalTables, spec: TableSpecLike, snapshot_id: int) -> datetime | None:
-    hist = tables.read(spec, snapshot_id=snapshot_id, history=True)
+    hist = tables.read(spec, snapshot_id=snapshot_id, history=True, columns=())  # the key and system columns only
     return pc.max(hist.column(RECORDED_AT)).as_py() if hist.num_rows else None
 
 

@@ -147,8 +147,8 @@ class Dataset:
             raise DsvError(f"{self.ref}: this realization has no split assignment; call to_arrow() without split")
         key = [c for c in assignment.column_names if c != "split" and c != "bucket"]
         chosen = assignment.filter(pc.equal(assignment.column("split"), split)).select(key)
-        if chosen.num_rows == 0 and split not in set(assignment.column("split").to_pylist()):
-            raise DsvError(f"{self.ref}: no split named {split!r}; the realization has {sorted(set(assignment.column('split').to_pylist()))}")
+        if chosen.num_rows == 0 and split not in (names := _split_names(assignment)):
+            raise DsvError(f"{self.ref}: no split named {split!r}; the realization has {names}")
         table = table.join(chosen, keys=key, join_type="inner").sort_by([(k, "ascending") for k in self.contract.key])
         return table if self.access is None else self.access.apply(table)
 
@@ -182,7 +182,7 @@ class Dataset:
         assignment = self.split_assignment
         if assignment is None:
             raise DsvError(f"{self.ref}: this realization has no split assignment; call iter_batches() without split")
-        names = sorted(set(assignment.column("split").to_pylist()))
+        names = _split_names(assignment)
         if split not in names:
             raise DsvError(f"{self.ref}: no split named {split!r}; the realization has {names}")
         key = [c for c in assignment.column_names if c not in ("split", "bucket")]
@@ -226,6 +226,13 @@ class Dataset:
         if root != self.manifest.content_hash:
             raise CorruptError(f"content hash {root} differs from the manifest's {self.manifest.content_hash}", ref=self.ref)
         return root
+
+
+def _split_names(assignment: pa.Table) -> list[str]:
+    """The split names an assignment holds (distinct values first: no Python object per example)."""
+    import pyarrow.compute as pc
+
+    return sorted(pc.unique(assignment.column("split")).to_pylist())
 
 
 def open_dataset(platform: Platform, ref: str | DatasetRef, *, actor: str | None = None, purpose: str | None = None) -> Dataset:

@@ -233,12 +233,11 @@ class Publisher:
             try:
                 outcome = self.publish(candidate, request.request_id, manifest, report_object)
                 break
-            except ObjectsBeingCollectedError as exc:
+            except ObjectsBeingCollectedError as exc:  # publish again once GC released them; what went is re-put below
                 while self.registry.deletions_pending(exc.digests):
                     if time.monotonic() > deadline:
                         raise PublicationError(f"{exc}; GC kept them claimed for {GC_WAIT_S:.0f} s") from exc
                     time.sleep(0.05)
-                self.restore_parts(request, parts)
         self.restore_parts(request, parts)
         return outcome
 
