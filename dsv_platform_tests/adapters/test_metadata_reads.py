@@ -7,33 +7,25 @@ vectorized passes are checked against plain-Python references on generated table
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import decimal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pytest
 
 from dsv_platform.adapters.iceberg.iceberg_maintenance import max_recorded_at
 from dsv_platform.adapters.iceberg.iceberg_values import BATCH, RECORDED_AT, latest_per_key
-from dsv_platform.bootstrap import build_tables
 from dsv_platform.core.ingest.batch import _drop_duplicates_by_rows, _drop_exact_duplicates, prepare_batch
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.examples.fraud.specs import TRANSACTIONS
-from dsv_platform_tests.defs.support import settings_at
+from dsv_platform_tests.adapters.test_iceberg import tables
 
 DOMAIN = FraudDomain(rows_per_day=120)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def tables(request, tmp_path):
-    settings = settings_at(tmp_path)
-    if request.param == "postgres":
-        settings = dataclasses.replace(settings, iceberg_catalog_url=request.getfixturevalue("postgres_url"))
-    return build_tables(settings)
+__all__ = ["tables"]  # the canonical tables on a SQLite and a PostgreSQL catalog, as test_iceberg builds them
 
 
 def _scanned(tables, snapshot_id):

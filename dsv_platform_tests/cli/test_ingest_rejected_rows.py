@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 from dsv_platform.core.errors import FailureKind
+from dsv_platform_tests.fixtures.cli_runner import run_dsv
 
-DSV = str(Path(sys.executable).with_name("dsv"))
 SOURCE = """name: labs
 key: [result_id]
 partition_by: day
@@ -38,11 +36,11 @@ def _setup(tmp_path: Path) -> tuple[dict[str, str], Path]:
     batch.write_text("result_id,day,analyte,value\n" + "\n".join(rows) + "\n\x1b[31mx,2026-06-01,Na,1\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DSV_")} | {"DSV_HOME": str(tmp_path / "home"), "DSV_CONFIG_DIR": str(config)}
     return env, batch
-
+    env = {"DSV_HOME": str(tmp_path / "home"), "DSV_CONFIG_DIR": str(config)}
 
 def test_rejected_rows_exit_non_zero_naming_key_column_rule_value_and_the_full_list(tmp_path: Path) -> None:
     env, batch = _setup(tmp_path)
-    done = subprocess.run([DSV, "ingest", "labs", str(batch)], env=env, capture_output=True, text=True, timeout=300)
+    done = run_dsv(env, "ingest", "labs", str(batch))
     assert done.returncode == FailureKind.ROWS_REJECTED.exit_code == 20, done.stderr
     assert "rows accepted 3, rejected 4" in done.stdout, done.stdout
     assert "key [3] column analyte: isin(['Na', 'K', 'Cl']), value 'Xx'" in done.stdout, done.stdout
@@ -53,7 +51,7 @@ def test_rejected_rows_exit_non_zero_naming_key_column_rule_value_and_the_full_l
     listed = Path(err.rsplit("see ", 1)[1])
     failures = [json.loads(line) for line in listed.read_text().splitlines()]
     assert {f["column"] for f in failures} >= {"analyte", "value", "result_id"} and all(f["file"] == str(batch) for f in failures)
-    again = subprocess.run([DSV, "ingest", "labs", str(batch), "--json"], env=env, capture_output=True, text=True, timeout=300)
+    again = run_dsv(env, "ingest", "labs", str(batch), "--json")
     assert again.returncode == 20, again.stderr
     [doc] = json.loads(again.stdout)["files"]
     assert (doc["rows_accepted"], doc["rows_rejected"], doc["rejected_file"]) == (3, 4, str(listed))
@@ -63,7 +61,7 @@ def test_rejected_rows_exit_non_zero_naming_key_column_rule_value_and_the_full_l
 def test_a_clean_batch_exits_zero(tmp_path: Path) -> None:
     env, batch = _setup(tmp_path)
     batch.write_text("result_id,day,analyte,value\n1,2026-06-01,Na,140.0\n")
-    done = subprocess.run([DSV, "ingest", "labs", str(batch)], env=env, capture_output=True, text=True, timeout=300)
+    done = run_dsv(env, "ingest", "labs", str(batch))
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert not (tmp_path / "home" / "rejected").exists()
 
@@ -72,11 +70,11 @@ def test_a_batch_whose_every_row_is_rejected_is_one_line_and_exit_20(tmp_path: P
     """Issue 25 item 10: it was exit 70, DagsterUnknownPartitionError (the batch was mapped to today, not yet a partition)."""
     env, batch = _setup(tmp_path)
     batch.write_text("result_id,day,analyte,value\n1,2026-06-01,Xx,1\n2,2026-06-01,Na,-5\n")
-    done = subprocess.run([DSV, "ingest", "labs", str(batch)], env=env, capture_output=True, text=True, timeout=300)
+    done = run_dsv(env, "ingest", "labs", str(batch))
     assert done.returncode == 20, done.stderr
     [err] = done.stderr.strip().splitlines()
     assert "2 row(s) of labs rejected by its contract; no file had a row to land" in err
     assert "not landed: no row satisfies the contract" in done.stdout and "key [1] column analyte" in done.stdout
-    as_json = subprocess.run([DSV, "ingest", "labs", str(batch), "--json"], env=env, capture_output=True, text=True, timeout=300)
+    as_json = run_dsv(env, "ingest", "labs", str(batch), "--json")
     doc = json.loads(as_json.stdout)
     assert as_json.returncode == 20 and doc["run_id"] is None and doc["files"][0]["rows_rejected"] == 2

@@ -7,20 +7,16 @@ Before: ``dsv build`` before any ingest printed 84 lines of Dagster ERROR events
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 from dsv_platform.services.publication.realization_inputs import RealizationBuildError
-
-DSV = str(Path(sys.executable).with_name("dsv"))
+from dsv_platform_tests.fixtures.cli_runner import run_dsv
 
 
 def _dsv(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DSV_")} | {"DSV_HOME": str(home)}
-    return subprocess.run([DSV, *args], env=env, capture_output=True, text=True, timeout=300)
+    return run_dsv({"DSV_HOME": str(home)}, *args)
 
 
 def test_build_before_any_ingest_is_one_line_that_says_what_to_run(tmp_path: Path) -> None:

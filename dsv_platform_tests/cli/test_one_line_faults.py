@@ -5,31 +5,22 @@ A 100k-deep YAML ended in RecursionError, and a garbage Iceberg catalog URL exit
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from dsv_platform.core.errors import FailureKind
-
-DSV = str(Path(sys.executable).with_name("dsv"))
-
-
-def _dsv(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("DSV_")} | env
-    return subprocess.run([DSV, *args], env=full, capture_output=True, text=True, timeout=300)
+from dsv_platform_tests.fixtures.cli_runner import run_dsv
 
 
 def test_a_yaml_nested_too_deeply_is_a_configuration_error_naming_the_file(tmp_path: Path) -> None:
     config = tmp_path / "config"
     (config / "sources").mkdir(parents=True)
     (config / "platform.yaml").write_text("a: " + "[" * 100_000 + "\n")
-    done = _dsv({"DSV_HOME": str(tmp_path / "home"), "DSV_CONFIG_DIR": str(config)}, "build", "x:v1")
+    done = run_dsv({"DSV_HOME": str(tmp_path / "home"), "DSV_CONFIG_DIR": str(config)}, "build", "x:v1")
     assert done.returncode == 2 and done.stderr.strip() == f"dsv: error: {config / 'platform.yaml'}: not valid YAML: nested too deeply", done.stderr
 
 
 def test_a_garbage_catalog_url_is_an_environment_error_naming_the_variable(tmp_path: Path) -> None:
-    done = _dsv({"DSV_HOME": str(tmp_path / "home"), "DSV_ICEBERG_CATALOG_URL": "garbage://::nope"}, "build", "fraud_training_set:v6")
+    done = run_dsv({"DSV_HOME": str(tmp_path / "home"), "DSV_ICEBERG_CATALOG_URL": "garbage://::nope"}, "build", "fraud_training_set:v6")
     assert done.returncode == FailureKind.ENVIRONMENT.exit_code, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "DSV_ICEBERG_CATALOG_URL: not a usable catalog URL" in done.stderr
 
@@ -51,9 +42,9 @@ def test_a_parquet_batch_with_naive_timestamps_is_refused_naming_the_column(tmp_
     naive = pa.table({"click_id": [1], "at": pa.array([dt.datetime(2026, 6, 1, 12)], pa.timestamp("us")), "day": pa.array([dt.date(2026, 6, 1)])})
     pq.write_table(naive, tmp_path / "clicks.parquet")
     env = {"DSV_HOME": str(tmp_path / "home"), "DSV_CONFIG_DIR": str(config)}
-    done = _dsv(env, "ingest", "clicks", str(tmp_path / "clicks.parquet"))
+    done = run_dsv(env, "ingest", "clicks", str(tmp_path / "clicks.parquet"))
     assert done.returncode != 0 and "column(s) ['at'] hold timestamps without a time zone" in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     aware = naive.set_column(1, "at", pa.array([dt.datetime(2026, 6, 1, 12, tzinfo=dt.UTC)], pa.timestamp("us", tz="UTC")))
     pq.write_table(aware, tmp_path / "clicks.parquet")
-    assert _dsv(env, "ingest", "clicks", str(tmp_path / "clicks.parquet")).returncode == 0
+    assert run_dsv(env, "ingest", "clicks", str(tmp_path / "clicks.parquet")).returncode == 0

@@ -10,7 +10,6 @@ import datetime as dt
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,8 +21,7 @@ from dsv_platform.core.ingest.batch import RawBatch
 from dsv_platform.services.trust import trust
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.cli.test_ingest_rejected_rows import _setup
-
-DSV = str(Path(sys.executable).with_name("dsv"))
+from dsv_platform_tests.fixtures.cli_runner import run_dsv
 
 
 def test_a_batch_recorded_in_the_future_is_refused_before_anything_lands(tmp_path: Path) -> None:
@@ -45,7 +43,7 @@ def test_dsv_ingest_refuses_a_future_recorded_at_and_audits_a_historical_one(tmp
     env, batch = _setup(tmp_path)
     batch.write_text("result_id,day,analyte,value\n1,2026-06-01,Na,140.0\n")
     def ingest(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([DSV, "ingest", "labs", str(batch), *args], env=env, capture_output=True, text=True, timeout=300)
+        return run_dsv(env, "ingest", "labs", str(batch), *args)
 
     future = ingest("--recorded-at", "2099-01-01T00:00:00+00:00")
     assert future.returncode != 0 and "is in the future" in future.stderr, future.stderr
@@ -53,7 +51,7 @@ def test_dsv_ingest_refuses_a_future_recorded_at_and_audits_a_historical_one(tmp
     past = ingest("--recorded-at", "2026-06-02T08:00:00+00:00", "--json")
     assert past.returncode == 0, past.stderr
     assert json.loads(past.stdout)["files"][0]["rows_accepted"] == 1
-    with build_platform(load_settings({k: v for k, v in env.items() if k.startswith("DSV_")})) as p:
+    with build_platform(load_settings(env)) as p:
         refused, entry = [e for e in trust.records(p).audit_entries() if e["action"] == "ingest.recorded_at"]  # the refused attempt too
     assert refused["detail"]["recorded_at"] == "2099-01-01T00:00:00+00:00"
     assert entry["target"] == "source:labs" and entry["detail"]["recorded_at"] == "2026-06-02T08:00:00+00:00" and entry["identity"]
@@ -64,5 +62,5 @@ def test_a_file_modified_in_the_future_is_refused(tmp_path: Path) -> None:
     batch.write_text("result_id,day,analyte,value\n1,2026-06-01,Na,140.0\n")
     ahead = (dt.datetime.now(dt.UTC) + dt.timedelta(days=30)).timestamp()
     os.utime(batch, (ahead, ahead))
-    done = subprocess.run([DSV, "ingest", "labs", str(batch)], env=env, capture_output=True, text=True, timeout=300)
+    done = run_dsv(env, "ingest", "labs", str(batch))
     assert done.returncode != 0 and "is in the future" in done.stderr, done.stderr

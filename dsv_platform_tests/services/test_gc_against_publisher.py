@@ -30,12 +30,14 @@ from dsv_platform.services.publication.publisher import BuildResult, BuildStep, 
 from dsv_platform.services.retention import gc
 from dsv_platform.services.retention.gc_apply import GcPlanStaleError
 from dsv_platform_tests.services import publisher_worker as pw
+from dsv_platform_tests.services.test_publisher import backend_url
+
+__all__ = ["backend_url"]
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def reg(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Registry]:
-    url = f"sqlite:///{tmp_path / 'registry.db'}" if request.param == "sqlite" else str(request.getfixturevalue("postgres_url"))
-    r = Registry.from_url(url)
+@pytest.fixture
+def reg(backend_url: str) -> Iterator[Registry]:
+    r = Registry.from_url(backend_url)
     pw.register(r)
     yield r
     r.close()
