@@ -31,6 +31,13 @@ from benchmarks.common import load_1min
 DATA = Path(__file__).resolve().parent / ".data" / "scale"
 DSV = str(Path(sys.executable).with_name("dsv"))
 DAYS = 30
+EVENT_COLUMNS = """  - {name: event_id, type: string}
+  - {name: account_id, type: string}
+  - {name: event_time, type: timestamp, resolution: us}
+  - {name: event_day, type: date}
+  - {name: amount, type: float64, scale: 4}
+"""
+"""The events' columns: the source's, and the first of the dataset's output."""
 SOURCE_EVENTS = """name: events
 description: generated events (string keys)
 owner: bench
@@ -40,12 +47,7 @@ landing: {format: parquet}
 valid_time: event_time
 entity: account_id
 columns:
-  - {name: event_id, type: string}
-  - {name: account_id, type: string}
-  - {name: event_time, type: timestamp, resolution: us}
-  - {name: event_day, type: date}
-  - {name: amount, type: float64, scale: 4}
-"""
+""" + EVENT_COLUMNS
 SOURCE_FEATURES = """name: features
 description: generated account features, valid from a day
 owner: bench
@@ -65,12 +67,7 @@ owner: bench
 key: [event_id]
 partition_by: event_day
 columns:
-  - {name: event_id, type: string}
-  - {name: account_id, type: string}
-  - {name: event_time, type: timestamp, resolution: us}
-  - {name: event_day, type: date}
-  - {name: amount, type: float64, scale: 4}
-  - {name: risk, type: float64, scale: 4, nullable: true}
+""" + EVENT_COLUMNS + """  - {name: risk, type: float64, scale: 4, nullable: true}
 """
 DEFINITION = """name: scale_set
 version: v1
