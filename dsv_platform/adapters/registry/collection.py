@@ -48,10 +48,12 @@ class ObjectsBeingCollectedError(DsvError):
         self.digests = tuple(sorted(digests))
 
 
-def lock(conn: Connection) -> None:
-    """Serialize with GC batches and other publications (PostgreSQL; a SQLite write transaction already is)."""
+def lock(conn: Connection, *, shared: bool = False) -> None:
+    """Serialize with GC batches (PostgreSQL; a SQLite write transaction already is): publications take it ``shared``, so
+    they wait only for a GC claim, never for each other; a GC claim takes it exclusively."""
     if conn.dialect.name == "postgresql":
-        conn.execute(select(func.pg_advisory_xact_lock(_PG_GC_LOCK_ID)))
+        take = func.pg_advisory_xact_lock_shared if shared else func.pg_advisory_xact_lock
+        conn.execute(select(take(_PG_GC_LOCK_ID)))
 
 
 def pending(conn: Connection, digests: Collection[str]) -> list[str]:

@@ -127,7 +127,7 @@ def _abandon(conn: Connection, candidate: Realization, winner: Realization, why:
 
 
 def publish(conn: Connection, realization_id: int, request_id: str, *, actor: str | None, now: datetime) -> PublishOutcome:
-    collection.lock(conn)  # serialized with GC batches: none may be deleting an object this manifest names (collection.py)
+    collection.lock(conn, shared=True)  # serialized with GC batches: none may be deleting an object this manifest names (collection.py)
     candidate = q.load_realization(conn, realization_id)
     if candidate.manifest_hash is not None:
         stored = conn.execute(select(s.manifests.c.canonical_json).where(s.manifests.c.manifest_hash == candidate.manifest_hash)).scalar()
