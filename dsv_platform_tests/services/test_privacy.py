@@ -19,7 +19,8 @@ import pytest
 from cryptography.exceptions import InvalidTag
 
 from dsv_platform import open_dataset
-from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore, unseal
+from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore
+from dsv_platform.adapters.objects.envelope import unseal
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.bootstrap import build_encrypted_store
 from dsv_platform.core.config.platform_config import load_config

@@ -10,11 +10,13 @@ Details: docs/storage.md
 from __future__ import annotations
 
 import abc
+import contextlib
 import hashlib
 import io
 import os
 import re
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple, cast
@@ -148,6 +150,58 @@ class VerifyingReader(io.RawIOBase):
             super().close()
 
 
+class ChunkReader(io.RawIOBase):
+    """A read-only, non-seekable stream over an iterator of byte chunks (a chunk is handed on without a copy when it fits)."""
+
+    def __init__(self, chunks: Iterable[bytes], on_close: Callable[[], object] | None = None) -> None:
+        super().__init__()
+        self._chunks = iter(chunks)
+        self._chunk = b""
+        self._pos = 0
+        self._on_close = on_close
+
+    def readable(self) -> bool:
+        return True
+
+    def _fill(self) -> bool:
+        while self._pos >= len(self._chunk):
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return False
+            self._chunk, self._pos = bytes(chunk), 0
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            return self.readall()
+        if size == 0 or not self._fill():
+            return b""
+        if self._pos == 0 and len(self._chunk) <= size:
+            out, self._chunk = self._chunk, b""
+            return out
+        out = self._chunk[self._pos : self._pos + size]
+        self._pos += len(out)
+        return out
+
+    def readall(self) -> bytes:
+        parts = [self._chunk[self._pos :], *self._chunks]
+        self._chunk, self._pos = b"", 0
+        return b"".join(parts)
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                if self._on_close is not None:
+                    self._on_close()
+            finally:
+                super().close()
+
+
 def _open_source(source: Source) -> BinaryIO:
     if isinstance(source, bytes | bytearray | memoryview):
         return io.BytesIO(source)
@@ -179,6 +233,32 @@ class ObjectStore(abc.ABC):
         """Store a file without reading it whole into memory; return its digest."""
         return self.put(path)
 
+    def put_chunks(self, chunks: Iterable[bytes]) -> str:
+        """Store the concatenation of byte chunks (e.g. a generator) without joining them; return its digest."""
+        with ChunkReader(chunks) as stream:
+            return self._put(cast(BinaryIO, stream))
+
+    def get_file(self, digest: str, path: str | os.PathLike[str], *, verify: bool = True) -> int:
+        """Write the object into ``path`` one chunk at a time; return its size.
+
+        The bytes go to a temporary name beside ``path`` that replaces it only once the whole
+        object has been read (and, with ``verify``, re-hashed): a failed read leaves no partial file.
+        """
+        target = os.fspath(path)
+        partial = f"{target}.part-{uuid.uuid4().hex[:12]}"
+        size = 0
+        try:
+            with self.open(digest, verify=verify) as stream, open(partial, "wb") as out:
+                while chunk := stream.read(CHUNK_SIZE):
+                    out.write(chunk)
+                    size += len(chunk)
+            os.replace(partial, target)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(partial)
+            raise
+        return size
+
     def get(self, digest: str, *, verify: bool = True) -> bytes:
         """The object's bytes, re-hashed unless ``verify`` is False."""
         with self.open(digest, verify=verify) as stream:
@@ -193,6 +273,11 @@ class ObjectStore(abc.ABC):
         if not verify:
             return raw
         return cast(BinaryIO, io.BufferedReader(VerifyingReader(raw, digest, self.uri(digest)), CHUNK_SIZE))
+
+    def read_head(self, digest: str, n: int) -> bytes:
+        """The object's first ``n`` bytes (fewer if it is shorter), unverified."""
+        with self._open_raw(check_digest(digest)) as raw:
+            return raw.read(n)
 
     def verify(self, digest: str) -> int:
         """Re-hash the stored object; return its size or raise ObjectVerificationError / ObjectNotFoundError."""
@@ -275,6 +360,7 @@ class ObjectStore(abc.ABC):
 
 __all__ = [
     "CHUNK_SIZE",
+    "ChunkReader",
     "ObjectInfo",
     "ObjectNotFoundError",
     "ObjectStore",

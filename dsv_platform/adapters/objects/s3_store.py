@@ -236,6 +236,22 @@ class S3ObjectStore(ObjectStore):
     def _open_raw(self, digest: str) -> BinaryIO:
         return self._get_body(self.key(object_key(digest)), f"object {digest}")
 
+    def read_head(self, digest: str, n: int) -> bytes:
+        """The object's first ``n`` bytes through one ranged GET (the whole object is not fetched)."""
+        key = self.key(object_key(digest))
+        if n <= 0:
+            return b""
+        try:
+            body = self.client.get_object(Bucket=self.bucket, Key=key, Range=f"bytes=0-{n - 1}")["Body"]
+        except ClientError as exc:
+            if _missing(exc):
+                raise ObjectNotFoundError(f"object {digest} not found at s3://{self.bucket}/{key}") from exc
+            if _status(exc)[1] == 416:  # an empty object has no byte 0
+                return b""
+            raise self._fail(f"cannot read object {digest} at", key, exc) from exc
+        with body:
+            return bytes(body.read())[:n]
+
     def exists(self, digest: str) -> bool:
         return self._head(self.key(object_key(digest))) is not None
 
