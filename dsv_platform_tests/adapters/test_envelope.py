@@ -15,8 +15,12 @@ from dsv_platform.adapters.objects.encrypted_store import STAGED_MAGIC, Encrypti
 from dsv_platform.adapters.objects.envelope import HEAD_BYTES, open_segments, seal_segments
 from dsv_platform.adapters.objects.key_store import LocalKeyStore
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
+from dsv_platform.adapters.objects.object_store import object_key
+from dsv_platform.adapters.objects.s3_store import S3ObjectStore
 from dsv_platform.core.errors import ObjectErasedError, ObjectVerificationError
+from dsv_platform_tests.fixtures.s3_server import S3Server
 
+MiB = 1024 * 1024
 SEGMENT = 1024
 TAG = 16
 HEADER = 20
@@ -191,3 +195,33 @@ def test_envelope_v1_tampered_object_is_corrupt(v1_store: EncryptingObjectStore)
     rewrite(sealed_path(v1_store, digest), lambda b: b[:-1])
     with pytest.raises(ObjectVerificationError, match=digest):
         v1_store.get(digest, verify=False)
+
+
+# -- over S3: the sealed store's put is a multipart upload, reads stream the GET body -------------------
+@pytest.mark.s3
+def test_envelope_over_s3_streams_and_detects_a_dropped_segment(s3_server: S3Server, s3_bucket: str, tmp_path: Path) -> None:
+    def s3(prefix: str) -> S3ObjectStore:
+        return S3ObjectStore(
+            s3_bucket, prefix, endpoint_url=s3_server.endpoint_url, region=s3_server.region,
+            access_key=s3_server.access_key, secret_key=s3_server.secret_key, multipart_threshold=8 * MiB, part_size=5 * MiB,
+        )
+
+    store = EncryptingObjectStore(s3("dsv"), s3("dsv/encrypted"), LocalKeyStore(tmp_path / "keys"))  # the default 4 MiB segments
+    data = os.urandom(18 * MiB + 3)
+    source = tmp_path / "source.bin"
+    source.write_bytes(data)
+    digest = store.put_file(source)
+    assert digest == sha(data) == store.put_chunks(data[i : i + MiB] for i in range(0, len(data), MiB))
+    assert store.size(digest) == len(data) and [(i.digest, i.size) for i in store.iter_objects()] == [(digest, len(data))]
+    assert store.get_file(digest, tmp_path / "out.bin") == len(data) and (tmp_path / "out.bin").read_bytes() == data
+    store.stage("attempt-1", "part", source)
+    assert store.promote("attempt-1", "part") == digest and store.get(digest) == data
+
+    sealed = store.keys.sealed(digest)
+    assert sealed is not None
+    client, key = s3_server.client(), store.sealed_store.key(object_key(sealed))  # type: ignore[attr-defined]
+    blob = client.get_object(Bucket=s3_bucket, Key=key)["Body"].read()
+    assert len(blob) == HEADER + len(data) + 5 * TAG
+    client.put_object(Bucket=s3_bucket, Key=key, Body=blob[: HEADER + 4 * (4 * MiB + TAG)])  # the short last segment dropped
+    with pytest.raises(ObjectVerificationError, match=digest):
+        store.get(digest, verify=False)

@@ -292,6 +292,33 @@ def test_object_store_large_object_streams(store: ObjectStore, large_file: tuple
     assert store.verify(expected) == 20 * MiB
 
 
+def test_object_store_streaming_put_and_get(store: ObjectStore, large_file: tuple[Path, str], tmp_path: Path) -> None:
+    path, expected = large_file
+
+    def chunks() -> Iterator[bytes]:
+        with open(path, "rb") as f:
+            while chunk := f.read(3 * MiB + 17):
+                yield chunk
+
+    assert store.put_chunks(chunks()) == expected == store.put_chunks(chunks())  # S3: a multipart upload (20 MiB > 8 MiB)
+    assert store.put_chunks(iter([])) == sha(b"")
+    out = tmp_path / "read-back.bin"
+    assert store.get_file(expected, out) == 20 * MiB
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == expected
+    assert store.read_head(expected, 10) == path.read_bytes()[:10] and store.read_head(sha(b""), 10) == b""
+
+
+def test_object_store_get_file_leaves_nothing_on_a_corrupt_object(backend: Backend, tmp_path: Path) -> None:
+    data = os.urandom(10_000)
+    digest = backend.store.put(data)
+    backend.write_raw(object_key(digest), data[:-1] + bytes([data[-1] ^ 1]))
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(ObjectVerificationError, match=digest):
+        backend.store.get_file(digest, out / "object.bin")
+    assert os.listdir(out) == []
+
+
 def test_object_store_concurrent_writers_converge(store: ObjectStore) -> None:
     data = os.urandom(2 * MiB)
     writers = 8

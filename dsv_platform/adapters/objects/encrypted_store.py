@@ -45,8 +45,8 @@ SEALED_SUFFIX = "encrypted"
 _SPOOL_DIGEST = "0" * 64  # what a spool's throwaway key is bound to
 
 
-def _chunks(stream: BinaryIO) -> Iterator[bytes]:
-    while chunk := stream.read(CHUNK_SIZE):
+def _chunks(stream: BinaryIO, size: int = CHUNK_SIZE) -> Iterator[bytes]:
+    while chunk := stream.read(size):
         yield chunk
 
 
@@ -59,7 +59,7 @@ def open_envelope(key: bytes, digest: str, raw: BinaryIO, where: str) -> BinaryI
     try:
         head = envelope.read_exactly(raw, HEAD_BYTES)
         if not envelope.is_v1(key, digest, head):
-            return _buffered(ChunkReader(envelope.open_segments(key, digest, raw, head, where), on_close=raw.close))
+            return cast(BinaryIO, ChunkReader(envelope.open_segments(key, digest, raw, head, where), on_close=raw.close))
         sealed = head + raw.read()
     except BaseException:
         raw.close()
@@ -122,19 +122,19 @@ class EncryptingObjectStore(ObjectStore):
         if getattr(stream, "seekable", lambda: False)():
             start = stream.tell()
             h = hashlib.sha256()
-            for chunk in _chunks(stream):
+            for chunk in _chunks(stream, self.segment_size):
                 h.update(chunk)
 
             def again() -> Iterable[bytes]:
                 stream.seek(start)
-                return _chunks(stream)
+                return _chunks(stream, self.segment_size)
 
             yield h.hexdigest(), again
             return
         key, h = secrets.token_bytes(32), hashlib.sha256()
 
         def hashed() -> Iterator[bytes]:
-            for chunk in _chunks(stream):
+            for chunk in _chunks(stream, self.segment_size):
                 h.update(chunk)
                 yield chunk
 
@@ -148,15 +148,11 @@ class EncryptingObjectStore(ObjectStore):
 
             yield h.hexdigest(), unspool
 
-    def _seal(self, key: bytes, digest: str, chunks: Iterable[bytes]) -> Iterator[bytes]:
-        """The v2 envelope of ``chunks``, each segment decrypted again before it is handed on (what is written must read back)."""
-        sealed = ChunkReader(envelope.seal_segments(key, digest, chunks, self.segment_size))
-        return verified_envelope(key, digest, cast(BinaryIO, sealed), f"object {digest}: the encrypted copy")
-
     def _put(self, stream: BinaryIO) -> str:
         with self._plaintext(stream) as (digest, chunks):
             key = self.keys.create(digest)
-            sealed_digest = self.sealed_store.put_chunks(self._seal(key, digest, chunks()))
+            # each segment is decrypted again before it is written: what is stored must read back
+            sealed_digest = self.sealed_store.put_chunks(envelope.seal_segments(key, digest, chunks(), self.segment_size, check=True))
         self.keys.bind(digest, sealed_digest)
         return digest
 

@@ -66,35 +66,58 @@ def _aad(header: bytes, digest: str, index: int, final: bool) -> bytes:
 
 def _rechunk(chunks: Iterable[bytes], size: int) -> Iterator[bytes]:
     """The bytes of ``chunks`` cut into pieces of exactly ``size`` (the last may be shorter; at least one piece)."""
-    buffer = bytearray()
+    pending = bytearray()
     yielded = False
     for chunk in chunks:
-        buffer += chunk
-        while len(buffer) >= size:
-            yield bytes(buffer[:size])
-            del buffer[:size]
+        view = memoryview(chunk)
+        if pending:
+            take = size - len(pending)
+            pending += view[:take]
+            view = view[take:]
+            if len(pending) < size:
+                continue
+            yield bytes(pending)
+            pending.clear()
             yielded = True
-    if buffer or not yielded:
-        yield bytes(buffer)
+        while len(view) >= size:
+            yield bytes(view[:size])
+            view = view[size:]
+            yielded = True
+        pending += view
+    if pending or not yielded:
+        yield bytes(pending)
 
 
-def seal_segments(key: bytes, digest: str, chunks: Iterable[bytes], segment_size: int = SEGMENT_SIZE) -> Iterator[bytes]:
-    """The v2 envelope of the plaintext ``chunks`` (whose SHA-256 is ``digest``): the header, then one sealed segment at a time."""
+def seal_segments(
+    key: bytes, digest: str, chunks: Iterable[bytes], segment_size: int = SEGMENT_SIZE, *, check: bool = False
+) -> Iterator[bytes]:
+    """The v2 envelope of the plaintext ``chunks`` (whose SHA-256 is ``digest``): the header, then one sealed segment at a time.
+
+    With ``check``, each segment is decrypted again and compared with its plaintext before it is handed on.
+    """
     if not 0 < segment_size < 2**31:
         raise ValueError(f"segment size {segment_size} out of range")
     prefix = _prefix(key, digest)
     header = _HEADER.pack(V2_MAGIC, segment_size, prefix)
     aead = AESGCM(key)
+
+    def sealed(piece: bytes, index: int, final: bool) -> bytes:
+        nonce, aad = prefix + struct.pack(">I", index), _aad(header, digest, index, final)
+        out = aead.encrypt(nonce, piece, aad)
+        if check and aead.decrypt(nonce, out, aad) != piece:
+            raise ObjectVerificationError(f"object {digest}: encrypted segment {index} does not decrypt to what was written")
+        return out
+
     yield header
     pieces = _rechunk(chunks, segment_size)
     current = next(pieces)
     index = 0
     for following in pieces:
-        yield aead.encrypt(prefix + struct.pack(">I", index), current, _aad(header, digest, index, False))
+        yield sealed(current, index, False)
         current, index = following, index + 1
         if index >= _MAX_SEGMENTS:
             raise ValueError(f"object {digest}: more than {_MAX_SEGMENTS} segments")
-    yield aead.encrypt(prefix + struct.pack(">I", index), current, _aad(header, digest, index, True))
+    yield sealed(current, index, True)
 
 
 def parse_header(head: bytes) -> tuple[int, bytes] | None:
