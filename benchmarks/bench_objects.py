@@ -1,6 +1,6 @@
 """Encrypted object put/get of one large object: MB/s and peak RSS, each operation in a fresh process.
 
-``python -m benchmarks.bench_objects [--mib 1024] [--dir FOLDER]``: writes a source file of
+``python benchmarks/bench_objects.py [--mib 1024] [--dir FOLDER]`` (``PYTHONPATH`` picks the code measured): writes a source file of
 pseudo-random bytes, then times ``put_file`` into an EncryptingObjectStore over local folders and
 a streaming read back into a file (``get_file``, or ``open`` where the store has no ``get_file``),
 and the same two through the plain local store for reference. Prints one JSON line per operation.
@@ -51,8 +51,9 @@ def _child(op: str, root: Path, source: Path, digest: str, encrypted: bool) -> d
         out.unlink()
     seconds = time.perf_counter() - start
     assert got == digest, (got, digest)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return {"op": op, "encrypted": encrypted, "seconds": round(seconds, 2), "peak_rss_mib": round(peak / MiB)}
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    peak, cpu = usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
+    return {"op": op, "encrypted": encrypted, "seconds": round(seconds, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(peak / MiB)}
 
 
 def _source(path: Path, mib: int) -> str:
@@ -83,8 +84,8 @@ def main() -> None:
         for kind in ("encrypted", "plain"):
             root = work / kind
             for op in ("put", "get"):
-                line = subprocess.run([sys.executable, "-m", "benchmarks.bench_objects", "--child", op, str(root), str(source), digest],
-                                      check=True, capture_output=True, text=True).stdout.strip()
+                command = [sys.executable, str(Path(__file__).resolve()), "--child", op, str(root), str(source), digest]
+                line = subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip()
                 result = json.loads(line)
                 result["mb_per_s"] = round(args.mib * MiB / 1e6 / result["seconds"], 1)
                 print(json.dumps(result), flush=True)

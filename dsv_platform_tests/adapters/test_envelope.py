@@ -17,7 +17,7 @@ from dsv_platform.adapters.objects.key_store import LocalKeyStore
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.adapters.objects.object_store import object_key
 from dsv_platform.adapters.objects.s3_store import S3ObjectStore
-from dsv_platform.core.errors import ObjectErasedError, ObjectVerificationError
+from dsv_platform.core.errors import ObjectErasedError, ObjectStoreError, ObjectVerificationError
 from dsv_platform_tests.fixtures.s3_server import S3Server
 
 MiB = 1024 * 1024
@@ -87,6 +87,32 @@ def test_envelope_writers_converge_and_promote_copies_the_staged_envelope(tmp_pa
     a.stage("attempt-1", "other", other)
     assert a.promote("attempt-1", "other") == sha(other) and a.get(sha(other)) == other
     assert sealed_path(a, sha(other)).read_bytes() == a.inner.get_staged("attempt-1", "other")[len(STAGED_MAGIC) + 64 :]
+
+
+def test_envelope_source_changing_between_its_two_reads_stores_nothing(tmp_path: Path) -> None:
+    store = make(tmp_path)
+    data = os.urandom(3 * SEGMENT)
+
+    class Changing(io.BytesIO):
+        seeks = 0
+
+        def seek(self, pos: int, whence: int = 0) -> int:
+            self.seeks += 1
+            if self.seeks == 1:  # rewound for the second pass, which reads other bytes than the first hashed
+                self.getbuffer()[5] ^= 1
+            return super().seek(pos, whence)
+
+    with pytest.raises(ObjectStoreError, match="changed"):
+        store.put(Changing(data))
+    assert list(store.sealed_store.iter_objects()) == [] and store.keys.sealed(sha(data)) is None
+
+
+def test_envelope_promotes_a_part_staged_in_the_clear(tmp_path: Path) -> None:
+    store = make(tmp_path)
+    data = os.urandom(2 * SEGMENT + 1)
+    store.inner.stage("attempt-1", "clear", data)  # staged before staging was encrypted
+    assert store.get_staged("attempt-1", "clear") == data
+    assert store.promote("attempt-1", "clear") == sha(data) and store.is_encrypted(sha(data)) and store.get(sha(data)) == data
 
 
 def _segments(blob: bytes) -> tuple[bytes, list[bytes]]:

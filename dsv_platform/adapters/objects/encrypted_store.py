@@ -124,12 +124,18 @@ class EncryptingObjectStore(ObjectStore):
             h = hashlib.sha256()
             for chunk in _chunks(stream, self.segment_size):
                 h.update(chunk)
+            digest = h.hexdigest()
 
-            def again() -> Iterable[bytes]:
+            def again() -> Iterator[bytes]:  # re-hashed: raises before the last segment is sealed if the source changed
                 stream.seek(start)
-                return _chunks(stream, self.segment_size)
+                second = hashlib.sha256()
+                for chunk in _chunks(stream, self.segment_size):
+                    second.update(chunk)
+                    yield chunk
+                if second.hexdigest() != digest:
+                    raise ObjectStoreError(f"the source changed while it was stored (it hashed to {digest}, then to {second.hexdigest()}): nothing was stored")
 
-            yield h.hexdigest(), again
+            yield digest, again
             return
         key, h = secrets.token_bytes(32), hashlib.sha256()
 
