@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # imported where used: pyiceberg, pyarrow, pandas, pandera st
 
 # The landing index file under DSV_HOME (dsv_platform.adapters.objects.landing.INDEX_FILE, not imported here: start-up).
 INDEX_FILE = "landing_index.db"
+SPOOL_DIR = "spool"  # streams an encrypted put cannot read twice, spooled sealed under a throwaway key
 
 
 def build_object_store(settings: Settings) -> ObjectStore:
@@ -40,13 +41,14 @@ def build_object_store(settings: Settings) -> ObjectStore:
 
 
 def build_encrypted_store(settings: Settings, inner: ObjectStore | None = None) -> EncryptingObjectStore:
-    """The encrypting store over the object store ``settings`` names, keys in ``settings.key_store``."""
+    """The encrypting store over the object store ``settings`` names, keys in ``settings.key_store``, spooled under the home."""
     return build_encrypting_store(
         inner if inner is not None else build_object_store(settings),
         settings.object_store,
         settings.key_store,
         s3_endpoint_url=settings.s3_endpoint_url,
         s3_region=settings.s3_region,
+        spool_dir=settings.home / SPOOL_DIR,
     )
 
 

@@ -17,7 +17,9 @@ from dsv_platform.adapters.objects.key_store import LocalKeyStore
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.adapters.objects.object_store import object_key
 from dsv_platform.adapters.objects.s3_store import S3ObjectStore
+from dsv_platform.bootstrap import build_encrypted_store
 from dsv_platform.core.errors import ObjectErasedError, ObjectStoreError, ObjectVerificationError
+from dsv_platform.settings import load_settings
 from dsv_platform_tests.fixtures.s3_server import S3Server
 
 MiB = 1024 * 1024
@@ -113,6 +115,14 @@ def test_envelope_promotes_a_part_staged_in_the_clear(tmp_path: Path) -> None:
     store.inner.stage("attempt-1", "clear", data)  # staged before staging was encrypted
     assert store.get_staged("attempt-1", "clear") == data
     assert store.promote("attempt-1", "clear") == sha(data) and store.is_encrypted(sha(data)) and store.get(sha(data)) == data
+
+
+def test_envelope_platform_spools_under_its_home(tmp_path: Path) -> None:
+    store = build_encrypted_store(load_settings({}).with_home(tmp_path))
+    assert store.spool_dir == str(tmp_path.resolve() / "spool")
+    data = os.urandom(3 * MiB)
+    assert store.put_chunks(iter([data[:MiB], data[MiB:]])) == sha(data) and store.get(sha(data)) == data
+    assert os.listdir(tmp_path / "spool") == []  # the spool is an unlinked temporary file
 
 
 def _segments(blob: bytes) -> tuple[bytes, list[bytes]]:

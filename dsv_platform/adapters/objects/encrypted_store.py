@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import io
 import itertools
+import os
 import secrets
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -99,12 +100,14 @@ def verified_envelope(key: bytes, digest: str, raw: BinaryIO, where: str) -> Ite
 class EncryptingObjectStore(ObjectStore):
     """Writes encrypted objects (per-object keys); reads encrypted and plain ones (see the module docstring)."""
 
-    def __init__(self, inner: ObjectStore, sealed: ObjectStore, keys: KeyStore, *, segment_size: int = SEGMENT_SIZE) -> None:
+    def __init__(
+        self, inner: ObjectStore, sealed: ObjectStore, keys: KeyStore, *, segment_size: int = SEGMENT_SIZE, spool_dir: str | os.PathLike[str] | None = None
+    ) -> None:
         self.inner = inner
         self.sealed_store = sealed
         self.keys = keys
         self.segment_size = segment_size
-        self.spool_dir: str | None = None
+        self.spool_dir = None if spool_dir is None else os.fspath(spool_dir)
         """Where a stream that cannot be read twice is spooled, sealed under a throwaway key (None: the system's temporary folder)."""
 
     @property
@@ -144,6 +147,8 @@ class EncryptingObjectStore(ObjectStore):
                 h.update(chunk)
                 yield chunk
 
+        if self.spool_dir is not None:
+            os.makedirs(self.spool_dir, mode=0o700, exist_ok=True)
         with tempfile.TemporaryFile(dir=self.spool_dir, prefix="dsv-spool-") as spool:
             for piece in envelope.seal_segments(key, _SPOOL_DIGEST, hashed(), self.segment_size):
                 spool.write(piece)

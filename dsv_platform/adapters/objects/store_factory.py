@@ -29,11 +29,20 @@ def build_object_store(location: str, *, s3_endpoint_url: str | None = None, s3_
 
 
 def build_encrypting_store(
-    inner: ObjectStore, location: str, key_store: Path, *, s3_endpoint_url: str | None = None, s3_region: str = "us-east-1"
+    inner: ObjectStore,
+    location: str,
+    key_store: Path,
+    *,
+    s3_endpoint_url: str | None = None,
+    s3_region: str = "us-east-1",
+    spool_dir: Path | None = None,
 ) -> EncryptingObjectStore:
-    """The encrypting store over ``inner`` (rooted at ``location``): ciphertext under ``<location>/encrypted``, keys in ``key_store``."""
+    """The encrypting store over ``inner`` (rooted at ``location``): ciphertext under ``<location>/encrypted``, keys in ``key_store``.
+
+    ``spool_dir`` is where a stream that cannot be read twice is spooled, sealed (None: the system's temporary folder).
+    """
     sealed = build_object_store(f"{location.rstrip('/')}/{SEALED_SUFFIX}", s3_endpoint_url=s3_endpoint_url, s3_region=s3_region)
-    return EncryptingObjectStore(inner, sealed, LocalKeyStore(key_store))
+    return EncryptingObjectStore(inner, sealed, LocalKeyStore(key_store), spool_dir=spool_dir)
 
 
 __all__ = ["build_encrypting_store", "build_object_store"]
