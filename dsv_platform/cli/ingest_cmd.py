@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dsv_platform.adapters.iceberg.iceberg_schema import check_evolution
 from dsv_platform.adapters.objects.landing import rows_per_day
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
@@ -107,6 +108,7 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
     if spec is None:
         raise UnknownNameError(f"unknown source {args.source!r}; known: {sorted(config.sources)} (configuration {config.folder})")
     trust.require(platform, Role.SOURCE_WRITER, source=spec.name)  # before anything lands (docs/trust.md)
+    check_evolution(platform.tables, spec)  # a contract change the canonical table cannot take is refused before anything lands
     files = [Path(f).resolve() for f in args.files]
     items = [check_file(f, spec, _config(args, files)) for f in files]
     landable = [i for i in items if i.accepted]  # a file none of whose rows satisfy the contract lands nothing (all reported)
