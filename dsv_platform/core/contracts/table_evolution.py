@@ -62,14 +62,14 @@ class Evolution:
         )
 
 
-def _advice(change: Change, new: Contract) -> str | None:
+def _advice(change: Change) -> str | None:
     """None when the table can take ``change``; otherwise what the source owner can do instead."""
     kind, col = change.kind, change.column
     if kind is ChangeKind.ADDITIVE:
         return None if not change.breaking else f"the rows already landed have no value for {col!r}: declare it 'nullable: true'"
     if kind is ChangeKind.NULLABILITY:
         if change.new == "nullable":
-            return None if col not in new.key else f"{col!r} is in the key, which cannot hold nulls"
+            return None  # (a key column cannot be nullable: the contract refuses it)
         return f"the rows already landed may hold nulls in {col!r}: keep it 'nullable: true', {NEW_SOURCE}"
     if kind in (ChangeKind.WIDENING, ChangeKind.RENAME, ChangeKind.SEMANTIC):
         return None
@@ -99,7 +99,7 @@ def plan_evolution(recorded: Contract, new: Contract, *, table: str) -> Evolutio
     steps: list[tuple[Change, Step]] = []
     refused: list[tuple[Change, str]] = []
     for change in diff.changes:
-        advice = _advice(change, new)
+        advice = _advice(change)
         if advice is None:
             steps.append((change, _STEPS[change.kind]))
         else:
