@@ -69,10 +69,10 @@ class World:
     def source(self, text: str) -> None:
         (self.config / "sources" / "readings.yaml").write_text(text)
 
-    def ingest(self, name: str, header: str, rows: list[str]) -> Result:
+    def ingest(self, name: str, header: str, rows: list[str], *options: str) -> Result:
         batch = self.root / name
         batch.write_text("\n".join([header, *rows]) + "\n")
-        return self.dsv("ingest", "readings", str(batch))
+        return self.dsv("ingest", "readings", str(batch), *options)
 
     def build(self) -> dict[str, object]:
         done = self.dsv("build", "daily:v1", "--json")
@@ -125,6 +125,7 @@ def test_a_compatible_change_evolves_the_table_and_the_old_realization_still_ver
     world.source(_changed(*replacements))
     landed = world.ingest("second.csv", header, [row])
     assert landed.code == 0, landed.err
+    assert "  schema of canonical.readings evolved (audited as schema_evolved): " in landed.out, landed.out
     after = world.build()
     assert after["rows"] == 3 and after["manifest_hash"] != before["manifest_hash"]
     old = world.verify(before["ref"])
@@ -208,3 +209,14 @@ def test_a_realization_built_before_the_change_rebuilds_from_raw_after_it(world:
         assert realization is not None
         rebuilt = rebuild_from_raw(platform, load_manifest(platform.registry, realization), workdir=world.root / "scratch")
     assert rebuilt.content_hash == before["content_hash"] and rebuilt.batches == 1
+
+
+def test_a_batch_on_a_day_that_already_has_rows_loads_beside_them(world: World) -> None:
+    """The load of a day re-reads every batch landed on it, those from before the change among them."""
+    world.source(_changed((SITE, QUALITY)))
+    landed = world.ingest("second.csv", f"{HEADER},quality", ["r3,m1,2026-06-01,12,19.5,3.000,south,good"], "--json")
+    assert landed.code == 0, landed.err
+    assert [(c["column"], c["kind"]) for c in json.loads(landed.out)["schema_changes"]] == [("quality", "additive")]
+    again = world.ingest("third.csv", f"{HEADER},quality", ["r4,m1,2026-06-01,12,19.5,3.000,south,"])
+    assert again.code == 0 and "evolved" not in again.out, again.out
+    assert world.build()["rows"] == 4

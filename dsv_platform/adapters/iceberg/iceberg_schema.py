@@ -127,9 +127,10 @@ def iceberg_types(contract: Contract) -> dict[str, IcebergType]:
     return {f.name: f.field_type for f in Catalog._convert_schema_if_needed(table_schema(contract)).fields}
 
 
-def check_evolution(tables: CanonicalTables, spec: TableSpecLike) -> None:
-    """Raise SchemaEvolutionError when ``spec``'s contract cannot evolve its table (read only: `dsv ingest` asks before landing)."""
-    plan(tables, spec)
+def check_evolution(tables: CanonicalTables, spec: TableSpecLike) -> tuple[Change, ...]:
+    """The changes the next load applies to ``spec``'s table, or SchemaEvolutionError (read only: `dsv ingest` asks before landing)."""
+    planned = plan(tables, spec)
+    return () if planned is None else planned[1].changes
 
 
 def plan(tables: CanonicalTables, spec: TableSpecLike) -> tuple[Table, Evolution] | None:
