@@ -10,6 +10,7 @@ Details: docs/schema-evolution.md
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import time
@@ -43,6 +44,7 @@ from dsv_platform.core.config.source import TableSpecLike
 from dsv_platform.core.contracts.contract import Column, Contract, LogicalType, parse_contract
 from dsv_platform.core.contracts.schema_diff import Change
 from dsv_platform.core.contracts.table_evolution import Evolution, SchemaEvolutionError, Step, plan_evolution
+from dsv_platform.core.errors import ContractError
 
 if TYPE_CHECKING:
     from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
@@ -82,7 +84,8 @@ def recorded_contract(tbl: Table, contract: Contract) -> Contract:
     (a column whose Iceberg type and nullability match ``contract``'s is taken as ``contract`` declares it)."""
     text = tbl.properties.get(CONTRACT_PROPERTY)
     if text is not None:
-        return parse_contract(json.loads(text), source=f"table {tbl.name()[-1]} (recorded contract)")
+        with contextlib.suppress(ValueError, ContractError):  # unreadable (written by hand?): read back from the schema instead
+            return parse_contract(json.loads(text), source=f"table {tbl.name()[-1]} (recorded contract)")
     wanted = iceberg_types(contract)
     declared = {c.name: c for c in contract.columns}
     columns = []
