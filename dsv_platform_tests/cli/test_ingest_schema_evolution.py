@@ -220,3 +220,21 @@ def test_a_batch_on_a_day_that_already_has_rows_loads_beside_them(world: World) 
     again = world.ingest("third.csv", f"{HEADER},quality", ["r4,m1,2026-06-01,12,19.5,3.000,south,"])
     assert again.code == 0 and "evolved" not in again.out, again.out
     assert world.build()["rows"] == 4
+
+
+def test_a_load_inside_dagster_refuses_a_breaking_change_the_same_way(world: World) -> None:
+    """A sensor, a backfill or the UI loads without `dsv ingest`'s check: the load itself refuses, the table unchanged."""
+    import datetime as dt
+
+    from dsv_platform.bootstrap import build_platform
+    from dsv_platform.core.contracts.table_evolution import SchemaEvolutionError
+    from dsv_platform.services.ingest.canonical_load import load_partition
+    from dsv_platform.settings import load_settings
+
+    world.source(_changed(("{name: pulses, type: int32}", "{name: pulses, type: string}")))
+    with build_platform(load_settings(dict(world.dsv.env))) as platform:
+        spec = platform.config.sources["readings"]
+        before = platform.tables.load("readings").metadata_location
+        with pytest.raises(SchemaEvolutionError, match=r"column pulses: type_change int32 -> string") as refused:
+            load_partition(platform, spec, dt.date(2026, 6, 1))
+        assert refused.value.exit_code == 9 and platform.tables.load("readings").metadata_location == before
