@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dsv_platform.adapters.iceberg.iceberg_schema import check_evolution
 from dsv_platform.adapters.objects.landing import rows_per_day
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
@@ -107,6 +108,7 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
     if spec is None:
         raise UnknownNameError(f"unknown source {args.source!r}; known: {sorted(config.sources)} (configuration {config.folder})")
     trust.require(platform, Role.SOURCE_WRITER, source=spec.name)  # before anything lands (docs/trust.md)
+    changes = check_evolution(platform.tables, spec)  # a contract change the canonical table cannot take is refused before anything lands
     files = [Path(f).resolve() for f in args.files]
     items = [check_file(f, spec, _config(args, files)) for f in files]
     landable = [i for i in items if i.accepted]  # a file none of whose rows satisfy the contract lands nothing (all reported)
@@ -129,10 +131,13 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
     if args.json:
         report = [_file_report(platform, spec.name, i, rejected_files[i.path]) for i in items]
         doc = {"run_id": result.run_id if result else None, "source": spec.name, "first_day": days[0].isoformat() if days else None,
-               "last_day": days[-1].isoformat() if days else None, "files": report}  # fmt: skip
+               "last_day": days[-1].isoformat() if days else None, "files": report,
+               "schema_changes": [c.to_document() for c in changes] if result else []}  # fmt: skip
         print(json.dumps(doc, indent=2))
         return code
     _print_report(platform, spec.name, items, result, days, rejected_files)
+    if changes and result is not None:
+        print(f"  schema of {platform.tables.identifier(spec)} evolved (audited as schema_evolved): {'; '.join(c.describe() for c in changes)}")
     if rejected:
         where = ", ".join(str(f) for f in rejected_files.values() if f is not None)
         landed = "the accepted rows are landed" if landable else "no file had a row to land"

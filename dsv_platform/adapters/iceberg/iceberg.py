@@ -24,6 +24,7 @@ from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsEr
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression, EqualTo, In
 from pyiceberg.table import Table
 
+from dsv_platform.adapters.iceberg.iceberg_schema import scan_arrow
 from dsv_platform.adapters.iceberg.iceberg_values import (
     BATCH,
     RECORDED_AT,
@@ -278,7 +279,7 @@ class CanonicalTables:
         if snapshot_id is None and tbl.current_snapshot() is None:
             return schema.empty_table()
         selected = ("*",) if columns is None else tuple(columns)
-        arrow = tbl.scan(row_filter=row_filter, snapshot_id=snapshot_id, selected_fields=selected).to_arrow()
+        arrow = scan_arrow(tbl, row_filter, snapshot_id, selected)  # an older snapshot through the current schema (iceberg_schema.py)
         return arrow.select(schema.names).cast(schema)
 
     @staticmethod

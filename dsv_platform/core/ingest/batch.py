@@ -177,9 +177,10 @@ def prepare_table(raw: pa.Table | str, contract: Contract) -> PreparedBatch:
     return PreparedBatch(accepted.cast(schema), rejected, report, duplicates_dropped=dropped)
 
 
-def prepare_batch(data: bytes, spec: SourceSpec) -> PreparedBatch:
-    """Read ``data`` by the source's landing format, then parse, deduplicate and validate it (see the module docstring)."""
-    return prepare_table(read_batch_table(data, spec), spec.contract)
+def prepare_batch(data: bytes, spec: SourceSpec, *, replay: bool = False) -> PreparedBatch:
+    """Read ``data`` by the source's landing format, then parse, deduplicate and validate it (see the module docstring;
+    ``replay``: a batch landed under an earlier contract, as :func:`read_batch_table` reads it)."""
+    return prepare_table(read_batch_table(data, spec, replay=replay), spec.contract)
 
 
 def batch_of(table: pa.Table, *, source: str, day: dt.date, batch_id: str, recorded_at: dt.datetime, fmt: LandingFormat = "csv") -> RawBatch:

@@ -24,11 +24,15 @@ from dsv_platform.core.contracts.contract import Contract, LogicalType
 EXTENSIONS: dict[LandingFormat, str] = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet"}
 
 
-def _contract_view(raw: pa.Table, contract: Contract, aliases: Mapping[str, str], *, text: bool) -> pa.Table | str:
+def _contract_view(raw: pa.Table, contract: Contract, aliases: Mapping[str, str], *, text: bool, absent_null: bool = False) -> pa.Table | str:
     names = [aliases.get(n, n) for n in raw.column_names]
     if len(set(names)) != len(names):
         return f"columns appear twice after the compatibility view: {raw.column_names}"
     raw = raw.rename_columns(names)
+    for col in contract.columns if absent_null else ():  # a replay: a batch landed before this nullable column was added
+        if col.nullable and col.name not in names:
+            raw = raw.append_column(col.name, pa.nulls(raw.num_rows, pa.string() if text else col.arrow_type))
+            names.append(col.name)
     missing = [c for c in contract.column_names if c not in names]
     if missing:
         return f"missing column(s) {missing}; the batch has {raw.column_names}"
@@ -40,7 +44,12 @@ def _contract_view(raw: pa.Table, contract: Contract, aliases: Mapping[str, str]
 
 
 def read_csv_text(
-    data: bytes, contract: Contract, aliases: Mapping[str, str] | None = None, *, null_values: Sequence[str] = DEFAULT_NULL_VALUES
+    data: bytes,
+    contract: Contract,
+    aliases: Mapping[str, str] | None = None,
+    *,
+    null_values: Sequence[str] = DEFAULT_NULL_VALUES,
+    absent_null: bool = False,
 ) -> pa.Table | str:
     """The batch's cells as strings under contract names, or the reason it cannot be read.
 
@@ -61,7 +70,7 @@ def read_csv_text(
         raw.column_names  # noqa: B018 - header names that are not UTF-8 raise here
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
         return f"not readable as CSV: {exc}"
-    return _contract_view(raw, contract, aliases, text=True)
+    return _contract_view(raw, contract, aliases, text=True, absent_null=absent_null)
 
 
 def _cell_text(value: Any) -> str | None:
@@ -72,7 +81,7 @@ def _cell_text(value: Any) -> str | None:
     raise TypeError(type(value).__name__)
 
 
-def read_jsonl_text(data: bytes, contract: Contract, aliases: Mapping[str, str] | None = None) -> pa.Table | str:
+def read_jsonl_text(data: bytes, contract: Contract, aliases: Mapping[str, str] | None = None, *, absent_null: bool = False) -> pa.Table | str:
     """JSON Lines (one object per line) as text cells; numbers keep their literal text, a missing key is null."""
     aliases = aliases or {}
     wanted = [*contract.column_names, *aliases]
@@ -98,16 +107,16 @@ def read_jsonl_text(data: bytes, contract: Contract, aliases: Mapping[str, str] 
             except TypeError as exc:
                 return f"line {number}: column {name!r} holds a nested {exc} value"
     present = [n for n in wanted if n in seen]
-    return _contract_view(pa.table({n: pa.array(cells[n], pa.string()) for n in present}), contract, aliases, text=True)
+    return _contract_view(pa.table({n: pa.array(cells[n], pa.string()) for n in present}), contract, aliases, text=True, absent_null=absent_null)
 
 
-def read_parquet_table(data: bytes, contract: Contract, aliases: Mapping[str, str] | None = None) -> pa.Table | str:
+def read_parquet_table(data: bytes, contract: Contract, aliases: Mapping[str, str] | None = None, *, absent_null: bool = False) -> pa.Table | str:
     """A Parquet batch's columns (typed as written) under contract names."""
     try:
         raw = pq.read_table(io.BytesIO(data))
     except (pa.ArrowException, OSError) as exc:
         return f"not readable as Parquet: {exc}"
-    view = _contract_view(raw, contract, aliases or {}, text=False)
+    view = _contract_view(raw, contract, aliases or {}, text=False, absent_null=absent_null)
     if isinstance(view, str):
         return view
     types = {c.name: view.schema.field(c.name).type for c in contract.columns if c.type is LogicalType.TIMESTAMP}
@@ -117,13 +126,21 @@ def read_parquet_table(data: bytes, contract: Contract, aliases: Mapping[str, st
     return view
 
 
-def read_batch_table(data: bytes, spec: SourceSpec) -> pa.Table | str:
-    """The batch's contract columns by the source's landing format, or the reason it cannot be read."""
+def read_batch_table(data: bytes, spec: SourceSpec, *, replay: bool = False) -> pa.Table | str:
+    """The batch's contract columns by the source's landing format, or the reason it cannot be read.
+
+    ``replay`` (a rebuild from raw replays batches landed under earlier contracts): a column declared
+    ``renamed_from`` is also read under its old name, and a nullable column the batch lacks reads null.
+    """
+    aliases = dict(spec.aliases)
+    for col in spec.contract.columns if replay else ():
+        if col.renamed_from is not None:
+            aliases.setdefault(col.renamed_from, col.name)
     if spec.landing_format == "parquet":
-        return read_parquet_table(data, spec.contract, spec.aliases)
+        return read_parquet_table(data, spec.contract, aliases, absent_null=replay)
     if spec.landing_format == "jsonl":
-        return read_jsonl_text(data, spec.contract, spec.aliases)
-    return read_csv_text(data, spec.contract, spec.aliases, null_values=spec.null_values)
+        return read_jsonl_text(data, spec.contract, aliases, absent_null=replay)
+    return read_csv_text(data, spec.contract, aliases, null_values=spec.null_values, absent_null=replay)
 
 
 def encode_csv(table: pa.Table) -> bytes:

@@ -68,7 +68,7 @@ FAILURES: tuple[Failure, ...] = (
         K.BREAKING,
         9,
         "a check's verdict blocks: `dsv contract check` with a failed blocking rule (column, rule, observed value and bound named), "
-        "`dsv schema diff` with a breaking change",
+        "`dsv schema diff` with a breaking change, `dsv ingest` of a source whose changed contract its canonical table cannot take (change named)",
     ),
     Failure(
         K.SERVICE_UNREACHABLE,

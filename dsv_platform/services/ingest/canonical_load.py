@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
+from dsv_platform.adapters.iceberg.iceberg_schema import evolve_schema
 from dsv_platform.adapters.iceberg.iceberg_values import RECORDED_AT, AppendOutcome
 from dsv_platform.adapters.objects.landing import LandingRecord, LandingZone
 from dsv_platform.adapters.registry.quarantine import QuarantineRecords
@@ -33,6 +34,7 @@ from dsv_platform.core.identity.hashing import DatasetDigest, hash_table
 from dsv_platform.core.ingest.batch import prepare_batch
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.lineage.lineage import record_label_build, record_partition_load
+from dsv_platform.services.trust import trust
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -114,6 +116,9 @@ def label_io(build: LabelBuild, platform: Platform, label: LabelVersion, **_: An
 def load_partition(platform: Platform, spec: SourceSpec, day: dt.date) -> PartitionLoad:
     """Apply the landed batches of ``spec`` indexed under ``day`` to its canonical table (idempotent), recording raw_batch lineage."""
     held = QuarantineRecords(platform.registry.engine).quarantined_batches()  # an operator's quarantine: never loaded (docs/quarantine.md)
+    evolved = evolve_schema(platform.tables, spec)  # the contract's compatible changes, or SchemaEvolutionError (docs/schema-evolution.md)
+    if evolved is not None:
+        trust.audit(platform, "schema_evolved", f"canonical:{spec.name}", reason=evolved.describe(), detail=evolved.to_document())
     load = load_landed(platform.landing, platform.tables, spec, day, skip=held)
     record_partition_load(platform, spec, [(b.record.batch_ref, b.outcome) for b in load.batches])
     return load

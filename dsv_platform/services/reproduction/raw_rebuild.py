@@ -88,7 +88,7 @@ def _replay(zone: LandingZone, tables: CanonicalTables, specs: list[SourceSpec],
                     data = zone.read(record)
                 except (ObjectNotFoundError, ObjectVerificationError) as exc:
                     raise RawMissingError(f"raw batch {record.batch_ref} of {spec.name} {day} is gone or damaged: {exc}") from exc
-                rows = rows_of_day(prepare_batch(data, spec).accepted, spec, day)
+                rows = rows_of_day(prepare_batch(data, spec, replay=True).accepted, spec, day)  # landed under its contract then
                 tables.append(spec, rows, recorded_at=record.recorded_at, batch=record.batch_ref)
                 applied += 1
     return applied
