@@ -82,6 +82,20 @@ class Decision:
         }
 
 
+def decision_from_document(doc: Mapping[str, object]) -> Decision:
+    """A :class:`Decision` from :meth:`Decision.to_document` (plus ``encrypted``), as the registry records a plan."""
+    descendant = Descendant(
+        DescendantKind(str(doc["kind"])),
+        str(doc["id"]),
+        None if doc.get("manifest_hash") is None else str(doc["manifest_hash"]),
+        None if doc.get("dataset") is None else str(doc["dataset"]),
+        bool(doc.get("encrypted", False)),
+        int(str(doc.get("rows") or 0)),
+    )
+    basis = doc.get("legal_basis")
+    return Decision(descendant, Outcome(str(doc["outcome"])), None if basis is None else str(basis), str(doc.get("why", "")))
+
+
 @dataclass(frozen=True)
 class DeletionPlan:
     """What a deletion will do; ``plan_hash`` identifies it (apply refuses a stale plan)."""
@@ -182,6 +196,7 @@ __all__ = [
     "DescendantKind",
     "Outcome",
     "decide",
+    "decision_from_document",
     "parse_legal_bases",
     "plan_deletion",
     "subject_key_hash",

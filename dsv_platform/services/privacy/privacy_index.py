@@ -5,7 +5,7 @@ Mixed into :class:`~dsv_platform.services.privacy.privacy.PrivacyCoordinator`; s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -160,6 +160,26 @@ class SubjectIndexing:
             if rows:
                 found.append(Descendant(K.CANONICAL_ROWS, self.tables.identifier(spec), None, spec.name, False, rows))
         return found
+
+    def exclusion_filter(self, columns: Sequence[str] | None = None) -> Callable[[pa.Table], pa.Table]:
+        """A Publisher ``row_filter`` that drops rows of every deleted subject (new realizations exclude them).
+
+        ``columns`` are the subject columns to check (default: every configured source's entity).
+        """
+        deleted = self.registry.privacy.deleted_subjects()
+        salt = self.keys.salt()
+        subjects = tuple(columns) if columns is not None else entity_columns(self.config)
+
+        def keep(table: pa.Table) -> pa.Table:
+            present = [c for c in subjects if c in table.schema.names]
+            if not present or not deleted:
+                return table
+            mask = [True] * table.num_rows
+            for column in present:
+                mask = [m and (h is None or h not in deleted) for m, h in zip(mask, subject_hashes(table.column(column), salt), strict=True)]
+            return table.filter(pa.array(mask, type=pa.bool_()))
+
+        return keep
 
 
 def _read_raw(zone: LandingZone, record: Any, spec: SourceSpec) -> pa.Table | None:
