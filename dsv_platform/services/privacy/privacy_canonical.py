@@ -33,18 +33,40 @@ def find_subject_key(tables: CanonicalTables, spec: SourceSpec, column: str, mat
     return None
 
 
+def snapshots_naming(tbl: Any, column: str, key: str) -> set[int]:
+    """Snapshots of a loaded pyiceberg table with a manifest entry (of any status) whose ``column`` bounds are the key (or a truncated prefix of it)."""
+    field_id = tbl.schema().find_field(column).field_id
+    wanted = key.encode()
+    named: dict[str, bool] = {}
+    out: set[int] = set()
+    for snap in tbl.snapshots():
+        for manifest in snap.manifests(tbl.io):
+            if manifest.manifest_path not in named:
+                named[manifest.manifest_path] = any(
+                    bound and wanted.startswith(bound)
+                    for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=False)
+                    for bound in ((entry.data_file.lower_bounds or {}).get(field_id), (entry.data_file.upper_bounds or {}).get(field_id))
+                )
+            if named[manifest.manifest_path]:
+                out.add(snap.snapshot_id)
+    return out
+
+
 def delete_canonical(tables: CanonicalTables, spec: SourceSpec, key: str, tag_states: dict[str, str]) -> dict[str, Any]:
     """Row-level delete on the current snapshot, then release and expire older snapshots that still hold the subject.
 
     ``tag_states``: tag -> the state of the published realization pinning it. Tags of REDACTED realizations and of
     builds that never published are released; the snapshots left unpinned are expired and the files only they referenced deleted.
+    Snapshots holding the subject are those with its rows, and those whose manifests name it in a column bound
+    (the DELETED entries of a row-level delete: the current snapshot is first committed again without them).
     """
     column = spec.entity
     assert column is not None
     ident = tables.identifier(spec)
     where = (column, key)
     deletion = tables.delete_rows(spec, where)
-    holding = set(tables.snapshots_matching(spec, where))
+    tables.drop_deleted_manifests(spec)  # the delete's DELETED entries keep the old file's bounds: the current snapshot must not name them
+    holding = set(tables.snapshots_matching(spec, where)) | snapshots_naming(tables.catalog.load_table(ident), column, key)
     pinned_by: dict[int, list[str]] = {}
     for tag, sid in tables.tags(spec).items():
         if sid in holding:
@@ -69,4 +91,4 @@ def delete_canonical(tables: CanonicalTables, spec: SourceSpec, key: str, tag_st
     }
 
 
-__all__ = ["delete_canonical", "find_subject_key"]
+__all__ = ["delete_canonical", "find_subject_key", "snapshots_naming"]
