@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
+from dsv_platform.adapters.registry import schema_trust as st
 from dsv_platform.core import canonical_json
 from dsv_platform.core.errors import DsvError, FailureKind
 from dsv_platform.core.privacy.privacy import Decision, Descendant, decision_from_document
@@ -51,6 +52,7 @@ class PrivacyIncompleteError(DsvError):
     kind = FailureKind.FAILED
 
 
+SUBJECT_KEY_PROPERTY = "privacy.subject_key_id"  # registry_properties: the key subject hashes are keyed with (recorded once)
 MODEL_KINDS = ("model_run", "model", "model_version", "artifact")  # what a deletion's governance decision lists
 
 
@@ -155,6 +157,32 @@ class PrivacyRecords:
         with self.registry._read() as conn:
             rows = conn.execute(select(r.c.manifest_hash, r.c.dataset, r.c.version, r.c.state).join(c, c.c.realization_id == r.c.id).order_by(r.c.id))
             return [(row.manifest_hash, row.dataset, row.version, row.state) for row in rows]
+
+    # ------------------------------------------------------------ the key of subject hashes
+
+    def subject_key_id(self) -> str | None:
+        """The id of the key the recorded subject hashes are keyed with (None: plain salted hashes, never keyed)."""
+        t = st.registry_properties
+        with self.registry._read() as conn:
+            value = conn.execute(select(t.c.value).where(t.c.name == SUBJECT_KEY_PROPERTY)).scalar()
+        return None if value is None else str(value)
+
+    def adopt_subject_key(self, key_id: str, convert: Callable[[str], str], *, actor: str) -> str:
+        """Key every recorded salted subject hash with ``convert`` and record ``key_id``, in one transaction, once; the recorded id."""
+        now = self.registry._now()
+
+        def work(conn: Connection) -> str:
+            t = st.registry_properties
+            stored = conn.execute(select(t.c.value).where(t.c.name == SUBJECT_KEY_PROPERTY)).scalar()
+            if stored is not None:
+                return str(stored)
+            for table in (s.subject_index, s.privacy_requests):
+                for old in set(conn.execute(select(table.c.subject_key_hash).distinct()).scalars()):
+                    conn.execute(update(table).where(table.c.subject_key_hash == old).values(subject_key_hash=convert(str(old))))
+            conn.execute(insert(t).values(name=SUBJECT_KEY_PROPERTY, value=key_id, recorded_by=actor, recorded_at=now))
+            return key_id
+
+        return self.registry._retrying(work)
 
     # ------------------------------------------------------------ requests and outcomes
 

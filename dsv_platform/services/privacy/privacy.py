@@ -36,6 +36,7 @@ from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.core.trust.trust import Role
 from dsv_platform.services.privacy.privacy_canonical import delete_canonical, find_subject_key
 from dsv_platform.services.privacy.privacy_index import SubjectIndexing, subject_column, subject_hashes
+from dsv_platform.services.privacy.privacy_key import load_subject_key
 from dsv_platform.services.privacy.privacy_sweep import sweep_staging
 from dsv_platform.services.trust.trust import Gatekeeper, gatekeeper
 
@@ -115,12 +116,16 @@ class PrivacyCoordinator(SubjectIndexing):
         tables: CanonicalTables | None = None,
         config: PlatformConfig | None = None,
         gate: Gatekeeper | None = None,
+        subject_key: bytes | None = None,
     ) -> None:
         """``config`` names the subject columns (the sources' entities); without it nothing is indexed as a subject.
 
         With ``gate``, planning and applying a deletion need the privacy_officer role, and each applied request is audited
-        under the subject's salted hash (never the subject's key).
+        under the subject's hash (never the subject's key). ``subject_key`` keys every subject hash (privacy_key.py);
+        without it hashes are salted only, and a registry whose hashes are keyed is refused.
         """
+        self.subject_key = subject_key
+        self._key_checked = False
         self.gate = gate
         self.registry = registry
         self.config = config
@@ -251,8 +256,8 @@ class PrivacyCoordinator(SubjectIndexing):
         if subject in self._subject_keys:
             return self._subject_keys[subject]
         assert self.tables is not None
-        salt = self.keys.salt()
-        key = find_subject_key(self.tables, spec, column, lambda v: subject_key_hash(salt, v) == subject)
+        salt, hash_key = self.keys.salt(), self.hash_key()
+        key = find_subject_key(self.tables, spec, column, lambda v: subject_key_hash(salt, v, hash_key) == subject)
         if key is not None:
             self._subject_keys[subject] = key
         return key
@@ -356,20 +361,7 @@ class PrivacyCoordinator(SubjectIndexing):
             self.keys.set_generation(generation)
         return report
 
-    # ------------------------------------------------------------ status and exclusion
-
-    def status(self, subject_key: str) -> dict[str, Any]:
-        subject = self.subject_hash(subject_key)
-        requests = self.registry.privacy.requests(subject)
-        return {
-            "subject_key_hash": subject,
-            "deleted": bool(requests),
-            "requests": [{"request_id": r.request_id, "generation": r.generation, "reason": r.reason, "completed": r.completed} for r in requests],
-            "outcomes": [o for r in requests for o in self.registry.privacy.outcomes(request_id=r.request_id)],
-            "indexed_descendants": len(self.registry.privacy.index_rows(subject)),
-            "registry_generation": self.registry.redaction_generation(),
-            "key_store_generation": self.keys.generation(),
-        }
+    # status and the exclusion filter: privacy_index.py
 
 
 __all__ = [
@@ -394,4 +386,5 @@ def build_coordinator(platform: Platform, *, actor: str | None = None) -> Privac
         tables=platform.tables,
         config=platform.config,
         gate=gatekeeper(platform),
+        subject_key=load_subject_key(platform.settings.subject_key_path),
     )
