@@ -85,3 +85,21 @@ def test_a_deletion_killed_in_its_canonical_stage_is_finished(env: dict[str, str
         assert status["registry_generation"] == status["key_store_generation"] == 1
         assert sum(p.tables.count_matching(spec, "account_id", subject) for spec in SUBJECT_TABLES) == 0
     assert holding_snapshots(env, subject) == {spec.name: [] for spec in SUBJECT_TABLES}  # nothing left to time-travel to
+
+
+def test_a_reconcile_that_cannot_finish_stops_and_keeps_reads_refused(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail closed: a staged part only the subject's key can judge, no canonical table to find the key in, and reconcile never sees it."""
+    ks.seed_world(env)  # realizations only (no canonical tables)
+    ks.run_killed(env, "privacy", "outcome", "--", *ks.DELETE)
+    with ks.platform(env) as p:
+        p.store.stage("c999-killed", "part.parquet", b"a part a killed build left")
+
+    assert ks.rerun(monkeypatch, env, "privacy", "reconcile") == 1  # PrivacyIncompleteError: names the request to rerun
+    with ks.platform(env) as p:
+        assert [r.completed for r in p.registry.privacy.requests()] == [False]
+        assert p.store.keys.generation() == 0 < p.registry.redaction_generation()  # reads stay refused
+
+    assert ks.rerun(monkeypatch, env, "privacy", "delete", *ks.DELETE) == 0
+    with ks.platform(env) as p:
+        assert [r.completed for r in p.registry.privacy.requests()] == [True]
+        assert p.store.keys.generation() == p.registry.redaction_generation() == 1

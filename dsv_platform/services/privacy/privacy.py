@@ -200,11 +200,18 @@ class PrivacyCoordinator(SubjectIndexing):
             subject_key = self._subject_keys.get(request.subject_key_hash)
         keep = {d.descendant.id for d in decisions if d.outcome is Outcome.RETAINED}
         staging = self._sweep_staging(request, subject_key, keep)
-        self.keys.set_generation(max(self.keys.generation(), request.generation))
         if self.registry.privacy.complete_request(request.request_id) and self.gate is not None:  # this call completed it: audited once
             audited = {"request_id": request.request_id, "generation": request.generation}
             self.gate.audit("privacy.delete", f"subject:{request.subject_key_hash}", reason=request.reason, detail=audited)
+        self._advance_watermark()
         return staging
+
+    def _advance_watermark(self) -> None:
+        """The key store's generation up to the registry's, never past an incomplete request (reads stay refused until it is finished)."""
+        pending = [r.generation - 1 for r in self.registry.privacy.requests() if not r.completed]
+        target = min([self.registry.redaction_generation(), *pending])
+        if target > self.keys.generation():
+            self.keys.set_generation(target)
 
     def _carry_out(self, decision: Decision, request: PrivacyRequest, subject: str) -> dict[str, Any]:
         d = decision.descendant
@@ -346,8 +353,7 @@ class PrivacyCoordinator(SubjectIndexing):
                 elif outcome["outcome"] == Outcome.DELETED.value and K(outcome["kind"]) is K.RAW_BATCH and self.zone is not None:
                     self._delete_raw(outcome["id"], int(outcome["generation"]), f"reconciled: privacy deletion {outcome['request_id']}")
                     report.reapplied.append(outcome)
-            pending = [r.generation - 1 for r in self.registry.privacy.requests() if not r.completed]
-            self.keys.set_generation(max(keys_gen, min([registry_gen, *pending])))
+            self._advance_watermark()
         elif keys_gen > registry_gen:
             generation = registry_gen
             while generation < keys_gen:
