@@ -20,6 +20,7 @@ from dsv_platform.core.privacy.privacy import DescendantKind
 from dsv_platform.examples.fraud.events import daily_batch
 from dsv_platform.examples.fraud.specs import SOURCES
 from dsv_platform.services.privacy.privacy import build_coordinator
+from dsv_platform.services.trust import trust
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.scenarios.support import World
 from dsv_platform_tests.services import kill_support as ks
@@ -83,6 +84,8 @@ def test_a_deletion_killed_in_its_canonical_stage_is_finished(env: dict[str, str
         canonical = {d.descendant.id for d in planned if d.descendant.kind is DescendantKind.CANONICAL_ROWS}
         assert canonical == {p.tables.identifier(spec) for spec in SUBJECT_TABLES if holding[spec.name]} and canonical
         assert status["registry_generation"] == status["key_store_generation"] == 1
+        audited = [e for e in trust.records(p).audit_entries() if e["action"] == "privacy.delete"]
+        assert [e["detail"]["request_id"] for e in audited] == [REQUEST], audited
         assert sum(p.tables.count_matching(spec, "account_id", subject) for spec in SUBJECT_TABLES) == 0
     assert holding_snapshots(env, subject) == {spec.name: [] for spec in SUBJECT_TABLES}  # nothing left to time-travel to
 
