@@ -49,6 +49,8 @@ class Settings:
     """``DSV_ENV_CACHE``: where ``dsv reproduce`` keeps venvs rebuilt from recorded locks; unset it is ``~/.cache/dsv/envs``."""
     build_jobs: int | None = None
     """``DSV_BUILD_JOBS``: partitions a dataset build prepares at once (1: one at a time); unset, one per core."""
+    subject_key_file: Path | None = None
+    """``DSV_SUBJECT_KEY_FILE``: the key of subject hashes, held apart from the registry and the home; unset ``~/.config/dsv/subject-key``."""
 
     def __post_init__(self) -> None:
         if self.dagster_home == _FOLLOW_HOME:
@@ -57,6 +59,11 @@ class Settings:
     @property
     def identity_key_dir(self) -> Path:
         return self.key_dir if self.key_dir is not None else self.home / "identities"
+
+    @property
+    def subject_key_path(self) -> Path:
+        """Where the subject-hash key lives (:attr:`subject_key_file`, else outside any home: ``~/.config/dsv/subject-key``)."""
+        return self.subject_key_file if self.subject_key_file is not None else Path.home() / ".config" / "dsv" / "subject-key"
 
     @property
     def object_store_is_s3(self) -> bool:
@@ -140,6 +147,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         openlineage=openlineage_configured(env),
         env_cache=Path(env["DSV_ENV_CACHE"]).expanduser().resolve() if env.get("DSV_ENV_CACHE") else None,
         build_jobs=_jobs(env.get("DSV_BUILD_JOBS", "")),
+        subject_key_file=Path(env["DSV_SUBJECT_KEY_FILE"]).expanduser().resolve() if env.get("DSV_SUBJECT_KEY_FILE") else None,
     )
 
 

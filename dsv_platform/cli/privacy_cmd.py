@@ -55,7 +55,8 @@ def _reconcile(args: argparse.Namespace, platform: Platform) -> int:
     _print(
         doc,
         args.json,
-        f"reconciled: re-applied {len(report.reapplied)} erasure(s), redacted {len(report.redacted)} realization(s); "
+        f"reconciled: re-applied {len(report.reapplied)} erasure(s), redacted {len(report.redacted)} realization(s), "
+        f"finished {len(report.finished)} interrupted deletion(s); "
         f"registry generation {report.registry_generation}",
     )
     return 0
@@ -77,6 +78,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--subject", required=True)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_status)
-    p = privacy.add_parser("reconcile", help="re-apply recorded deletions after a restored backup")
+    p = privacy.add_parser("reconcile", help="re-apply recorded deletions after a restored backup, and finish deletions a crash interrupted")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_reconcile)

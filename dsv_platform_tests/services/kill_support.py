@@ -151,6 +151,10 @@ def check_privacy_delete_killed(env: Mapping[str, str], step: str, monkeypatch: 
                 assert r.manifest_hash is not None and not holds_subject(p, r.manifest_hash)
         erased = [o["id"] for o in status["outcomes"] if o["outcome"] == "crypto_erased"]
         assert erased and all(p.store.keys.is_erased(d) and not p.store.exists(d) for d in erased)
+        planned = {(d.descendant.kind.value, d.descendant.id) for d in p.registry.privacy.planned("del-9")}
+        assert planned == {(o["kind"], o["id"]) for o in status["outcomes"]}  # every planned outcome recorded (issue 25 item 2)
+        audited = [e for e in trust.records(p).audit_entries() if e["action"] == "privacy.delete"]
+        assert [e["detail"]["request_id"] for e in audited] == ["del-9"], audited  # audited once, by the run that completed it
     assert_consistent(env)
 
 

@@ -13,7 +13,8 @@ a hook that kills the process:
   the second object deletion: mid-delete), ``done`` (everything applied);
 * privacy: ``plan`` (planned, nothing applied), ``outcome`` (after the first
   recorded outcome: mid-delete), ``commit`` (every outcome recorded, the request
-  not completed: mid-commit);
+  not completed: mid-commit), ``canonical`` (right after the first row-level
+  delete of a canonical table commits: mid canonical stage);
 * publish: a :class:`BuildStep` value of the build protocol.
 """
 
@@ -84,6 +85,10 @@ def arm_privacy(step: str) -> None:
         PrivacyRecords.record_outcome = after_calls(PrivacyRecords.record_outcome, 1)  # type: ignore[method-assign]
     elif step == "commit":
         PrivacyRecords.complete_request = lambda self, request_id: die()  # type: ignore[method-assign]
+    elif step == "canonical":
+        from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
+
+        CanonicalTables.delete_rows = after_calls(CanonicalTables.delete_rows, 1)  # type: ignore[method-assign]
     else:
         raise SystemExit(f"unknown privacy step {step!r}")
 

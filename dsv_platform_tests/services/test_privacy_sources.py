@@ -21,6 +21,7 @@ from dsv_platform.core.privacy.privacy import DescendantKind, Outcome
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.examples.fraud.specs import SOURCES
 from dsv_platform.services.privacy.privacy import PrivacyCoordinator
+from dsv_platform.services.privacy.privacy_key import load_subject_key
 from dsv_platform_tests.scenarios.support import World
 
 K = DescendantKind
@@ -29,7 +30,9 @@ SUBJECT_TABLES = [spec for spec in SOURCES.values() if "account_id" in spec.cont
 
 def coordinator_for(world: World) -> PrivacyCoordinator:
     store = build_encrypted_store(world.settings)
-    return PrivacyCoordinator(world.registry, store, actor="privacy-officer", zone=world.zone, tables=world.tables, config=world.platform.config)
+    key = load_subject_key(world.settings.subject_key_path)  # the key realization builds hash subjects with (their exclusion filter)
+    w = world
+    return PrivacyCoordinator(w.registry, store, actor="privacy-officer", zone=w.zone, tables=w.tables, config=w.platform.config, subject_key=key)
 
 
 def current_rows(world: World, subject: str) -> int:

@@ -187,6 +187,25 @@ class CanonicalTables:
             return RowDeletion(spec.name, before, _snapshot_id(tbl), hits.num_rows, partitions)
         raise CanonicalTableError(f"deleting rows of {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
 
+    def drop_deleted_manifests(self, spec: TableSpecLike) -> int | None:
+        """Commit the current snapshot again without its manifests of only DELETED entries (they keep removed files' column bounds).
+
+        Returns the snapshot replaced (for the caller to expire), or None when there was nothing to drop.
+        """
+        for attempt in range(1, self.commit_attempts + 1):
+            tbl = self.catalog.load_table(self.identifier(spec))
+            snap = tbl.current_snapshot()
+            if snap is None or all(m.has_added_files() or m.has_existing_files() for m in snap.manifests(tbl.io)):
+                return None
+            try:
+                with tbl.transaction() as txn, txn.update_snapshot().fast_append():  # no files: the parent's manifests less the DELETED-only ones
+                    pass
+            except CommitFailedException:
+                time.sleep(0.05 * attempt)
+                continue
+            return int(snap.snapshot_id)
+        raise CanonicalTableError(f"rewriting the manifests of {self.identifier(spec)} lost {self.commit_attempts} commit races in a row")
+
     def snapshots_matching(self, spec: TableSpecLike, row_filter: BooleanExpression | tuple[str, object]) -> list[int]:
         """Ids of the snapshots (the current one included) that still hold a row matching ``row_filter`` (an expression or ``(column, value)``)."""
         row_filter = _where(row_filter)

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry import schema_trust as st
 from dsv_platform.adapters.registry.collection import gc_deletions
+from dsv_platform.adapters.registry.privacy import privacy_plans
 from dsv_platform.core.errors import ConfigurationError
 
 _PG_LOCK_ID = 0x64737672  # "dsvr"
@@ -155,6 +156,10 @@ def _v12(conn: Connection) -> None:
     gc_deletions.create(conn)
 
 
+def _v13(conn: Connection) -> None:
+    privacy_plans.create(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "definitions, realizations, events, manifests, publication claims, aliases", _v1),
     Migration(2, "reader ACL, redaction generation; lineage, retention, consumption, redaction, reproduction tables", _v2),
@@ -167,6 +172,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(10, "signed realization statements: DSSE envelope object, signer, key id per published realization", _v10),
     Migration(11, "registry properties recorded once: strictness and the bootstrap identity", _v11),
     Migration(12, "GC deletion intents: objects a GC batch is deleting, which no publication may name meanwhile", _v12),
+    Migration(13, "privacy deletion plans: the decisions of a request, recorded with it; completion needs an outcome for each", _v13),
 )
 LATEST = max(m.version for m in MIGRATIONS)  # numbers are reserved per issue: the newest is not always the last one written
 

@@ -1,8 +1,10 @@
 """Registry records of privacy deletion: the subject index, deletion requests and per-descendant outcomes.
 
-Reach them through ``registry.privacy``. A request and its redaction generation
-are written in one transaction, so a generation is raised once per request id
-however often the request is rerun. Subjects appear only as salted hashes.
+Reach them through ``registry.privacy``. A request, its redaction generation and
+its plan (migration 13, ``privacy_plans``) are written in one transaction, so a
+generation is raised once per request id however often the request is rerun, and
+a request completes only when every planned descendant has its outcome.
+Subjects appear only as keyed hashes.
 """
 
 from __future__ import annotations
@@ -14,13 +16,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import Column, ForeignKey, Table, Text, insert, select, update
 from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
+from dsv_platform.adapters.registry import schema_trust as st
 from dsv_platform.core import canonical_json
-from dsv_platform.core.privacy.privacy import Decision, Descendant
+from dsv_platform.core.errors import DsvError, FailureKind
+from dsv_platform.core.privacy.privacy import Decision, Descendant, decision_from_document
 
 T = TypeVar("T")
 
@@ -33,6 +37,22 @@ class Transactions(Protocol):
     def _retrying(self, work: Callable[[Connection], T]) -> T: ...
     def _now(self) -> datetime: ...
 
+privacy_plans = Table(  # migration 13: what a request must do, recorded with the request (its completion needs every outcome)
+    "privacy_plans",
+    s.metadata,
+    Column("request_id", s.NAME, ForeignKey("privacy_requests.request_id"), primary_key=True),
+    Column("decisions_json", Text, nullable=False),
+    Column("recorded_at", s.UtcDateTime, nullable=False),
+)
+
+
+class PrivacyIncompleteError(DsvError):
+    """A deletion request has planned descendants without a recorded outcome: it is not complete (fail closed)."""
+
+    kind = FailureKind.FAILED
+
+
+SUBJECT_KEY_PROPERTY = "privacy.subject_key_id"  # registry_properties: the key subject hashes are keyed with (recorded once)
 MODEL_KINDS = ("model_run", "model", "model_version", "artifact")  # what a deletion's governance decision lists
 
 
@@ -56,6 +76,11 @@ class PrivacyRequest:
 def _request(row: Any) -> PrivacyRequest:
     return PrivacyRequest(row.request_id, row.subject_key_hash, int(row.generation), row.reason, row.actor, row.completed_at is not None)
 
+
+
+def _planned(conn: Connection, request_id: str) -> list[Decision]:
+    row = conn.execute(select(privacy_plans.c.decisions_json).where(privacy_plans.c.request_id == request_id)).first()
+    return [] if row is None else [decision_from_document(d) for d in json.loads(row.decisions_json)]
 
 
 def _insert_entries(conn: Connection, entries: Sequence[IndexEntry], now: datetime) -> None:
@@ -133,30 +158,82 @@ class PrivacyRecords:
             rows = conn.execute(select(r.c.manifest_hash, r.c.dataset, r.c.version, r.c.state).join(c, c.c.realization_id == r.c.id).order_by(r.c.id))
             return [(row.manifest_hash, row.dataset, row.version, row.state) for row in rows]
 
+    # ------------------------------------------------------------ the key of subject hashes
+
+    def subject_key_id(self) -> str | None:
+        """The id of the key the recorded subject hashes are keyed with (None: plain salted hashes, never keyed)."""
+        t = st.registry_properties
+        with self.registry._read() as conn:
+            value = conn.execute(select(t.c.value).where(t.c.name == SUBJECT_KEY_PROPERTY)).scalar()
+        return None if value is None else str(value)
+
+    def adopt_subject_key(self, key_id: str, convert: Callable[[str], str], *, actor: str) -> str:
+        """Key every recorded salted subject hash with ``convert`` and record ``key_id``, in one transaction, once; the recorded id."""
+        now = self.registry._now()
+
+        def work(conn: Connection) -> str:
+            t = st.registry_properties
+            stored = conn.execute(select(t.c.value).where(t.c.name == SUBJECT_KEY_PROPERTY)).scalar()
+            if stored is not None:
+                return str(stored)
+            for table in (s.subject_index, s.privacy_requests):
+                for old in set(conn.execute(select(table.c.subject_key_hash).distinct()).scalars()):
+                    conn.execute(update(table).where(table.c.subject_key_hash == old).values(subject_key_hash=convert(str(old))))
+            conn.execute(insert(t).values(name=SUBJECT_KEY_PROPERTY, value=key_id, recorded_by=actor, recorded_at=now))
+            return key_id
+
+        return self.registry._retrying(work)
+
     # ------------------------------------------------------------ requests and outcomes
 
-    def begin_request(self, request_id: str, subject_key_hash: str, *, reason: str, actor: str) -> tuple[PrivacyRequest, bool]:
-        """The request, created now with a new (strictly greater) redaction generation, or as recorded before; and whether it was created."""
+    def begin_request(
+        self, request_id: str, subject_key_hash: str, *, reason: str, actor: str, decisions: Sequence[Decision] = ()
+    ) -> tuple[PrivacyRequest, bool]:
+        """The request, created now with a new (strictly greater) redaction generation, or as recorded before; and whether it was created.
+
+        ``decisions`` (the plan) are recorded with a new request, or with an old one that has no plan recorded yet.
+        """
         now = self.registry._now()
 
         def work(conn: Connection) -> tuple[PrivacyRequest, bool]:
             t = s.privacy_requests
             row = conn.execute(select(t).where(t.c.request_id == request_id)).first()
-            if row is not None:
-                return _request(row), False
-            generation = q.current_generation(conn) + 1
-            conn.execute(insert(s.redaction_generations).values(generation=generation, subject_key_hash=subject_key_hash, reason=reason, actor=actor, at=now))
-            conn.execute(
-                insert(t).values(request_id=request_id, subject_key_hash=subject_key_hash, generation=generation, reason=reason, actor=actor, requested_at=now)
-            )
-            return _request(conn.execute(select(t).where(t.c.request_id == request_id)).one()), True
+            created = row is None
+            if created:
+                generation = q.current_generation(conn) + 1
+                who = {"subject_key_hash": subject_key_hash, "generation": generation, "reason": reason, "actor": actor}
+                conn.execute(insert(s.redaction_generations).values(**who, at=now))
+                conn.execute(insert(t).values(request_id=request_id, **who, requested_at=now))
+            planned = conn.execute(select(privacy_plans.c.request_id).where(privacy_plans.c.request_id == request_id)).first()
+            if planned is None:
+                doc = [{**d.to_document(), "encrypted": d.descendant.encrypted} for d in decisions]
+                conn.execute(insert(privacy_plans).values(request_id=request_id, decisions_json=canonical_json.dumps(doc).decode(), recorded_at=now))
+            return _request(conn.execute(select(t).where(t.c.request_id == request_id)).one()), created
 
         return self.registry._retrying(work)
 
-    def complete_request(self, request_id: str) -> None:
-        t = s.privacy_requests
+    def planned(self, request_id: str) -> list[Decision]:
+        """The decisions recorded with the request (empty for an unknown request)."""
+        with self.registry._read() as conn:
+            return _planned(conn, request_id)
+
+    def complete_request(self, request_id: str) -> bool:
+        """Mark the request completed; True if this call completed it.
+
+        Refused (:class:`PrivacyIncompleteError`, nothing written) while a planned descendant has no recorded outcome.
+        """
+        t, o = s.privacy_requests, s.privacy_outcomes
         with self.registry._write() as conn:
-            conn.execute(update(t).where(t.c.request_id == request_id, t.c.completed_at.is_(None)).values(completed_at=self.registry._now()))
+            done = {(r.kind, r.descendant_id) for r in conn.execute(select(o.c.kind, o.c.descendant_id).where(o.c.request_id == request_id))}
+            missing = [d for d in _planned(conn, request_id) if (d.descendant.kind.value, d.descendant.id) not in done]
+            if missing:
+                named = ", ".join(f"{d.descendant.kind.value} {d.descendant.id[:24]}" for d in missing[:3])
+                raise PrivacyIncompleteError(
+                    f"privacy request {request_id}: {len(missing)} planned descendant(s) have no recorded outcome ({named}); "
+                    "rerun the deletion or `dsv privacy reconcile` to finish it"
+                )
+            result = conn.execute(update(t).where(t.c.request_id == request_id, t.c.completed_at.is_(None)).values(completed_at=self.registry._now()))
+            return bool(result.rowcount)
 
     def requests(self, subject_key_hash: str | None = None) -> list[PrivacyRequest]:
         t = s.privacy_requests
@@ -241,4 +318,4 @@ class PrivacyRecords:
         return found
 
 
-__all__ = ["IndexEntry", "PrivacyRecords", "PrivacyRequest"]
+__all__ = ["IndexEntry", "PrivacyIncompleteError", "PrivacyRecords", "PrivacyRequest", "privacy_plans"]

@@ -1,6 +1,6 @@
 """Privacy deletion planning: which descendants of a subject get which one outcome, and why (pure).
 
-A subject is never logged or stored raw (:func:`subject_key_hash`, a salted SHA-256);
+A subject is never logged or stored raw (:func:`subject_key_hash`, a salted SHA-256, keyed with HMAC by a key held apart);
 :func:`plan_deletion` gives each descendant exactly one outcome:
 CRYPTO_ERASED, DELETED, ANONYMIZED or RETAINED (under a named legal basis).
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import hmac
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -38,11 +39,22 @@ class Outcome(enum.Enum):
 OBJECT_KINDS = frozenset({DescendantKind.RAW_OBJECT, DescendantKind.PARTITION_OBJECT, DescendantKind.SPLIT_ROWS, DescendantKind.CACHE})
 
 
-def subject_key_hash(salt: bytes, subject_key: str) -> str:
-    """The salted SHA-256 that stands for a subject key everywhere the platform records it."""
+def subject_key_hash(salt: bytes, subject_key: str, key: bytes | None = None) -> str:
+    """What stands for a subject key everywhere the platform records it: the salted SHA-256, keyed (:func:`keyed_hash`) when ``key`` is given."""
     if not isinstance(subject_key, str) or not subject_key:
         raise ConfigurationError(f"a subject key must be non-empty text, got {subject_key!r}")
-    return hashlib.sha256(b"dsv-subject:" + salt + b":" + subject_key.encode()).hexdigest()
+    salted = hashlib.sha256(b"dsv-subject:" + salt + b":" + subject_key.encode()).hexdigest()
+    return salted if key is None else keyed_hash(key, salted)
+
+
+def keyed_hash(key: bytes, salted: str) -> str:
+    """HMAC-SHA256 under ``key`` of a salted subject hash: computable from a stored salted hash, so old records convert in place."""
+    return hmac.new(key, b"dsv-subject-keyed:" + salted.encode(), hashlib.sha256).hexdigest()
+
+
+def subject_key_id(key: bytes) -> str:
+    """A short public name of a subject-hash key (the registry records it; a different key is refused)."""
+    return hmac.new(key, b"dsv-subject-key-id", hashlib.sha256).hexdigest()[:16]
 
 
 @dataclass(frozen=True, order=True)
@@ -80,6 +92,20 @@ class Decision:
             "legal_basis": self.legal_basis,
             "why": self.why,
         }
+
+
+def decision_from_document(doc: Mapping[str, object]) -> Decision:
+    """A :class:`Decision` from :meth:`Decision.to_document` (plus ``encrypted``), as the registry records a plan."""
+    descendant = Descendant(
+        DescendantKind(str(doc["kind"])),
+        str(doc["id"]),
+        None if doc.get("manifest_hash") is None else str(doc["manifest_hash"]),
+        None if doc.get("dataset") is None else str(doc["dataset"]),
+        bool(doc.get("encrypted", False)),
+        int(str(doc.get("rows") or 0)),
+    )
+    basis = doc.get("legal_basis")
+    return Decision(descendant, Outcome(str(doc["outcome"])), None if basis is None else str(basis), str(doc.get("why", "")))
 
 
 @dataclass(frozen=True)
@@ -182,7 +208,10 @@ __all__ = [
     "DescendantKind",
     "Outcome",
     "decide",
+    "decision_from_document",
+    "keyed_hash",
     "parse_legal_bases",
     "plan_deletion",
     "subject_key_hash",
+    "subject_key_id",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -70,7 +71,10 @@ class Demo:
         sources = sorted({b.source for b in batches})
         days = sorted({b.day for b in batches})
         ops = {f"raw_{s}": {"config": {"files": [str(p) for p, b in zip(paths, batches, strict=True) if b.source == s]}} for s in sources}
-        self.runner.run([a for s in sources for a in (f"raw_{s}", f"canonical_{s}")], days=(days[0], days[-1]), run_config={"ops": ops})
+        try:
+            self.runner.run([a for s in sources for a in (f"raw_{s}", f"canonical_{s}")], days=(days[0], days[-1]), run_config={"ops": ops})
+        finally:  # landed sealed (crypto-erasable); a plaintext copy under the home would outlive a privacy deletion
+            shutil.rmtree(self.folder / step, ignore_errors=True)
 
     def ingest(self, batches: Sequence[RawBatch], step: str) -> None:
         self.land(batches, step)

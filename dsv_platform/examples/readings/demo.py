@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -54,7 +55,10 @@ class Story:
     def land(self, batches: Sequence[RawBatch], step: str) -> None:
         """Drop the batch files, land them write-once and load the canonical partitions they touch (what `dsv ingest` does)."""
         generator.write_batches(self.folder / step, batches)
-        land_and_load(self.platform, batches)
+        try:
+            land_and_load(self.platform, batches)
+        finally:  # landed sealed (crypto-erasable); a plaintext copy under the home would outlive a privacy deletion
+            shutil.rmtree(self.folder / step, ignore_errors=True)
 
     def build(self) -> dict[str, Any]:
         """Materialize readings_hourly:v1 (build, gates, publication) and return its snapshot metadata."""

@@ -9,16 +9,14 @@ Details: docs/gc-and-privacy.md
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-import pyarrow as pa
 
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
 from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore
 from dsv_platform.adapters.objects.landing import LandingZone
-from dsv_platform.adapters.registry.privacy import PrivacyRequest
+from dsv_platform.adapters.registry.privacy import PrivacyIncompleteError, PrivacyRequest
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.config.platform_config import PlatformConfig
 from dsv_platform.core.config.source import SourceSpec
@@ -36,8 +34,10 @@ from dsv_platform.core.privacy.privacy import (
 from dsv_platform.core.publication.manifest import Manifest
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.core.trust.trust import Role
-from dsv_platform.services.privacy.privacy_index import SubjectIndexing, entity_columns, subject_column, subject_hashes
-from dsv_platform.services.privacy.privacy_sweep import purge_unreferenced_files, snapshot_files, sweep_staging
+from dsv_platform.services.privacy.privacy_canonical import delete_canonical, find_subject_key
+from dsv_platform.services.privacy.privacy_index import SubjectIndexing, subject_column, subject_hashes
+from dsv_platform.services.privacy.privacy_key import load_subject_key
+from dsv_platform.services.privacy.privacy_sweep import sweep_staging
 from dsv_platform.services.trust.trust import Gatekeeper, gatekeeper
 
 if TYPE_CHECKING:
@@ -48,6 +48,12 @@ K = DescendantKind
 
 class PrivacyPlanStaleError(DsvError):
     """The plan was computed at another redaction generation: plan again."""
+
+
+def _merged(recorded: Sequence[Decision], fresh: Sequence[Decision]) -> list[Decision]:
+    """The plan recorded with the request, plus what a fresh plan found besides (a rerun never does less than the first run planned)."""
+    seen = {d.descendant.sort_key for d in recorded}
+    return [*recorded, *(d for d in fresh if d.descendant.sort_key not in seen)]
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,8 @@ class ReconcileReport:
     key_store_generation_before: int
     reapplied: list[dict[str, Any]] = field(default_factory=list)
     redacted: list[str] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)  # incomplete requests this reconcile finished
+    staging: list[dict[str, Any]] = field(default_factory=list)
 
     def to_document(self) -> dict[str, Any]:
         return {
@@ -90,6 +98,8 @@ class ReconcileReport:
             "key_store_generation_before": self.key_store_generation_before,
             "reapplied": self.reapplied,
             "redacted": self.redacted,
+            "finished_requests": self.finished,
+            "staged_parts": self.staging,
         }
 
 
@@ -106,12 +116,16 @@ class PrivacyCoordinator(SubjectIndexing):
         tables: CanonicalTables | None = None,
         config: PlatformConfig | None = None,
         gate: Gatekeeper | None = None,
+        subject_key: bytes | None = None,
     ) -> None:
         """``config`` names the subject columns (the sources' entities); without it nothing is indexed as a subject.
 
         With ``gate``, planning and applying a deletion need the privacy_officer role, and each applied request is audited
-        under the subject's salted hash (never the subject's key).
+        under the subject's hash (never the subject's key). ``subject_key`` keys every subject hash (privacy_key.py);
+        without it hashes are salted only, and a registry whose hashes are keyed is refused.
         """
+        self.subject_key = subject_key
+        self._key_checked = False
         self.gate = gate
         self.registry = registry
         self.config = config
@@ -149,19 +163,9 @@ class PrivacyCoordinator(SubjectIndexing):
                 f"the deletion plan {plan.plan_hash[:12]} was computed at redaction generation {plan.based_on_generation}, "
                 f"the registry is now at {self.registry.redaction_generation()}: plan again"
             )
-        self.reconcile()
-        request, created = self.registry.privacy.begin_request(rid, plan.subject_key_hash, reason=plan.reason, actor=self.actor)
-        # objects and raw batches first, then realizations (REDACTED), then canonical rows (whose snapshots those realizations pinned)
-        order = {K.REALIZATION: 1, K.CANONICAL_ROWS: 2}
-        for decision in sorted(plan.decisions, key=lambda d: order.get(d.descendant.kind, 0)):
-            detail = self._carry_out(decision, request, plan.subject_key_hash)
-            self.registry.privacy.record_outcome(request, decision, detail)
-        staging = self._sweep_staging(plan)
-        self.keys.set_generation(max(self.keys.generation(), request.generation))
-        self.registry.privacy.complete_request(rid)
-        if self.gate is not None and not (rid in known and known[rid].completed):  # this call completed it; the salted hash, never the key
-            audited = {"request_id": rid, "generation": request.generation}
-            self.gate.audit("privacy.delete", f"subject:{plan.subject_key_hash}", reason=plan.reason, detail=audited)
+        self._reconcile_generations()
+        request, created = self.registry.privacy.begin_request(rid, plan.subject_key_hash, reason=plan.reason, actor=self.actor, decisions=plan.decisions)
+        staging = self._finish(request, _merged(self.registry.privacy.planned(rid), plan.decisions), self._subject_keys.get(plan.subject_key_hash))
         return DeletionReport(
             request_id=rid,
             subject_key_hash=plan.subject_key_hash,
@@ -185,6 +189,30 @@ class PrivacyCoordinator(SubjectIndexing):
         models = self.registry.privacy.models_using(plan.affected_realizations)
         return DeletionReport(rid, plan.subject_key_hash, plan.based_on_generation, False, plan, preview, models, applied=False)
 
+    def _finish(self, request: PrivacyRequest, decisions: Sequence[Decision], subject_key: str | None) -> list[dict[str, Any]]:
+        """Carry out every decision (idempotent), sweep staging, complete the request (refused while an outcome is missing)."""
+        # objects and raw batches first, then realizations (REDACTED), then canonical rows (whose snapshots those realizations pinned)
+        order = {K.REALIZATION: 1, K.CANONICAL_ROWS: 2}
+        for decision in sorted(decisions, key=lambda d: order.get(d.descendant.kind, 0)):
+            detail = self._carry_out(decision, request, request.subject_key_hash)
+            self.registry.privacy.record_outcome(request, decision, detail)
+        if subject_key is None and self.store.list_staging():
+            subject_key = self._subject_keys.get(request.subject_key_hash)
+        keep = {d.descendant.id for d in decisions if d.outcome is Outcome.RETAINED}
+        staging = self._sweep_staging(request, subject_key, keep)
+        if self.registry.privacy.complete_request(request.request_id) and self.gate is not None:  # this call completed it: audited once
+            audited = {"request_id": request.request_id, "generation": request.generation}
+            self.gate.audit("privacy.delete", f"subject:{request.subject_key_hash}", reason=request.reason, detail=audited)
+        self._advance_watermark()
+        return staging
+
+    def _advance_watermark(self) -> None:
+        """The key store's generation up to the registry's, never past an incomplete request (reads stay refused until it is finished)."""
+        pending = [r.generation - 1 for r in self.registry.privacy.requests() if not r.completed]
+        target = min([self.registry.redaction_generation(), *pending])
+        if target > self.keys.generation():
+            self.keys.set_generation(target)
+
     def _carry_out(self, decision: Decision, request: PrivacyRequest, subject: str) -> dict[str, Any]:
         d = decision.descendant
         if d.kind is K.RAW_BATCH and decision.outcome in (Outcome.DELETED, Outcome.CRYPTO_ERASED):
@@ -200,12 +228,15 @@ class PrivacyCoordinator(SubjectIndexing):
             return self._redact(d.id, request.generation, f"privacy deletion {request.request_id}: {request.reason}")
         return {}
 
-    def _sweep_staging(self, plan: DeletionPlan) -> list[dict[str, Any]]:
+    def _sweep_staging(self, request: PrivacyRequest, subject_key: str | None, keep: set[str]) -> list[dict[str, Any]]:
         """Staged parts of killed or failed builds holding the subject: keys erased, parts removed (privacy_sweep.py)."""
-        subject_key = self._subject_keys.get(plan.subject_key_hash)
-        if subject_key is None:  # a plan from another process: its key is never stored
+        if not self.store.list_staging():
             return []
-        keep = {d.descendant.id for d in plan.decisions if d.outcome is Outcome.RETAINED}
+        if subject_key is None:  # the key is never stored: without it the staged parts cannot be checked (fail closed)
+            raise PrivacyIncompleteError(
+                f"privacy request {request.request_id}: staged parts must be swept and the subject's key is not known here; "
+                f"rerun `dsv privacy delete --subject <key> --request-id {request.request_id}`"
+            )
         return sweep_staging(self.store, subject_key, keep=keep)
 
     def _encrypted(self, kind: DescendantKind, digest: str) -> bool:
@@ -228,16 +259,18 @@ class PrivacyCoordinator(SubjectIndexing):
         return {**detail, "landing_mark": self.zone.redaction(digest)}
 
     def _subject_key_for(self, spec: SourceSpec, column: str, subject: str) -> str | None:
-        """The key of ``subject``: remembered from ``plan`` in this process, else found by hashing the table's subject column."""
+        """The key of ``subject``: remembered from ``plan`` in this process, else found by hashing the column's values in the table's snapshots."""
         if subject in self._subject_keys:
             return self._subject_keys[subject]
         assert self.tables is not None
-        values = self.tables.table(spec).scan(selected_fields=(column,)).to_arrow().column(column)
-        salt = self.keys.salt()
-        return next((str(v) for v in set(values.to_pylist()) if v is not None and subject_key_hash(salt, str(v)) == subject), None)
+        salt, hash_key = self.keys.salt(), self.hash_key()
+        key = find_subject_key(self.tables, spec, column, lambda v: subject_key_hash(salt, v, hash_key) == subject)
+        if key is not None:
+            self._subject_keys[subject] = key
+        return key
 
     def _delete_canonical(self, d: Descendant, subject: str) -> dict[str, Any]:
-        """Row-level delete on the current snapshot, then release and expire older snapshots that still hold the subject."""
+        """The canonical stage (privacy_canonical.py); idempotent, so a rerun after a kill in it finishes it."""
         if self.tables is None:
             raise DsvError("a canonical rows deletion needs the canonical tables: build the PrivacyCoordinator with tables=")
         spec = next(s for s in self.subject_specs() if self.tables.identifier(s) == d.id)
@@ -245,35 +278,8 @@ class PrivacyCoordinator(SubjectIndexing):
         assert column is not None
         key = self._subject_key_for(spec, column, subject)
         if key is None:
-            return {"table": d.id, "rows": 0, "note": "no rows of the subject left in the current snapshot"}
-        where = (column, key)
-        deletion = self.tables.delete_rows(spec, where)
-        holding = set(self.tables.snapshots_matching(spec, where))
-        pinned_by: dict[int, list[str]] = {}
-        for tag, sid in self.tables.tags(spec).items():
-            if sid in holding:
-                pinned_by.setdefault(sid, []).append(tag)
-        states = self._tag_states(spec.name)
-        # pins of REDACTED realizations, and of builds that never published (killed, failed or racing this deletion)
-        release = sorted(t for tags in pinned_by.values() for t in tags if states.get(t) in (None, RealizationState.REDACTED.value))
-        removed = self.tables.remove_tags(spec, release)
-        still = {sid: sorted(t for t in tags if t not in removed) for sid, tags in pinned_by.items()}
-        still = {sid: tags for sid, tags in still.items() if tags}
-        tbl = self.tables.catalog.load_table(d.id)
-        candidates = snapshot_files(tbl, holding - set(still))
-        expired = self.tables.expire(spec, sorted(holding - set(still)))
-        purged = purge_unreferenced_files(self.tables.catalog.load_table(d.id), candidates) if expired else []
-        return {
-            **deletion.to_document(),
-            "removed_tags": removed,
-            "expired_snapshots": expired,
-            "purged_files": len(purged),
-            "protected_snapshots": {str(sid): [{"tag": t, "realization_state": states.get(t)} for t in tags] for sid, tags in sorted(still.items())},
-            "note": (
-                "files only expired snapshots referenced are deleted now; "
-                "protected snapshots are released when the realizations pinning them are REDACTED or expire"
-            ),
-        }
+            return {"table": d.id, "rows": 0, "note": "no snapshot of the table holds the subject"}
+        return delete_canonical(self.tables, spec, key, self._tag_states(spec.name))
 
     def _tag_states(self, table: str) -> dict[str, str]:
         """Tag on ``table`` -> the current state of the published realization whose manifest pins it."""
@@ -296,10 +302,37 @@ class PrivacyCoordinator(SubjectIndexing):
     # ------------------------------------------------------------ restored backups
 
     def reconcile(self) -> ReconcileReport:
+        """Finish what a kill or a restored backup left undone: the generations (:meth:`_reconcile_generations`), then every incomplete request.
+
+        A request is finished from the plan recorded with it; one that cannot be finished here (a plan never
+        recorded, staged parts to sweep without the subject's key) stops the reconcile naming it (fail closed).
+        """
+        report = self._reconcile_generations()
+        stuck: list[str] = []
+        for request in [r for r in self.registry.privacy.requests() if not r.completed]:
+            decisions = self.registry.privacy.planned(request.request_id)
+            if not decisions:
+                rerun = f"dsv privacy delete --subject <key> --request-id {request.request_id}"
+                stuck.append(f"privacy request {request.request_id} has no recorded plan: rerun `{rerun}`")
+                continue
+            if self.gate is not None:
+                self.gate.require(Role.PRIVACY_OFFICER)
+            try:
+                report.staging.extend(self._finish(request, decisions, None))
+            except PrivacyIncompleteError as exc:
+                stuck.append(str(exc))
+                continue
+            report.finished.append(request.request_id)
+        if stuck:
+            raise PrivacyIncompleteError("; ".join(stuck))
+        return report
+
+    def _reconcile_generations(self) -> ReconcileReport:
         """Bring the key store and the registry to the same redaction generation after a restored backup.
 
         Key store behind (an old key/object store backup): re-apply every
-        recorded erasure and deletion newer than its watermark, then advance it.
+        recorded erasure and deletion newer than its watermark, then advance it
+        (never past an incomplete request: reads stay refused until it is finished).
         Registry behind (an old registry backup): raise the registry's generation
         to the key store's and mark REDACTED every published realization whose
         objects the key store has erased.
@@ -320,7 +353,7 @@ class PrivacyCoordinator(SubjectIndexing):
                 elif outcome["outcome"] == Outcome.DELETED.value and K(outcome["kind"]) is K.RAW_BATCH and self.zone is not None:
                     self._delete_raw(outcome["id"], int(outcome["generation"]), f"reconciled: privacy deletion {outcome['request_id']}")
                     report.reapplied.append(outcome)
-            self.keys.set_generation(registry_gen)
+            self._advance_watermark()
         elif keys_gen > registry_gen:
             generation = registry_gen
             while generation < keys_gen:
@@ -334,43 +367,19 @@ class PrivacyCoordinator(SubjectIndexing):
             self.keys.set_generation(generation)
         return report
 
-    # ------------------------------------------------------------ status and exclusion
-
-    def status(self, subject_key: str) -> dict[str, Any]:
-        subject = self.subject_hash(subject_key)
-        requests = self.registry.privacy.requests(subject)
-        return {
-            "subject_key_hash": subject,
-            "deleted": bool(requests),
-            "requests": [{"request_id": r.request_id, "generation": r.generation, "reason": r.reason, "completed": r.completed} for r in requests],
-            "outcomes": [o for r in requests for o in self.registry.privacy.outcomes(request_id=r.request_id)],
-            "indexed_descendants": len(self.registry.privacy.index_rows(subject)),
-            "registry_generation": self.registry.redaction_generation(),
-            "key_store_generation": self.keys.generation(),
-        }
-
-    def exclusion_filter(self, columns: Sequence[str] | None = None) -> Callable[[pa.Table], pa.Table]:
-        """A Publisher ``row_filter`` that drops rows of every deleted subject (new realizations exclude them).
-
-        ``columns`` are the subject columns to check (default: every configured source's entity).
-        """
-        deleted = self.registry.privacy.deleted_subjects()
-        salt = self.keys.salt()
-        subjects = tuple(columns) if columns is not None else entity_columns(self.config)
-
-        def keep(table: pa.Table) -> pa.Table:
-            present = [c for c in subjects if c in table.schema.names]
-            if not present or not deleted:
-                return table
-            mask = [True] * table.num_rows
-            for column in present:
-                mask = [m and (h is None or h not in deleted) for m, h in zip(mask, subject_hashes(table.column(column), salt), strict=True)]
-            return table.filter(pa.array(mask, type=pa.bool_()))
-
-        return keep
+    # status and the exclusion filter: privacy_index.py
 
 
-__all__ = ["DeletionReport", "PrivacyCoordinator", "PrivacyPlanStaleError", "ReconcileReport", "build_coordinator", "subject_column", "subject_hashes"]
+__all__ = [
+    "DeletionReport",
+    "PrivacyCoordinator",
+    "PrivacyIncompleteError",
+    "PrivacyPlanStaleError",
+    "ReconcileReport",
+    "build_coordinator",
+    "subject_column",
+    "subject_hashes",
+]
 
 
 def build_coordinator(platform: Platform, *, actor: str | None = None) -> PrivacyCoordinator:
@@ -383,4 +392,5 @@ def build_coordinator(platform: Platform, *, actor: str | None = None) -> Privac
         tables=platform.tables,
         config=platform.config,
         gate=gatekeeper(platform),
+        subject_key=load_subject_key(platform.settings.subject_key_path),
     )

@@ -5,7 +5,7 @@ Mixed into :class:`~dsv_platform.services.privacy.privacy.PrivacyCoordinator`; s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -19,9 +19,9 @@ from dsv_platform.adapters.registry.privacy import IndexEntry
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.config.platform_config import PlatformConfig
 from dsv_platform.core.config.source import SourceSpec
-from dsv_platform.core.errors import ObjectErasedError, ObjectNotFoundError
+from dsv_platform.core.errors import EnvironmentSetupError, ObjectErasedError, ObjectNotFoundError
 from dsv_platform.core.ingest.landing_format import read_batch_table
-from dsv_platform.core.privacy.privacy import Descendant, DescendantKind, subject_key_hash
+from dsv_platform.core.privacy.privacy import Descendant, DescendantKind, keyed_hash, subject_key_hash, subject_key_id
 from dsv_platform.core.publication.manifest import Manifest
 
 K = DescendantKind
@@ -53,10 +53,10 @@ def dataset_subjects(config: PlatformConfig | None, dataset: str, version: str) 
     return entity_columns(config)
 
 
-def subject_hashes(column: pa.ChunkedArray | pa.Array, salt: bytes) -> list[str | None]:
-    """The salted hash of every value (None for nulls), computed once per distinct value."""
+def subject_hashes(column: pa.ChunkedArray | pa.Array, salt: bytes, key: bytes | None = None) -> list[str | None]:
+    """The (keyed) salted hash of every value (None for nulls), computed once per distinct value."""
     values = column.to_pylist()
-    memo = {v: subject_key_hash(salt, str(v)) for v in set(values) if v is not None}
+    memo = {v: subject_key_hash(salt, str(v), key) for v in set(values) if v is not None}
     return [None if v is None else memo[v] for v in values]
 
 
@@ -69,9 +69,33 @@ class SubjectIndexing:
     zone: LandingZone | None
     tables: CanonicalTables | None
     config: PlatformConfig | None
+    actor: str
+    subject_key: bytes | None  # the key of subject hashes (privacy_key.py); None: plain salted hashes
+    _key_checked: bool
+
+    def hash_key(self) -> bytes | None:
+        """The key subject hashes are keyed with, checked once against the registry (fail closed on a mismatch).
+
+        The first use of a key on a registry of plain salted hashes keys every recorded hash in place and records the key's id.
+        """
+        if self._key_checked:
+            return self.subject_key
+        recorded = self.registry.privacy.subject_key_id()
+        if self.subject_key is None and recorded is not None:
+            raise EnvironmentSetupError(f"this registry's subject hashes are keyed (key id {recorded}): the subject-hash key is needed (DSV_SUBJECT_KEY_FILE)")
+        if self.subject_key is not None:
+            key, kid = self.subject_key, subject_key_id(self.subject_key)
+            recorded = recorded or self.registry.privacy.adopt_subject_key(kid, lambda h: keyed_hash(key, h), actor=self.actor)
+            if recorded != kid:
+                raise EnvironmentSetupError(
+                    f"DSV_SUBJECT_KEY_FILE holds subject-hash key {kid}, but this registry's subject hashes are keyed with {recorded}: "
+                    "point DSV_SUBJECT_KEY_FILE at that key"
+                )
+        self._key_checked = True
+        return self.subject_key
 
     def subject_hash(self, subject_key: str) -> str:
-        return subject_key_hash(self.keys.salt(), subject_key)
+        return subject_key_hash(self.keys.salt(), subject_key, self.hash_key())
 
     def _read(self, digest: str) -> pa.Table | None:
         try:
@@ -84,7 +108,7 @@ class SubjectIndexing:
         if column is None:
             return []
         counts: dict[str, int] = {}
-        for h in subject_hashes(table.column(column), self.keys.salt()):
+        for h in subject_hashes(table.column(column), self.keys.salt(), self.hash_key()):
             if h is not None:
                 counts[h] = counts.get(h, 0) + 1
         encrypted = self.store.is_encrypted(digest)
@@ -136,7 +160,7 @@ class SubjectIndexing:
             entries: list[IndexEntry] = []
             if table is not None and column is not None:
                 counts: dict[str, int] = {}
-                for h in subject_hashes(table.column(column), self.keys.salt()):
+                for h in subject_hashes(table.column(column), self.keys.salt(), self.hash_key()):
                     if h is not None:
                         counts[h] = counts.get(h, 0) + 1
                 entries = [IndexEntry(h, Descendant(K.RAW_BATCH, digest, None, record.source, False, n), record.batch_id) for h, n in sorted(counts.items())]
@@ -160,6 +184,40 @@ class SubjectIndexing:
             if rows:
                 found.append(Descendant(K.CANONICAL_ROWS, self.tables.identifier(spec), None, spec.name, False, rows))
         return found
+
+    def status(self, subject_key: str) -> dict[str, Any]:
+        subject = self.subject_hash(subject_key)
+        requests = self.registry.privacy.requests(subject)
+        return {
+            "subject_key_hash": subject,
+            "deleted": bool(requests),
+            "requests": [{"request_id": r.request_id, "generation": r.generation, "reason": r.reason, "completed": r.completed} for r in requests],
+            "outcomes": [o for r in requests for o in self.registry.privacy.outcomes(request_id=r.request_id)],
+            "indexed_descendants": len(self.registry.privacy.index_rows(subject)),
+            "registry_generation": self.registry.redaction_generation(),
+            "key_store_generation": self.keys.generation(),
+        }
+
+    def exclusion_filter(self, columns: Sequence[str] | None = None) -> Callable[[pa.Table], pa.Table]:
+        """A Publisher ``row_filter`` that drops rows of every deleted subject (new realizations exclude them).
+
+        ``columns`` are the subject columns to check (default: every configured source's entity).
+        """
+        key = self.hash_key()
+        deleted = self.registry.privacy.deleted_subjects()
+        salt = self.keys.salt()
+        subjects = tuple(columns) if columns is not None else entity_columns(self.config)
+
+        def keep(table: pa.Table) -> pa.Table:
+            present = [c for c in subjects if c in table.schema.names]
+            if not present or not deleted:
+                return table
+            mask = [True] * table.num_rows
+            for column in present:
+                mask = [m and (h is None or h not in deleted) for m, h in zip(mask, subject_hashes(table.column(column), salt, key), strict=True)]
+            return table.filter(pa.array(mask, type=pa.bool_()))
+
+        return keep
 
 
 def _read_raw(zone: LandingZone, record: Any, spec: SourceSpec) -> pa.Table | None:

@@ -33,6 +33,7 @@ from dsv_platform.core.splits.split_checks import CheckReport, assignment_hash, 
 from dsv_platform.services.ingest.canonical_load import held_batches, label_table_spec
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.privacy.privacy import PrivacyCoordinator
+from dsv_platform.services.privacy.privacy_key import load_subject_key
 from dsv_platform.services.publication.datasets import load_manifest, open_dataset
 from dsv_platform.services.publication.integrity_signals import integrity_gates
 from dsv_platform.services.publication.publisher import BuildRequest, Publisher, parquet_bytes
@@ -229,7 +230,8 @@ def build_realization(
     watermark = pinned_watermark(tables, inputs, {p.table: p for p in pins})
     examples, population = assemble(tables, inputs, {p.table: p for p in pins}, watermark, exclude_batches=held)
     if isinstance(store, EncryptingObjectStore):  # new realizations exclude deleted subjects
-        coordinator = PrivacyCoordinator(registry, store, actor=actor, config=platform.config)
+        subject_key = load_subject_key(platform.settings.subject_key_path)
+        coordinator = PrivacyCoordinator(registry, store, actor=actor, config=platform.config, subject_key=subject_key)
         examples = coordinator.exclusion_filter(realization_subjects(platform, definition))(examples)
     assignment, splits = split_assignment(platform, definition, examples) if definition.split_policy is not None else (examples, None)
     gates = _gates(definition, assignment, population)
