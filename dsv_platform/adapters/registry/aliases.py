@@ -21,6 +21,7 @@ from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.approval import audit_in, locked_state
 from dsv_platform.adapters.registry.publication import insert_ignore
 from dsv_platform.adapters.registry.quarantine import quarantine_note
+from dsv_platform.adapters.registry.signed_events import sign_alias
 from dsv_platform.core.errors import NotFoundError, PublicationError, QuarantinedError
 from dsv_platform.core.publication.approval import DEFAULT_PROTECTED_ALIASES, check_protected_target
 from dsv_platform.core.publication.records import AliasMove, AliasRecord, StaleAliasError
@@ -111,18 +112,8 @@ def set_alias(
             actual=actual,
             generation=None if current is None else current.generation,
         )
-    conn.execute(
-        insert(H).values(
-            dataset=name,
-            version=version,
-            alias=alias,
-            old_target=expect,
-            new_target=target,
-            generation=current.generation,
-            actor=actor,
-            reason=reason,
-            at=now,
-        )
-    )
+    move = {"old_target": expect, "new_target": target, "generation": current.generation, "actor": actor, "reason": reason, "at": now}
+    conn.execute(insert(H).values(dataset=name, version=version, alias=alias, **move))
+    sign_alias(conn, name, version, alias, now)  # signed by the moving identity (signed_events.py)
     audit_in(conn, audit_as, "alias.move", f"{name}:{version}@{alias}", reason=reason or None, now=now, detail={"from": expect, "to": target})
     return current

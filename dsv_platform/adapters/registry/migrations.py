@@ -155,6 +155,12 @@ def _v12(conn: Connection) -> None:
     gc_deletions.create(conn)
 
 
+def _v13(conn: Connection) -> None:
+    for table in (st.signed_events, st.certificates):
+        table.create(conn)
+        _append_only(conn, table.name)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "definitions, realizations, events, manifests, publication claims, aliases", _v1),
     Migration(2, "reader ACL, redaction generation; lineage, retention, consumption, redaction, reproduction tables", _v2),
@@ -167,6 +173,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(10, "signed realization statements: DSSE envelope object, signer, key id per published realization", _v10),
     Migration(11, "registry properties recorded once: strictness and the bootstrap identity", _v11),
     Migration(12, "GC deletion intents: objects a GC batch is deleting, which no publication may name meanwhile", _v12),
+    Migration(13, "signed state transitions and alias moves; operator certificates of identity keys and grants", _v13),
 )
 LATEST = max(m.version for m in MIGRATIONS)  # numbers are reserved per issue: the newest is not always the last one written
 

@@ -27,6 +27,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from dsv_platform.adapters.registry.signed_events import EventSigner, policy_of
 from dsv_platform.adapters.registry.trust import STRICT_PROPERTY, TrustRecords
 from dsv_platform.bootstrap import Platform
 from dsv_platform.core.errors import AccessDeniedError, ConfigurationError, FileAccessError
@@ -232,7 +233,14 @@ def current_identity(platform: Platform) -> Identity:
             )
         identity = Identity(name, public)
     _identities[platform] = identity
+    enlist_signer(platform, name)
     return identity
+
+
+def enlist_signer(platform: Platform, name: str) -> None:
+    """From now on the registry's state transitions and alias moves are signed by ``name`` (its key is in the key folder)."""
+    key = load_private_key(platform, name)
+    policy_of(platform.registry.engine).signer = EventSigner(name, _raw_public(key), key.sign)
 
 
 def ensure_service_identity(platform: Platform, *, default: str) -> Identity:

@@ -1,0 +1,132 @@
+"""Operator certificates of identity keys and grants (migration 13), checked against a trust root pinned outside the registry.
+
+An identity's public key and each grant count only when a certificate signs them: signed by the root identity (the
+one whose key is the pinned root) or by an identity whose own key is certified and which holds a certified unscoped
+``operator`` grant. Without a pinned root (a registry used outside a platform, an unpinned home) the rows are taken as
+they are. A row changed in the database no longer matches its certificate and is refused naming it. Details: docs/trust.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, insert, select
+from sqlalchemy.engine import Connection
+
+from dsv_platform.adapters.registry import schema_trust as st
+from dsv_platform.core.errors import UntrustedError
+from dsv_platform.core.trust import events as ev
+from dsv_platform.core.trust.dsse import keyid_of
+from dsv_platform.core.trust.trust import Grant, Role, parse_role
+
+KEY, GRANT = "key", "grant"
+_DEPTH = 8
+
+
+def grant_of(row: Row[Any]) -> Grant:
+    return Grant(row.identity, parse_role(row.role), row.definition, row.source, row.purpose, tuple(json.loads(row.columns_json)))
+
+
+def key_statement(name: str, public_key_hex: str) -> bytes:
+    return ev.certificate_statement(KEY, {"identity": name, "public_key": public_key_hex})
+
+
+def grant_statement(row: Row[Any]) -> bytes:
+    body = {"scope_key": row.scope_key, "grant": grant_of(row).to_document(), "created_by": row.created_by, "created_at": ev.moment(row.created_at)}
+    return ev.certificate_statement(GRANT, body)
+
+
+def certify(conn: Connection, kind: str, subject: str, statement: bytes, *, by: str, public_key: bytes, sign: Callable[[bytes], bytes], now: datetime) -> None:
+    """Record ``by``'s certificate of ``statement`` (a key or a grant) in the caller's transaction."""
+    conn.execute(
+        insert(st.certificates).values(
+            kind=kind,
+            subject=subject,
+            statement_hash=hashlib.sha256(statement).hexdigest(),
+            certifier=by,
+            keyid=keyid_of(public_key),
+            signature=sign(ev.signed_bytes(statement)).hex(),
+            certified_at=now,
+        )
+    )
+
+
+def _refuse(ref: str | None, message: str, **detail: object) -> UntrustedError:
+    return UntrustedError(message, ref=ref, detail=dict(detail))
+
+
+def _certified_by(conn: Connection, kind: str, subject: str, statement: bytes, root: bytes, depth: int) -> str | None:
+    """The certifier of a valid certificate of ``statement``, or None."""
+    from dsv_platform.adapters.registry.signed_events import _verifies  # one verifier for both kinds of signature
+
+    t = st.certificates
+    digest = hashlib.sha256(statement).hexdigest()
+    for cert in conn.execute(select(t).where(t.c.kind == kind, t.c.subject == subject, t.c.statement_hash == digest).order_by(t.c.id.desc())):
+        key = _key(conn, cert.certifier, root, depth + 1)
+        if key is None or keyid_of(key) != cert.keyid or not _verifies(key, bytes.fromhex(cert.signature), ev.signed_bytes(statement)):
+            continue
+        if key == root or _is_operator(conn, cert.certifier, root, depth + 1):
+            return str(cert.certifier)
+    return None
+
+
+def _key(conn: Connection, name: str, root: bytes, depth: int) -> bytes | None:
+    if depth > _DEPTH:
+        return None
+    row = conn.execute(select(st.identities).where(st.identities.c.name == name)).first()
+    if row is None:
+        return None
+    public = bytes.fromhex(row.public_key)
+    if public == root or _certified_by(conn, KEY, name, key_statement(name, row.public_key), root, depth) is not None:
+        return public
+    return None
+
+
+def _is_operator(conn: Connection, name: str, root: bytes, depth: int) -> bool:
+    if depth > _DEPTH:
+        return False
+    rows = conn.execute(select(st.grants).where(st.grants.c.identity == name, st.grants.c.role == Role.OPERATOR.value))
+    return any(
+        r.definition is None and r.source is None and _certified_by(conn, GRANT, r.scope_key, grant_statement(r), root, depth) is not None for r in rows
+    )
+
+
+def verified_key(conn: Connection, name: str, root: bytes | None, *, ref: str | None = None) -> bytes | None:
+    """``name``'s registered public key (None: not registered); with a ``root``, only if certified, else UntrustedError naming it."""
+    row = conn.execute(select(st.identities).where(st.identities.c.name == name)).first()
+    if row is None:
+        return None
+    if root is None:
+        return bytes.fromhex(row.public_key)
+    key = _key(conn, name, root, 0)
+    if key is None:
+        raise _refuse(
+            ref,
+            f"identity {name!r}: its public key {row.fingerprint} in the registry has no certificate chaining to the trust root "
+            "(the key row was changed, or it was never certified: dsv trust certify)",
+            identity=name,
+            fingerprint=row.fingerprint,
+        )
+    return key
+
+
+def verified_grants(conn: Connection, name: str, root: bytes | None, *, ref: str | None = None) -> list[Grant]:
+    """``name``'s grants; with a ``root``, each must be certified, else UntrustedError naming the grant."""
+    t = st.grants
+    rows = list(conn.execute(select(t).where(t.c.identity == name).order_by(t.c.role, t.c.id)))
+    if root is not None:
+        for r in rows:
+            if _certified_by(conn, GRANT, r.scope_key, grant_statement(r), root, 0) is None:
+                grant = grant_of(r)
+                raise _refuse(
+                    ref,
+                    f"grant {grant.role.value} {grant.scope} of identity {name!r} (row {r.id}) has no operator certificate chaining to the trust root "
+                    "(the grant row was changed or added outside dsv grants)",
+                    identity=name,
+                    grant=grant.to_document(),
+                )
+    return [grant_of(r) for r in rows]
