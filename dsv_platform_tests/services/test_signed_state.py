@@ -131,11 +131,16 @@ def test_lifting_a_quarantine_with_one_update_is_untrusted(world: Published) -> 
     refused(world, f"{BASE}@production", "the registry says ELIGIBLE", "-> QUARANTINED", "says QUARANTINED")
 
 
-def test_dsv_resolve_exits_13_naming_the_event(world: Published, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    a = s.aliases
-    world.sql(update(a).where(a.c.alias == "production").values(target_manifest_hash=world.unapproved.manifest_hash, generation=a.c.generation + 1))
+def test_resolve_verify_and_audit_verify_exit_13_naming_the_event(
+    world: Published, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     settings = world.platform.settings
     dsv = DsvCli(capsys, monkeypatch, {"DSV_HOME": str(settings.home), "DSV_REGISTRY_URL": settings.registry_url})
-    done = dsv("resolve", f"{BASE}@production")
-    assert done.code == 13, done
-    assert "alias 'production'" in done.err and "newest move #" in done.err
+    clean = dsv("audit", "--verify")
+    assert clean.code == 0 and "signed state of 3 realization(s) and 1 alias(es) verifies" in clean.out, clean
+    a = s.aliases
+    world.sql(update(a).where(a.c.alias == "production").values(target_manifest_hash=world.unapproved.manifest_hash, generation=a.c.generation + 1))
+    for args in (("resolve", f"{BASE}@production"), ("verify", f"{BASE}@production"), ("audit", "--verify")):
+        done = dsv(*args)
+        assert done.code == 13, (args, done)
+        assert "alias 'production'" in done.err and "newest move #" in done.err, (args, done)

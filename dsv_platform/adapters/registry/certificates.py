@@ -12,19 +12,45 @@ import hashlib
 import json
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Row, insert, select
 from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import schema_trust as st
-from dsv_platform.core.errors import UntrustedError
+from dsv_platform.core.errors import EnvironmentSetupError, UntrustedError
 from dsv_platform.core.trust import events as ev
 from dsv_platform.core.trust.dsse import keyid_of
 from dsv_platform.core.trust.trust import Grant, Role, parse_role
 
 KEY, GRANT = "key", "grant"
 _DEPTH = 8
+ROOT_FILE = "trust_root"
+"""The home's pinned root (hex Ed25519 public key), written once when the home bootstraps its registry."""
+
+
+def parse_root(text: str, *, what: str) -> bytes:
+    """A raw Ed25519 public key from ``<64 hex>`` or ``ed25519:<64 hex>``; EnvironmentSetupError naming ``what`` otherwise."""
+    value = text.strip().removeprefix("ed25519:")
+    try:
+        key = bytes.fromhex(value)
+    except ValueError:
+        key = b""
+    if len(key) != 32:
+        raise EnvironmentSetupError(f"{what}: not an Ed25519 public key (64 hex digits, optionally prefixed ed25519:): {text.strip()[:80]!r}")
+    return key
+
+
+def load_root(setting: str | None, home: Path) -> bytes | None:
+    """The pinned trust root: ``DSV_TRUST_ROOT`` (a key, or a file holding one), else the home's ``trust_root`` file, else None."""
+    if setting:
+        path = Path(setting)
+        if not path.is_file():
+            return parse_root(setting, what="DSV_TRUST_ROOT")
+        return parse_root(path.read_text(encoding="utf-8"), what=f"DSV_TRUST_ROOT file {path}")
+    pinned = home / ROOT_FILE
+    return parse_root(pinned.read_text(encoding="utf-8"), what=str(pinned)) if pinned.is_file() else None
 
 
 def grant_of(row: Row[Any]) -> Grant:

@@ -46,7 +46,6 @@ class TrustPolicy:
     """What one engine's transactions sign with and require: set by the services (docs/trust.md)."""
 
     signer: EventSigner | None = None
-    required: bool = False  # every state and alias must be signed (strict registry, pinned trust root)
     root: bytes | None = None  # the pinned trust root public key: keys and grants must chain to it
 
 
@@ -55,6 +54,11 @@ _POLICIES: weakref.WeakKeyDictionary[Engine, TrustPolicy] = weakref.WeakKeyDicti
 
 def policy_of(engine: Engine) -> TrustPolicy:
     return _POLICIES.setdefault(engine, TrustPolicy())
+
+
+def pin_root(engine: Engine, root: bytes | None) -> None:
+    """Pin the trust root outside the registry: identity keys and grants (and so every signer) must chain to it."""
+    policy_of(engine).root = root
 
 
 def _property(conn: Connection, name: str) -> str | None:
@@ -151,7 +155,7 @@ def _check_signed(conn: Connection, kind: str, ref: str, what: str, last: Row[An
     sig = conn.execute(select(t).where(t.c.kind == kind, t.c.event_id == int(last.id))).first()
     if sig is None:
         since = _property(conn, STATE_FROM if kind == ev.STATE else ALIAS_FROM)
-        if policy.required or _property(conn, "strict") == "1" or (since is not None and int(last.id) >= int(since)):
+        if _property(conn, "strict") == "1" or (since is not None and int(last.id) >= int(since)):
             raise _untrusted(ref, f"{what} is not signed (every {kind} event of this registry must be)", event=int(last.id))
         return None
     detail = {"event": int(last.id), "signer": sig.signer, "keyid": sig.keyid}
@@ -188,7 +192,7 @@ def verify_state(conn: Connection, realization: Realization, ref: str, *, signat
     """The realization's state is the one its newest event moved it to, and (``signature``) that event is validly signed."""
     rows = _state_rows(conn, realization.id)
     if not rows:
-        if signature and (policy_of(conn.engine).required or _property(conn, STATE_FROM) is not None):
+        if signature and (_property(conn, "strict") == "1" or _property(conn, STATE_FROM) is not None):
             raise _untrusted(ref, f"the registry says {realization.state.value}, but it has no state event at all", state=realization.state.value)
         return
     last = rows[-1]
