@@ -85,74 +85,85 @@ def _refuse(ref: str | None, message: str, **detail: object) -> UntrustedError:
     return UntrustedError(message, ref=ref, detail=dict(detail))
 
 
-def _certified_by(conn: Connection, kind: str, subject: str, statement: bytes, root: bytes, depth: int) -> str | None:
-    """The certifier of a valid certificate of ``statement``, or None."""
-    from dsv_platform.adapters.registry.signed_events import _verifies  # one verifier for both kinds of signature
+class _Chain:
+    """Certificate checks of one read, up to ``root``: each identity's key and operator standing is worked out once."""
 
-    t = st.certificates
-    digest = hashlib.sha256(statement).hexdigest()
-    for cert in conn.execute(select(t).where(t.c.kind == kind, t.c.subject == subject, t.c.statement_hash == digest).order_by(t.c.id.desc())):
-        key = _key(conn, cert.certifier, root, depth + 1)
-        if key is None or keyid_of(key) != cert.keyid or not _verifies(key, bytes.fromhex(cert.signature), ev.signed_bytes(statement)):
-            continue
-        if key == root or _is_operator(conn, cert.certifier, root, depth + 1):
-            return str(cert.certifier)
-    return None
+    def __init__(self, conn: Connection, root: bytes) -> None:
+        self.conn, self.root = conn, root
+        self.keys: dict[str, bytes | None] = {}
+        self.operators: dict[str, bool] = {}
 
+    def certified_by(self, kind: str, subject: str, statement: bytes, depth: int = 0) -> str | None:
+        """The certifier of a valid certificate of ``statement``, or None."""
+        from dsv_platform.adapters.registry.signed_events import _verifies  # one verifier for both kinds of signature
 
-def _key(conn: Connection, name: str, root: bytes, depth: int) -> bytes | None:
-    if depth > _DEPTH:
+        t = st.certificates
+        digest = hashlib.sha256(statement).hexdigest()
+        for cert in self.conn.execute(select(t).where(t.c.kind == kind, t.c.subject == subject, t.c.statement_hash == digest).order_by(t.c.id.desc())):
+            key = self.key(cert.certifier, depth + 1)
+            if key is None or keyid_of(key) != cert.keyid or not _verifies(key, bytes.fromhex(cert.signature), ev.signed_bytes(statement)):
+                continue
+            if key == self.root or self.is_operator(cert.certifier, depth + 1):
+                return str(cert.certifier)
         return None
-    row = conn.execute(select(st.identities).where(st.identities.c.name == name)).first()
-    if row is None:
-        return None
-    public = bytes.fromhex(row.public_key)
-    if public == root or _certified_by(conn, KEY, name, key_statement(name, row.public_key), root, depth) is not None:
-        return public
-    return None
 
+    def key(self, name: str, depth: int = 0) -> bytes | None:
+        if name in self.keys or depth > _DEPTH:
+            return self.keys.get(name)
+        self.keys[name] = None  # a cycle of certificates certifies nothing
+        row = self.conn.execute(select(st.identities).where(st.identities.c.name == name)).first()
+        if row is not None:
+            public = bytes.fromhex(row.public_key)
+            if public == self.root or self.certified_by(KEY, name, key_statement(name, row.public_key), depth) is not None:
+                self.keys[name] = public
+        return self.keys[name]
 
-def _is_operator(conn: Connection, name: str, root: bytes, depth: int) -> bool:
-    if depth > _DEPTH:
-        return False
-    rows = conn.execute(select(st.grants).where(st.grants.c.identity == name, st.grants.c.role == Role.OPERATOR.value))
-    return any(
-        r.definition is None and r.source is None and _certified_by(conn, GRANT, r.scope_key, grant_statement(r), root, depth) is not None for r in rows
-    )
+    def is_operator(self, name: str, depth: int) -> bool:
+        if name in self.operators or depth > _DEPTH:
+            return self.operators.get(name, False)
+        self.operators[name] = False
+        rows = self.conn.execute(select(st.grants).where(st.grants.c.identity == name, st.grants.c.role == Role.OPERATOR.value))
+        self.operators[name] = any(
+            r.definition is None and r.source is None and self.certified_by(GRANT, r.scope_key, grant_statement(r), depth) is not None for r in rows
+        )
+        return self.operators[name]
 
 
 def verified_key(conn: Connection, name: str, root: bytes | None, *, ref: str | None = None) -> bytes | None:
     """``name``'s registered public key (None: not registered); with a ``root``, only if certified, else UntrustedError naming it."""
+    if root is not None and (key := _Chain(conn, root).key(name)) is not None:
+        return key
     row = conn.execute(select(st.identities).where(st.identities.c.name == name)).first()
     if row is None:
         return None
     if root is None:
         return bytes.fromhex(row.public_key)
-    key = _key(conn, name, root, 0)
-    if key is None:
-        raise _refuse(
-            ref,
-            f"identity {name!r}: its public key {row.fingerprint} in the registry has no certificate chaining to the trust root "
-            "(the key row was changed, or it was never certified: dsv trust certify)",
-            identity=name,
-            fingerprint=row.fingerprint,
-        )
-    return key
+    raise _refuse(
+        ref,
+        f"identity {name!r}: its public key {row.fingerprint} in the registry has no certificate chaining to the trust root "
+        "(the key row was changed, or it was never certified: dsv trust certify)",
+        identity=name,
+        fingerprint=row.fingerprint,
+    )
 
 
-def verified_grants(conn: Connection, name: str, root: bytes | None, *, ref: str | None = None) -> list[Grant]:
-    """``name``'s grants; with a ``root``, each must be certified, else UntrustedError naming the grant."""
+def verified_grants(
+    conn: Connection, name: str, root: bytes | None, *, ref: str | None = None, only: Callable[[Grant], bool] | None = None
+) -> list[Grant]:
+    """``name``'s grants (``only`` those it keeps); with a ``root``, each must be certified, else UntrustedError naming the grant."""
     t = st.grants
-    rows = list(conn.execute(select(t).where(t.c.identity == name).order_by(t.c.role, t.c.id)))
-    if root is not None:
-        for r in rows:
-            if _certified_by(conn, GRANT, r.scope_key, grant_statement(r), root, 0) is None:
-                grant = grant_of(r)
-                raise _refuse(
-                    ref,
-                    f"grant {grant.role.value} {grant.scope} of identity {name!r} (row {r.id}) has no operator certificate chaining to the trust root "
-                    "(the grant row was changed or added outside dsv grants)",
-                    identity=name,
-                    grant=grant.to_document(),
-                )
+    rows = [r for r in conn.execute(select(t).where(t.c.identity == name).order_by(t.c.role, t.c.id)) if only is None or only(grant_of(r))]
+    if root is None:
+        return [grant_of(r) for r in rows]
+    chain = _Chain(conn, root)
+    for r in rows:
+        if chain.certified_by(GRANT, r.scope_key, grant_statement(r)) is None:
+            grant = grant_of(r)
+            raise _refuse(
+                ref,
+                f"grant {grant.role.value} {grant.scope} of identity {name!r} (row {r.id}) has no operator certificate chaining to the trust root "
+                "(the grant row was changed or added outside dsv grants)",
+                identity=name,
+                grant=grant.to_document(),
+            )
     return [grant_of(r) for r in rows]

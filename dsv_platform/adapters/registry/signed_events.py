@@ -166,8 +166,8 @@ def _check_signed(conn: Connection, kind: str, ref: str, what: str, last: Row[An
         raise _untrusted(ref, f"{what}: signer {sig.signer!r} has no registered key {sig.keyid}", **detail)
     if not _verifies(key, bytes.fromhex(sig.signature), ev.signed_bytes(statement)):
         raise _untrusted(ref, f"{what}: the signature of {sig.signer!r} does not verify", **detail)
-    grants = verified_grants(conn, sig.signer, policy.root, ref=ref)
-    if roles and not any(grant_covers(g, role, definition=definition) for g in grants for role in roles):
+    covering = verified_grants(conn, sig.signer, policy.root, ref=ref, only=lambda g: any(grant_covers(g, role, definition=definition) for role in roles))
+    if roles and not covering:
         needed = " or ".join(r.value for r in roles)
         raise _untrusted(ref, f"{what}: signer {sig.signer!r} does not hold the {needed} role for {definition}", **detail)
     return str(sig.signer)

@@ -9,7 +9,7 @@ so two appends can never share one. A grant change and its audit entry commit to
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -197,10 +197,10 @@ class TrustRecords(RegistryTransactions):
         with self._read() as conn:
             return verified_key(conn, name, policy_of(self.engine).root)
 
-    def verified_grants(self, name: str) -> list[Grant]:
-        """``name``'s grants, each certified up to the pinned trust root, else UntrustedError naming the grant."""
+    def verified_grants(self, name: str, *, only: Callable[[Grant], bool] | None = None) -> list[Grant]:
+        """``name``'s grants (``only`` those it keeps), each certified up to the pinned trust root, else UntrustedError naming the grant."""
         with self._read() as conn:
-            return verified_grants(conn, name, policy_of(self.engine).root)
+            return verified_grants(conn, name, policy_of(self.engine).root, only=only)
 
     def certify_all(self, *, by: str) -> int:
         """Certify every key and grant that has no valid certificate, as the engine's signer ``by`` (``dsv trust certify``)."""

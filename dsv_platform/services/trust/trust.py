@@ -301,9 +301,8 @@ def require(
 ) -> Grant:
     """The grant that lets ``identity`` (default: the current one) act as ``role`` here, or AccessDeniedError naming identity, role, scope."""
     name = identity or current_identity(platform).name
-    for grant in grants_of(platform, name):
-        if grant_covers(grant, role, definition=definition, source=source, purpose=purpose):
-            return grant
+    for grant in records(platform).verified_grants(name, only=lambda g: grant_covers(g, role, definition=definition, source=source, purpose=purpose)):
+        return grant
     detail: dict[str, object] = {"identity": name, "role": role.value, "definition": definition, "source": source, "purpose": purpose}
     raise AccessDeniedError(describe_request(name, role, definition=definition, source=source, purpose=purpose), ref=definition, detail=detail)
 
