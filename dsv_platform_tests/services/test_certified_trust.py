@@ -152,3 +152,23 @@ def test_dsv_trust_certify_adopts_a_registry_from_before_certificates(
     assert dsv("identity", "create", "wanda", identity="boss").code == 0
     other = dsv("trust", "certify", identity="wanda")
     assert other.code == 7 and "does not hold the pinned trust root" in other.err, other
+
+
+def test_dsv_init_strict_pins_its_admin_as_the_root(
+    backend_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "ops"
+    dsv = DsvCli(capsys, monkeypatch, {"DSV_HOME": str(home), "DSV_REGISTRY_URL": backend_url})
+    assert dsv("init", "--strict", "--admin", "boss").code == 0
+    assert dsv("identity", "create", "wanda", identity="boss").code == 0
+    assert dsv("grants", "add", "wanda", "auditor", "--reason", "reads the log", identity="boss").code == 0
+    assert dsv("audit", identity="wanda").code == 0
+    with build_platform(home_on(backend_url, home, DSV_IDENTITY="boss")) as p:
+        assert (home / ROOT_FILE).read_text().strip() == trust.records(p).get_identity("boss").public_key  # type: ignore[union-attr]
+        grant = Grant("wanda", Role.OPERATOR)
+        at = trust.records(p).identities()[0].created_at
+        row = {"scope_key": scope_key(grant), "identity": "wanda", "role": "operator", "columns_json": "[]", "created_by": "boss", "created_at": at}
+        with p.registry.engine.begin() as conn:
+            conn.execute(insert(st.grants).values(**row))
+    refused = dsv("identity", "create", "mallory", identity="wanda")
+    assert refused.code == 13 and "grant operator any of identity 'wanda'" in refused.err, refused

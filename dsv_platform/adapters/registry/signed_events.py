@@ -118,8 +118,10 @@ def _sign(conn: Connection, kind: str, subject_text: str, event_id: int, stateme
         )
     )
     mark = STATE_FROM if kind == ev.STATE else ALIAS_FROM
-    if _property(conn, mark) is None:
-        conn.execute(insert(st.registry_properties).values(name=mark, value=str(event_id), recorded_by=signer.identity, recorded_at=now))
+    if _property(conn, mark) is None:  # once: a concurrent first signature keeps the other's (the earlier) mark
+        from dsv_platform.adapters.registry.publication import insert_ignore  # here: publication.py imports queries.py, which imports this
+
+        insert_ignore(conn, st.registry_properties, name=mark, value=str(event_id), recorded_by=signer.identity, recorded_at=now)
 
 
 def sign_state(conn: Connection, realization_id: int, now: datetime) -> None:
