@@ -96,9 +96,10 @@ def test_eligible_without_an_approval_then_a_protected_alias_move_is_untrusted(w
     ref = f"{BASE}@sha256:{world.unapproved.manifest_hash}"
     world.sql(update(r).where(r.c.id == world.unapproved.id).values(state=S.ELIGIBLE.value))
     refused(world, ref, "the registry says ELIGIBLE", "state event #", "says PUBLISHED")
-    reg = world.platform.registry  # the protected alias then moves through the front door, signed by a real publisher
-    reg.set_alias(pw.NAME, pw.VERSION, "production", world.unapproved.manifest_hash, expect=world.current.manifest_hash, actor="admin", reason="x")
-    refused(world, f"{BASE}@production", "the registry says ELIGIBLE")
+    reg = world.platform.registry  # the protected alias cannot move onto it through the front door either
+    with pytest.raises(UntrustedError, match="the registry says ELIGIBLE"):
+        reg.set_alias(pw.NAME, pw.VERSION, "production", world.unapproved.manifest_hash, expect=world.current.manifest_hash, actor="admin", reason="x")
+    assert reg.get_alias(pw.NAME, pw.VERSION, "production").target == world.current.manifest_hash  # type: ignore[union-attr]
     refused(world, BASE, "the registry says ELIGIBLE")
 
 

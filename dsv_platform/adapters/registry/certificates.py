@@ -81,6 +81,18 @@ def certify(conn: Connection, kind: str, subject: str, statement: bytes, *, by: 
     )
 
 
+def verifies(public_key: bytes, signature: bytes, data: bytes) -> bool:
+    """Whether ``signature`` is ``public_key``'s Ed25519 signature of ``data`` (certificates and signed events alike)."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    try:
+        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, data)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
 def _refuse(ref: str | None, message: str, **detail: object) -> UntrustedError:
     return UntrustedError(message, ref=ref, detail=dict(detail))
 
@@ -95,13 +107,11 @@ class _Chain:
 
     def certified_by(self, kind: str, subject: str, statement: bytes, depth: int = 0) -> str | None:
         """The certifier of a valid certificate of ``statement``, or None."""
-        from dsv_platform.adapters.registry.signed_events import _verifies  # one verifier for both kinds of signature
-
         t = st.certificates
         digest = hashlib.sha256(statement).hexdigest()
         for cert in self.conn.execute(select(t).where(t.c.kind == kind, t.c.subject == subject, t.c.statement_hash == digest).order_by(t.c.id.desc())):
             key = self.key(cert.certifier, depth + 1)
-            if key is None or keyid_of(key) != cert.keyid or not _verifies(key, bytes.fromhex(cert.signature), ev.signed_bytes(statement)):
+            if key is None or keyid_of(key) != cert.keyid or not verifies(key, bytes.fromhex(cert.signature), ev.signed_bytes(statement)):
                 continue
             if key == self.root or self.is_operator(cert.certifier, depth + 1):
                 return str(cert.certifier)

@@ -1,7 +1,7 @@
-"""The registry's trust tables (migration 7), on the same metadata as schema.py.
+"""The registry's trust tables (migrations 7, 11 and 13), on the same metadata as schema.py.
 
-Identities and their public keys, grants, the hash-chained audit log (append-only)
-and the identity that built each realization. Kept apart from schema.py (its size);
+Identities and their public keys, grants, the hash-chained audit log (append-only),
+the identity that built each realization, signed events and certificates. Kept apart from schema.py (its size);
 migrations.py imports this module, so the tables are part of ``schema.metadata``.
 """
 

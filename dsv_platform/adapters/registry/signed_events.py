@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry import schema_trust as st
-from dsv_platform.adapters.registry.certificates import verified_grants, verified_key
+from dsv_platform.adapters.registry.certificates import verified_grants, verified_key, verifies
 from dsv_platform.core.errors import UntrustedError
 from dsv_platform.core.publication.records import AliasRecord, Realization
 from dsv_platform.core.trust import events as ev
@@ -166,24 +166,13 @@ def _check_signed(conn: Connection, kind: str, ref: str, what: str, last: Row[An
     key = verified_key(conn, sig.signer, policy.root, ref=ref)
     if key is None or keyid_of(key) != sig.keyid:
         raise _untrusted(ref, f"{what}: signer {sig.signer!r} has no registered key {sig.keyid}", **detail)
-    if not _verifies(key, bytes.fromhex(sig.signature), ev.signed_bytes(statement)):
+    if not verifies(key, bytes.fromhex(sig.signature), ev.signed_bytes(statement)):
         raise _untrusted(ref, f"{what}: the signature of {sig.signer!r} does not verify", **detail)
     covering = verified_grants(conn, sig.signer, policy.root, ref=ref, only=lambda g: any(grant_covers(g, role, definition=definition) for role in roles))
     if roles and not covering:
         needed = " or ".join(r.value for r in roles)
         raise _untrusted(ref, f"{what}: signer {sig.signer!r} does not hold the {needed} role for {definition}", **detail)
     return str(sig.signer)
-
-
-def _verifies(public_key: bytes, signature: bytes, data: bytes) -> bool:
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
-    try:
-        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, data)
-    except (InvalidSignature, ValueError):
-        return False
-    return True
 
 
 def _describe(row: Row[Any]) -> str:
