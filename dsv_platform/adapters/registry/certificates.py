@@ -139,9 +139,14 @@ class _Chain:
         return self.operators[name]
 
 
-def verified_key(conn: Connection, name: str, root: bytes | None, *, ref: str | None = None) -> bytes | None:
+def chain(conn: Connection, root: bytes | None) -> _Chain | None:
+    """One read's certificate checks up to ``root`` (None without a root), to share between :func:`verified_key` and :func:`verified_grants`."""
+    return None if root is None else _Chain(conn, root)
+
+
+def verified_key(conn: Connection, name: str, root: bytes | None, *, ref: str | None = None, checks: _Chain | None = None) -> bytes | None:
     """``name``'s registered public key (None: not registered); with a ``root``, only if certified, else UntrustedError naming it."""
-    if root is not None and (key := _Chain(conn, root).key(name)) is not None:
+    if root is not None and (key := (checks or _Chain(conn, root)).key(name)) is not None:
         return key
     row = conn.execute(select(st.identities).where(st.identities.c.name == name)).first()
     if row is None:
@@ -158,16 +163,22 @@ def verified_key(conn: Connection, name: str, root: bytes | None, *, ref: str | 
 
 
 def verified_grants(
-    conn: Connection, name: str, root: bytes | None, *, ref: str | None = None, only: Callable[[Grant], bool] | None = None
+    conn: Connection,
+    name: str,
+    root: bytes | None,
+    *,
+    ref: str | None = None,
+    only: Callable[[Grant], bool] | None = None,
+    checks: _Chain | None = None,
 ) -> list[Grant]:
     """``name``'s grants (``only`` those it keeps); with a ``root``, each must be certified, else UntrustedError naming the grant."""
     t = st.grants
     rows = [r for r in conn.execute(select(t).where(t.c.identity == name).order_by(t.c.role, t.c.id)) if only is None or only(grant_of(r))]
     if root is None:
         return [grant_of(r) for r in rows]
-    chain = _Chain(conn, root)
+    checks = checks or _Chain(conn, root)
     for r in rows:
-        if chain.certified_by(GRANT, r.scope_key, grant_statement(r)) is None:
+        if checks.certified_by(GRANT, r.scope_key, grant_statement(r)) is None:
             grant = grant_of(r)
             raise _refuse(
                 ref,

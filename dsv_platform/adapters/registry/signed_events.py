@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry import schema_trust as st
-from dsv_platform.adapters.registry.certificates import verified_grants, verified_key, verifies
+from dsv_platform.adapters.registry.certificates import chain, verified_grants, verified_key, verifies
 from dsv_platform.core.errors import UntrustedError
 from dsv_platform.core.publication.records import AliasRecord, Realization
 from dsv_platform.core.trust import events as ev
@@ -163,12 +163,14 @@ def _check_signed(conn: Connection, kind: str, ref: str, what: str, last: Row[An
     detail = {"event": int(last.id), "signer": sig.signer, "keyid": sig.keyid}
     if sig.statement_hash != hashlib.sha256(statement).hexdigest():
         raise _untrusted(ref, f"{what} is not what {sig.signer!r} signed: the event, an event before it or the row it moved was changed", **detail)
-    key = verified_key(conn, sig.signer, policy.root, ref=ref)
+    checks = chain(conn, policy.root)
+    key = verified_key(conn, sig.signer, policy.root, ref=ref, checks=checks)
     if key is None or keyid_of(key) != sig.keyid:
         raise _untrusted(ref, f"{what}: signer {sig.signer!r} has no registered key {sig.keyid}", **detail)
     if not verifies(key, bytes.fromhex(sig.signature), ev.signed_bytes(statement)):
         raise _untrusted(ref, f"{what}: the signature of {sig.signer!r} does not verify", **detail)
-    covering = verified_grants(conn, sig.signer, policy.root, ref=ref, only=lambda g: any(grant_covers(g, role, definition=definition) for role in roles))
+    covers = lambda g: any(grant_covers(g, r, definition=definition) for r in roles)  # noqa: E731
+    covering = verified_grants(conn, sig.signer, policy.root, ref=ref, only=covers, checks=checks)
     if roles and not covering:
         needed = " or ".join(r.value for r in roles)
         raise _untrusted(ref, f"{what}: signer {sig.signer!r} does not hold the {needed} role for {definition}", **detail)
