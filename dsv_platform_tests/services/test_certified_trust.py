@@ -117,17 +117,34 @@ def test_state_signed_by_a_swapped_key_is_untrusted(team: Team) -> None:
         p.registry.resolve_ref(built.ref)
 
 
-def test_an_existing_home_pins_its_root_and_certifies_its_rows_once(team: Team) -> None:
-    (team.home / ROOT_FILE).unlink()  # a home from before certificates: no pinned root, and a grant row nobody certified
-    grant = Grant("bob", Role.CONSUMER)
-    with build_platform(home_on(team.url, team.home)) as p:
-        trust.records(p).change_grant(grant, add=True, by="admin")  # no proven identity: written without a certificate
-    with build_platform(home_on(team.url, team.home)) as p:
-        trust.current_identity(p)  # the bootstrap identity: pins its key and certifies the rows as they are (audited)
-        assert (team.home / ROOT_FILE).read_text().strip() == team.root
+def test_an_existing_home_pins_its_root_and_certifies_its_rows_once(backend_url: str, tmp_path: Path) -> None:
+    home = tmp_path / "old"
+    with build_platform(home_on(backend_url, home)) as p:  # a home from before certificates: its rows, no certificate, no root
+        trust.create_identity(p, "admin", by="bootstrap")
+        for role in Role:
+            trust.records(p).change_grant(Grant("admin", role), add=True, by="bootstrap")
+        trust.create_identity(p, "bob", by="admin")
+        trust.records(p).change_grant(Grant("bob", Role.CONSUMER), add=True, by="admin")
+    assert not (home / ROOT_FILE).exists()
+    with build_platform(home_on(backend_url, home)) as p:
+        admin = trust.current_identity(p)  # the bootstrap identity: pins its key and certifies the rows as they are (audited)
+        assert (home / ROOT_FILE).read_text().strip() == admin.public_key.hex()
         assert [e["action"] for e in trust.records(p).audit_entries()][-1] == "trust.certify"
-    with build_platform(team.as_("bob")) as p:
+        at = trust.records(p).identities()[0].created_at
+    root = admin.public_key.hex()
+    with build_platform(home_on(backend_url, home, DSV_IDENTITY="bob", DSV_TRUST_ROOT=root)) as p:
         assert trust.require(p, Role.CONSUMER).role is Role.CONSUMER
+        grant = Grant("bob", Role.OPERATOR)
+        row = {"scope_key": scope_key(grant), "identity": "bob", "role": "operator", "columns_json": "[]", "created_by": "admin", "created_at": at}
+        with p.registry.engine.begin() as conn:
+            conn.execute(insert(st.grants).values(**row))
+    keys = str(home / "identities")  # a new home of the admin on the certified registry pins its root but blesses nothing
+    with build_platform(home_on(backend_url, tmp_path / "new", DSV_KEY_DIR=keys)) as p:
+        trust.current_identity(p)
+        assert (tmp_path / "new" / ROOT_FILE).read_text().strip() == root
+    bob = home_on(backend_url, tmp_path / "new", DSV_KEY_DIR=keys, DSV_IDENTITY="bob")
+    with build_platform(bob) as p, pytest.raises(UntrustedError, match="grant operator any of identity 'bob'"):
+        trust.require(p, Role.OPERATOR)
 
 
 def test_a_malformed_trust_root_is_a_configuration_error(team: Team) -> None:

@@ -202,6 +202,11 @@ class TrustRecords(RegistryTransactions):
         with self._read() as conn:
             return verified_grants(conn, name, policy_of(self.engine).root, only=only)
 
+    def has_certificates(self) -> bool:
+        """Whether any key or grant was ever certified (False: a registry from before certificates)."""
+        with self._read() as conn:
+            return conn.execute(select(st.certificates.c.id).limit(1)).first() is not None
+
     def certify_all(self, *, by: str) -> int:
         """Certify every key and grant that has no valid certificate, as the engine's signer ``by`` (``dsv trust certify``)."""
         root = policy_of(self.engine).root

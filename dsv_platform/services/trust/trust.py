@@ -259,10 +259,12 @@ def pin_home_root(platform: Platform, public: bytes) -> None:
 
 
 def _upgrade_home(platform: Platform, name: str, public: bytes) -> None:
-    """A home from before certificates: its bootstrap identity's key becomes its root, and it certifies the rows as they are now."""
+    """A home without a pinned root: its bootstrap identity's key becomes its root; on a registry from before certificates, it
+    certifies the rows as they are now (never on one with certificates: a new home must not bless rows changed since)."""
     enlist_signer(platform, name)
     pin_home_root(platform, public)
-    records(platform).certify_all(by=name)
+    if not records(platform).has_certificates():
+        records(platform).certify_all(by=name)
 
 
 def enlist_signer(platform: Platform, name: str) -> None:
