@@ -21,7 +21,9 @@ from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore
 from dsv_platform.adapters.objects.object_store import ObjectStore
 from dsv_platform.adapters.objects.store_factory import build_encrypting_store
 from dsv_platform.adapters.objects.store_factory import build_object_store as _build_store
+from dsv_platform.adapters.registry.certificates import load_root
 from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.adapters.registry.signed_events import pin_root
 from dsv_platform.core.config.platform_config import PlatformConfig, load_config
 from dsv_platform.core.errors import EnvironmentSetupError
 from dsv_platform.settings import Settings, pinned_timezone
@@ -199,6 +201,7 @@ def build_platform(settings: Settings) -> Platform:
     objects = build_object_store(settings)
     store = build_encrypted_store(settings, objects)
     registry = Registry.from_url(settings.registry_url, protected_aliases=config.options.protected_aliases)
+    pin_root(registry.engine, load_root(settings.trust_root, settings.home))  # keys, grants and signed state must chain to it
     return Platform(
         settings=settings,
         config=config,

@@ -45,6 +45,9 @@ class Settings:
     """``DSV_KEY_DIR``: where private identity keys live; unset it is ``home / "identities"`` (:attr:`identity_key_dir`)."""
     strict: bool = False
     """``DSV_STRICT=1``: no bootstrap identity; every action needs an explicit grant (also a ``STRICT`` marker file in the home)."""
+    trust_root: str | None = None
+    """``DSV_TRUST_ROOT``: the trust root's Ed25519 public key (hex, or a file holding it) that keys and grants must chain to; unset, the
+    home's ``trust_root`` file (written when the home bootstraps its registry), else none (docs/trust.md, "Certified keys and grants")."""
     env_cache: Path | None = None
     """``DSV_ENV_CACHE``: where ``dsv reproduce`` keeps venvs rebuilt from recorded locks; unset it is ``~/.cache/dsv/envs``."""
     build_jobs: int | None = None
@@ -142,6 +145,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         identity=env.get("DSV_IDENTITY") or None,
         key_dir=Path(env["DSV_KEY_DIR"]).resolve() if env.get("DSV_KEY_DIR") else None,
         strict=_flag("DSV_STRICT", env.get("DSV_STRICT", "")),
+        trust_root=env.get("DSV_TRUST_ROOT") or None,
         config_dir=Path(env.get("DSV_CONFIG_DIR") or DEFAULT_CONFIG_DIR).resolve(),
         dagster_home=Path(env.get("DAGSTER_HOME") or defaults["dagster_home"]).resolve(),  # type: ignore[arg-type]
         openlineage=openlineage_configured(env),

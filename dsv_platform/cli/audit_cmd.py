@@ -40,8 +40,10 @@ def _audit(args: argparse.Namespace, platform: Platform) -> int:
         breaks = verify_chain(entries)
         if breaks:
             raise AuditChainError(f"the audit log does not verify: {breaks[0]}")
-        doc = {"verified": True, "entries": len(entries), "head": entries[-1]["entry_hash"] if entries else None}
-        print(json.dumps(doc, indent=2) if args.json else f"audit log verifies: {doc['entries']} entries, head {doc['head']}")
+        checked = platform.registry.verify_signed_state()  # UNTRUSTED (exit 13) naming the first state or alias no signature backs
+        doc = {"verified": True, "entries": len(entries), "head": entries[-1]["entry_hash"] if entries else None, "signed_state": checked}
+        signed = f"; signed state of {checked['realizations']} realization(s) and {checked['aliases']} alias(es) verifies"
+        print(json.dumps(doc, indent=2) if args.json else f"audit log verifies: {doc['entries']} entries, head {doc['head']}{signed}")
         return 0
     entries = records.audit_entries(since=_since(args.since), target=args.ref)
     if args.json:

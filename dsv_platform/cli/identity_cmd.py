@@ -1,12 +1,14 @@
-"""`dsv identity create|list|show` and `dsv init [--strict]`: identities, their keys, and strict homes (docs/trust.md)."""
+"""`dsv identity create|list|show`, `dsv init [--strict]` and `dsv trust certify`: identities, their keys, strict homes (docs/trust.md)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
+from dsv_platform.adapters.registry.signed_events import policy_of
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
+from dsv_platform.core.errors import AccessDeniedError, ConfigurationError
 from dsv_platform.core.trust.trust import Grant, Role
 from dsv_platform.services.trust import trust
 
@@ -64,13 +66,31 @@ def _init(args: argparse.Namespace, platform: Platform) -> int:
         print(f"home {settings.home}: identity {me.name} ({me.fingerprint}){' (strict home)' if trust.is_strict(platform) else ''}")
         return 0
     name = trust.check_identity_name(args.admin)
-    if trust.records(platform).identities():  # a registry with identities: only an operator may make a home strict and name its admin
+    first = not trust.records(platform).identities()
+    if not first:  # a registry with identities: only an operator may make a home strict and name its admin
         trust.require(platform, Role.OPERATOR)
     trust.mark_strict(platform)
     identity, created = trust.create_identity(platform, name, by=name)
     if created:
+        if first:  # the registry's first identity: its key is the trust root this home pins, and it certifies its own grant
+            trust.enlist_signer(platform, name)
+            trust.pin_home_root(platform, identity.public_key)
         trust.records(platform).change_grant(Grant(name, Role.OPERATOR), add=True, by=name, reason="dsv init --strict")
     print(f"strict home {settings.home}: operator {name} ({identity.fingerprint}); grant every other role explicitly: dsv grants add")
+    return 0
+
+
+@with_platform
+def _certify(args: argparse.Namespace, platform: Platform) -> int:
+    """The holder of the pinned trust root certifies every key and grant as they are now (a registry from before certificates)."""
+    me = trust.current_identity(platform)
+    root = policy_of(platform.registry.engine).root
+    if root is None:
+        raise ConfigurationError("no trust root is pinned: set DSV_TRUST_ROOT to the root identity's public key (docs/trust.md)")
+    if me.public_key != root:
+        raise AccessDeniedError(f"identity {me.name!r} does not hold the pinned trust root ({trust.fingerprint(root)}); only its holder certifies every row")
+    done = trust.records(platform).certify_all(by=me.name)
+    print(json.dumps({"certified": done, "by": me.name}) if args.json else f"certified {done} key(s) and grant(s) as {me.name} (audited: trust.certify)")
     return 0
 
 
@@ -88,6 +108,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     c = s.add_parser("show", help="the identity this command runs as (DSV_IDENTITY) and its grants")
     c.add_argument("--json", action="store_true")
     c.set_defaults(handler=_show)
+    p = sub.add_parser("trust", help="the trust root: certify every key and grant of a registry from before certificates (the root's holder)")
+    s = p.add_subparsers(dest="trust_command", metavar="SUBCOMMAND")
+    s.required = True
+    c = s.add_parser("certify", help="certify every identity key and grant as they are now, as the holder of the pinned trust root (DSV_TRUST_ROOT)")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(handler=_certify)
     p = sub.add_parser("init", help="set up the home: bootstrap admin, or --strict: explicit grants only, --admin NAME holds operator")
     p.add_argument("--strict", action="store_true", help="no bootstrap identity; every action needs an explicit grant")
     p.add_argument("--admin", default=trust.ADMIN, help="the strict home's first identity, holding only operator (default admin)")

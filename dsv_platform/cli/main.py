@@ -94,6 +94,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "release": ("dsv_platform.cli.quarantine_cmd", "release a quarantine: one operator requests it, another identity approves it (--approve)"),
     "identity": ("dsv_platform.cli.identity_cmd", "identities and their Ed25519 keys: create, list, show (the current one)"),
+    "trust": ("dsv_platform.cli.identity_cmd", "the trust root: certify every key and grant of a registry from before certificates (the root's holder)"),
     "init": ("dsv_platform.cli.identity_cmd", "set up the home: bootstrap admin, or --strict: explicit grants only, --admin NAME holds operator"),
     "grants": ("dsv_platform.cli.grants_cmd", "grant or remove a role (operator; audited), or list the grants"),
     "audit": (

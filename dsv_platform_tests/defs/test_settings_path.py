@@ -48,6 +48,7 @@ def test_every_dsv_variable_reaches_a_dagster_run(tmp_path: Path) -> None:
         "DSV_ENV_CACHE": str(tmp_path / "envs"),
         "DSV_BUILD_JOBS": "3",
         "DSV_SUBJECT_KEY_FILE": str(tmp_path / "privacy" / "subject-key"),
+        "DSV_TRUST_ROOT": "ed25519:" + "ab" * 32,
     }
     assert _variables() <= set(values), f"a DSV_* variable this test does not set: {sorted(_variables() - set(values))}"
     loaded = load_settings(values)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert, select
 
+from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.core import canonical_json
 from dsv_platform.core.errors import UntrustedError
@@ -63,6 +64,9 @@ def forge(world: World, genuine: Realization, tag: str, *, drop: tuple[int, ...]
             )
         ).inserted_primary_key[0]  # fmt: skip
         conn.execute(insert(s.publication_claims).values(realization_id=rid, human_version=f"forged.{tag}", request_id=f"forged-{tag}", claimed_at=now, **row))
+        # The row's state event, signed by the platform's own identity: what refuses here is the manifest's signature
+        # (a forged row without it is refused at resolution already: test_signed_state.py).
+        q.add_event(conn, int(rid), RealizationState.SEALED, RealizationState.PUBLISHED, "forged", "mallory", now)
     return altered
 
 

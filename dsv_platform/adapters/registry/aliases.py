@@ -17,10 +17,12 @@ from typing import Any
 from sqlalchemy import Row, insert, select, update
 from sqlalchemy.engine import Connection
 
+from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.approval import audit_in, locked_state
 from dsv_platform.adapters.registry.publication import insert_ignore
 from dsv_platform.adapters.registry.quarantine import quarantine_note
+from dsv_platform.adapters.registry.signed_events import sign_alias, verify_state
 from dsv_platform.core.errors import NotFoundError, PublicationError, QuarantinedError
 from dsv_platform.core.publication.approval import DEFAULT_PROTECTED_ALIASES, check_protected_target
 from dsv_platform.core.publication.records import AliasMove, AliasRecord, StaleAliasError
@@ -90,6 +92,9 @@ def set_alias(
     if not alias_targetable(state):
         raise PublicationError(f"alias {alias!r} may point only to PUBLISHED or ELIGIBLE realizations; {ref} is {state.value}")
     check_protected_target(alias, ref, state, protected)
+    claim = q.find_claim(conn, dataset=name, version=version, manifest_hash=target)
+    if claim is not None:  # found with the state above: the state it moves on must be the one its signed events say
+        verify_state(conn, q.load_realization(conn, claim.realization_id), ref)
     where = (A.c.dataset == name, A.c.version == version, A.c.alias == alias)
     if expect is None:
         moved = insert_ignore(
@@ -111,18 +116,8 @@ def set_alias(
             actual=actual,
             generation=None if current is None else current.generation,
         )
-    conn.execute(
-        insert(H).values(
-            dataset=name,
-            version=version,
-            alias=alias,
-            old_target=expect,
-            new_target=target,
-            generation=current.generation,
-            actor=actor,
-            reason=reason,
-            at=now,
-        )
-    )
+    move = {"old_target": expect, "new_target": target, "generation": current.generation, "actor": actor, "reason": reason, "at": now}
+    conn.execute(insert(H).values(dataset=name, version=version, alias=alias, **move))
+    sign_alias(conn, name, version, alias, now)  # signed by the moving identity (signed_events.py)
     audit_in(conn, audit_as, "alias.move", f"{name}:{version}@{alias}", reason=reason or None, now=now, detail={"from": expect, "to": target})
     return current

@@ -160,6 +160,12 @@ def _v13(conn: Connection) -> None:
     privacy_plans.create(conn)
 
 
+def _v14(conn: Connection) -> None:
+    for table in (st.signed_events, st.certificates):
+        table.create(conn)
+        _append_only(conn, table.name)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "definitions, realizations, events, manifests, publication claims, aliases", _v1),
     Migration(2, "reader ACL, redaction generation; lineage, retention, consumption, redaction, reproduction tables", _v2),
@@ -173,6 +179,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(11, "registry properties recorded once: strictness and the bootstrap identity", _v11),
     Migration(12, "GC deletion intents: objects a GC batch is deleting, which no publication may name meanwhile", _v12),
     Migration(13, "privacy deletion plans: the decisions of a request, recorded with it; completion needs an outcome for each", _v13),
+    Migration(14, "signed state transitions and alias moves; operator certificates of identity keys and grants", _v14),
 )
 LATEST = max(m.version for m in MIGRATIONS)  # numbers are reserved per issue: the newest is not always the last one written
 

@@ -10,6 +10,7 @@ from sqlalchemy import CursorResult, Row, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import schema as s
+from dsv_platform.adapters.registry.signed_events import sign_state
 from dsv_platform.core.errors import DsvError, NotFoundError
 from dsv_platform.core.publication.records import Definition, Realization, RealizationEvent
 from dsv_platform.core.publication.states import ConcurrentTransitionError, RealizationState, check_transition
@@ -102,6 +103,7 @@ def find_claim(conn: Connection, **where: Any) -> Row[Any] | None:
 
 
 def add_event(conn: Connection, realization_id: int, old: RealizationState | None, new: RealizationState, reason: str, actor: str, at: datetime) -> None:
+    """Append the event; the engine's signer (the proven identity) signs it in this transaction (signed_events.py)."""
     conn.execute(
         insert(s.realization_events).values(
             realization_id=realization_id,
@@ -112,6 +114,7 @@ def add_event(conn: Connection, realization_id: int, old: RealizationState | Non
             at=at,
         )
     )
+    sign_state(conn, realization_id, at)
 
 
 def set_state(

@@ -1,7 +1,8 @@
 """Resolution: a reference answers with one readable realization or a typed failure.
 
 Never a near miss: NOT_FOUND, ACCESS_DENIED, REDACTED, EXPIRED or QUARANTINED (CORRUPT is the
-reader's call), and ``name:version`` alone means the newest readable realization.
+reader's call), and ``name:version`` alone means the newest readable realization. The state and the
+alias returned are checked against their signed events: UNTRUSTED when none backs them.
 
 Details: docs/publication.md
 """
@@ -16,6 +17,7 @@ from sqlalchemy.engine import Connection
 from dsv_platform.adapters.registry import aliases as al
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
+from dsv_platform.adapters.registry.signed_events import verify_alias, verify_state
 from dsv_platform.core.errors import AccessDeniedError, ExpiredError, NotFoundError, QuarantinedError, RedactedError
 from dsv_platform.core.publication.records import Realization
 from dsv_platform.core.publication.states import RealizationState, is_readable
@@ -35,6 +37,12 @@ def readable_or_raise(r: Realization, ref: str) -> Realization:
     if r.state is S.QUARANTINED:
         raise QuarantinedError(f"{ref} is quarantined pending review (dsv status lists the quarantine and its reason)", ref=ref, detail=detail)
     raise NotFoundError(f"{ref} is {r.state.value}, not published", ref=ref, detail=detail)
+
+
+def trusted(conn: Connection, realization: Realization, ref: str) -> Realization:
+    """``realization`` once its state is backed by its newest signed event (signed_events.py), else UntrustedError."""
+    verify_state(conn, realization, ref)
+    return realization
 
 
 def published(conn: Connection, name: str, version: str) -> list[Realization]:
@@ -59,6 +67,7 @@ def resolve(conn: Connection, name: str, version: str, manifest_hash: str | None
         pointer = al.get_alias(conn, name, version, alias)
         if pointer is None:
             raise NotFoundError(f"no alias {alias!r} on {base}", ref=ref)
+        verify_alias(conn, pointer, ref)  # the row is its newest move, signed by a publisher
         if manifest_hash is not None and manifest_hash != pointer.target:
             raise NotFoundError(f"alias {alias!r} points to {pointer.target}, not {manifest_hash}", ref=ref, detail={"alias_target": pointer.target})
         manifest_hash = pointer.target
@@ -66,11 +75,12 @@ def resolve(conn: Connection, name: str, version: str, manifest_hash: str | None
         claim = q.find_claim(conn, dataset=name, version=version, manifest_hash=manifest_hash)
         if claim is None:
             raise NotFoundError(f"no published realization of {base} has manifest {manifest_hash}", ref=ref)
-        return readable_or_raise(q.load_realization(conn, claim.realization_id), ref)
+        return trusted(conn, readable_or_raise(q.load_realization(conn, claim.realization_id), ref), ref)
     candidates = published(conn, name, version)
     for realization in candidates:
         if is_readable(realization.state):
-            return realization
+            return trusted(conn, realization, ref)
+        verify_state(conn, realization, ref, signature=False)  # a newer one skipped: its state is the one its events say
     if candidates:
         return readable_or_raise(candidates[0], ref)
     raise NotFoundError(f"{base} has no published realization", ref=ref)

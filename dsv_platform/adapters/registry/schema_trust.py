@@ -1,13 +1,13 @@
-"""The registry's trust tables (migration 7), on the same metadata as schema.py.
+"""The registry's trust tables (migrations 7, 11 and 13), on the same metadata as schema.py.
 
-Identities and their public keys, grants, the hash-chained audit log (append-only)
-and the identity that built each realization. Kept apart from schema.py (its size);
+Identities and their public keys, grants, the hash-chained audit log (append-only),
+the identity that built each realization, signed events and certificates. Kept apart from schema.py (its size);
 migrations.py imports this module, so the tables are part of ``schema.metadata``.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import Column, ForeignKey, Index, Integer, String, Table, Text
+from sqlalchemy import Column, ForeignKey, Index, Integer, String, Table, Text, UniqueConstraint
 
 from dsv_platform.adapters.registry.schema import HASH, NAME, UtcDateTime, metadata
 
@@ -67,4 +67,33 @@ realization_builders = Table(  # who built a realization (the approver check: no
     Column("realization_id", Integer, ForeignKey("realizations.id"), primary_key=True),
     Column("identity", NAME, nullable=False),
     Column("recorded_at", UtcDateTime, nullable=False),
+)
+
+signed_events = Table(  # append-only (migration 14): the acting identity's signature of a state transition or an alias move
+    "signed_events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(20), nullable=False),  # state (realization_events.id) | alias (alias_history.id)
+    Column("event_id", Integer, nullable=False),
+    Column("subject", Text, nullable=False),
+    Column("statement_hash", HASH, nullable=False),
+    Column("signer", NAME, nullable=False),
+    Column("keyid", String(64), nullable=False),
+    Column("signature", Text, nullable=False),  # hex Ed25519 signature over the DSSE PAE of the statement
+    Column("signed_at", UtcDateTime, nullable=False),
+    UniqueConstraint("kind", "event_id", name="uq_signed_events_event"),
+)
+
+certificates = Table(  # append-only (migration 14): an operator's signature of an identity's key or of a grant
+    "certificates",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(20), nullable=False),  # key (subject: identity name) | grant (subject: grant scope_key)
+    Column("subject", Text, nullable=False),
+    Column("statement_hash", HASH, nullable=False),
+    Column("certifier", NAME, nullable=False),
+    Column("keyid", String(64), nullable=False),
+    Column("signature", Text, nullable=False),
+    Column("certified_at", UtcDateTime, nullable=False),
+    Index("ix_certificates_subject", "kind", "subject"),
 )

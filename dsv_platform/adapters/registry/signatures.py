@@ -15,12 +15,15 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
+from dsv_platform.adapters.registry import aliases as al
 from dsv_platform.adapters.registry import publication as pub
+from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.approval import audit_in
+from dsv_platform.adapters.registry.signed_events import verify_alias, verify_state
 from dsv_platform.adapters.registry.transactions import RegistryTransactions
 from dsv_platform.core.publication.records import PublishOutcome, PublishResult
-from dsv_platform.core.publication.states import ConcurrentTransitionError
+from dsv_platform.core.publication.states import ConcurrentTransitionError, is_readable
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,22 @@ class RegistrySignatures(RegistryTransactions):
         """The signature recorded with this realization's publication, or None (published unsigned)."""
         with self._read() as conn:
             return signature_of(conn, realization_id)
+
+    def verify_signed_state(self) -> dict[str, int]:
+        """Check every published realization's state and every alias against their signed events (``dsv audit --verify``).
+
+        Raises UntrustedError naming the first that no valid signature backs; returns how many of each were checked.
+        """
+        with self._read() as conn:
+            rows = conn.execute(select(s.realizations).join(s.publication_claims, s.publication_claims.c.realization_id == s.realizations.c.id))
+            realizations = [q.realization_from_row(row) for row in rows]
+            for r in realizations:
+                verify_state(conn, r, r.ref, signature=is_readable(r.state))
+            aliases = [al.get_alias(conn, a.dataset, a.version, a.alias) for a in conn.execute(select(s.aliases))]
+            for record in aliases:
+                if record is not None:
+                    verify_alias(conn, record, f"{record.dataset}:{record.version}@{record.alias}")
+        return {"realizations": len(realizations), "aliases": len(aliases)}
 
     def signing_since(self) -> datetime | None:
         """When this registry recorded its first signature (None: never): publications after it must be signed."""

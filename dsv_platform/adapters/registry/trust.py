@@ -9,7 +9,7 @@ so two appends can never share one. A grant change and its audit entry commit to
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,7 +18,9 @@ from sqlalchemy import delete, func, insert, select
 from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import schema_trust as st
+from dsv_platform.adapters.registry.certificates import GRANT, KEY, certify, grant_statement, key_statement, verified_grants, verified_key
 from dsv_platform.adapters.registry.registry import Registry
+from dsv_platform.adapters.registry.signed_events import policy_of
 from dsv_platform.adapters.registry.transactions import RegistryTransactions
 from dsv_platform.core import canonical_json
 from dsv_platform.core.trust.trust import GENESIS_HASH, Grant, audit_entry_hash, parse_role
@@ -93,6 +95,13 @@ def append_audit(conn: Connection, *, now: datetime, identity: str, action: str,
     return seq
 
 
+def _certify(conn: Connection, kind: str, subject: str, statement: bytes, now: datetime) -> None:
+    """The engine's signer (the proven operator) certifies a key or a grant it writes, in this transaction."""
+    signer = policy_of(conn.engine).signer
+    if signer is not None:
+        certify(conn, kind, subject, statement, by=signer.identity, public_key=signer.public_key, sign=signer.sign, now=now)
+
+
 def _change_grant(conn: Connection, grant: Grant, key: str, *, add: bool, by: str, reason: str | None, now: datetime) -> bool:
     """Add or remove ``grant`` with its audit entry inside the caller's transaction; False when nothing changed."""
     t = st.grants
@@ -113,6 +122,7 @@ def _change_grant(conn: Connection, grant: Grant, key: str, *, add: bool, by: st
                 created_at=now,
             )
         )
+        _certify(conn, GRANT, key, grant_statement(conn.execute(select(t).where(t.c.scope_key == key)).one()), now)
     else:
         conn.execute(delete(t).where(t.c.scope_key == key))
     action = "grant.add" if add else "grant.remove"
@@ -149,6 +159,7 @@ class TrustRecords(RegistryTransactions):
             if conn.execute(select(t.c.name).where(t.c.name == name)).first() is not None:
                 return False
             conn.execute(insert(t).values(name=name, public_key=public_key, fingerprint=fingerprint, created_by=created_by, created_at=self._now()))
+            _certify(conn, KEY, name, key_statement(name, public_key), self._now())
             return True
 
         created = self._retrying(work)
@@ -178,6 +189,39 @@ class TrustRecords(RegistryTransactions):
             for grant in grants:
                 _change_grant(conn, grant, scope_key(grant), add=True, by=by, reason=reason, now=now)
             return True
+
+        return self._retrying(work)
+
+    def verified_key(self, name: str) -> bytes | None:
+        """``name``'s public key, certified up to the pinned trust root (certificates.py); None when not registered."""
+        with self._read() as conn:
+            return verified_key(conn, name, policy_of(self.engine).root)
+
+    def verified_grants(self, name: str, *, only: Callable[[Grant], bool] | None = None) -> list[Grant]:
+        """``name``'s grants (``only`` those it keeps), each certified up to the pinned trust root, else UntrustedError naming the grant."""
+        with self._read() as conn:
+            return verified_grants(conn, name, policy_of(self.engine).root, only=only)
+
+    def has_certificates(self) -> bool:
+        """Whether any key or grant was ever certified (False: a registry from before certificates)."""
+        with self._read() as conn:
+            return conn.execute(select(st.certificates.c.id).limit(1)).first() is not None
+
+    def certify_all(self, *, by: str) -> int:
+        """Certify every key and grant that has no valid certificate, as the engine's signer ``by`` (``dsv trust certify``)."""
+        root = policy_of(self.engine).root
+
+        def work(conn: Connection) -> int:
+            done = 0
+            for row in conn.execute(select(st.identities)).all():
+                if root is None or bytes.fromhex(row.public_key) != root:
+                    _certify(conn, KEY, row.name, key_statement(row.name, row.public_key), self._now())
+                    done += 1
+            for row in conn.execute(select(st.grants)).all():
+                _certify(conn, GRANT, row.scope_key, grant_statement(row), self._now())
+                done += 1
+            append_audit(conn, now=self._now(), identity=by, action="trust.certify", target="registry", reason=None, detail={"certified": done})
+            return done
 
         return self._retrying(work)
 

@@ -91,7 +91,7 @@ def authorize(platform: Platform, name: str, version: str, *, purpose: str | Non
             else ""
         )
         raise AccessDeniedError(str(exc).removeprefix("ACCESS_DENIED: ") + hint, ref=ref or definition, detail=detail) from exc
-    covering = [g for g in trust.grants_of(platform, identity) if grant_covers(g, Role.CONSUMER, definition=definition, purpose=purpose)]
+    covering = trust.records(platform).verified_grants(identity, only=lambda g: grant_covers(g, Role.CONSUMER, definition=definition, purpose=purpose))
     seen = {c for g in covering for c in g.columns}
     return AccessDecision(identity, definition, purpose, policy.withheld(sorted(seen)), policy.row_filter)
 

@@ -133,14 +133,17 @@ def _verify(platform: Platform, realization: Realization, row: SignatureRecord) 
         )
     if statement.publisher != row.signer:
         return bad(f"the statement names publisher {statement.publisher!r} but the registry records signer {row.signer!r}", **who)
-    key = trust.public_key_of(platform, row.signer)
+    try:
+        key = trust.public_key_of(platform, row.signer)
+    except UntrustedError as exc:
+        return bad(str(exc).removeprefix("UNTRUSTED: "), **who)
     if key is None:
         return bad(f"signer {row.signer!r} has no registered public key", **who)
     if not any(s.keyid == dsse.keyid_of(key) and trust.verify_signature(key, s.sig, envelope.signed_bytes()) for s in envelope.signatures):
         return bad(f"no signature in the envelope verifies under {row.signer!r}'s registered key {dsse.keyid_of(key)}", **who)
     try:
         trust.require(platform, Role.PUBLISHER, definition=f"{realization.dataset}:{realization.version}", identity=row.signer)
-    except AccessDeniedError as exc:
+    except (AccessDeniedError, UntrustedError) as exc:
         return bad(f"signer {row.signer!r} does not hold the publisher role for {realization.dataset}:{realization.version} ({exc})", **who)
     return SignatureStatus(ref, VALID, True, f"signed by publisher {row.signer!r}", **(base | who))
 

@@ -27,7 +27,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from dsv_platform.adapters.registry.trust import STRICT_PROPERTY, TrustRecords
+from dsv_platform.adapters.registry.certificates import ROOT_FILE, load_root
+from dsv_platform.adapters.registry.signed_events import EventSigner, pin_root, policy_of
+from dsv_platform.adapters.registry.trust import BOOTSTRAP_PROPERTY, STRICT_PROPERTY, TrustRecords
 from dsv_platform.bootstrap import Platform
 from dsv_platform.core.errors import AccessDeniedError, ConfigurationError, FileAccessError
 from dsv_platform.core.trust.trust import Grant, Role, describe_request, grant_covers
@@ -173,7 +175,9 @@ def _bootstrap(platform: Platform, name: str) -> Identity:
         _write_new_key(path)
     public = _raw_public(load_private_key(platform, name))
     every_role = [Grant(name, role) for role in Role]
+    enlist_signer(platform, name)  # the registry's first identity certifies its own grants: its key becomes the pinned root
     if trust.bootstrap_identity(name, public.hex(), fingerprint(public), by=BOOTSTRAP, grants=every_role, reason="bootstrap of a non-strict registry"):
+        pin_home_root(platform, public)
         return Identity(name, public)
     raced = trust.get_identity(name)
     if raced is not None and raced.public_key == public.hex():  # another process of this home bootstrapped it just now
@@ -186,6 +190,7 @@ def _bootstrap(platform: Platform, name: str) -> Identity:
             f"identity {name!r} is not registered, and this registry bootstraps nobody (it has identities, or is strict): "
             f"an operator creates it (dsv identity create {name})"
         )
+    enlist_signer(platform, holder)  # the operator certifies the key and the grants it provisions
     identity, _ = create_identity(platform, name, by=holder)
     for role in Role:
         trust.change_grant(Grant(name, role), add=True, by=holder, reason=f"built-in identity of a non-strict registry, provisioned by {holder}")
@@ -231,8 +236,41 @@ def current_identity(platform: Platform) -> Identity:
                 f"identity {name!r}: the private key at {key_path(platform, name)} does not match the registered public key ({record.fingerprint})"
             )
         identity = Identity(name, public)
+        if not strict and policy_of(platform.registry.engine).root is None and name == (records(platform).registry_property(BOOTSTRAP_PROPERTY) or ADMIN):
+            _upgrade_home(platform, name, public)
+        records(platform).verified_key(name)  # a key row changed in the database is refused (certificates.py)
     _identities[platform] = identity
+    enlist_signer(platform, name)
     return identity
+
+
+def pin_home_root(platform: Platform, public: bytes) -> None:
+    """Pin ``public`` as this home's trust root, once (``$DSV_HOME/trust_root``), unless ``DSV_TRUST_ROOT`` pins one already."""
+    if platform.settings.trust_root:
+        return
+    path = platform.settings.home / ROOT_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError), path.open("x", encoding="utf-8") as out:
+            out.write(public.hex() + "\n")
+    except OSError as exc:
+        raise FileAccessError(f"{path}: cannot write the trust root ({exc.strerror})") from exc
+    pin_root(platform.registry.engine, load_root(None, platform.settings.home))
+
+
+def _upgrade_home(platform: Platform, name: str, public: bytes) -> None:
+    """A home without a pinned root: its bootstrap identity's key becomes its root; on a registry from before certificates, it
+    certifies the rows as they are now (never on one with certificates: a new home must not bless rows changed since)."""
+    enlist_signer(platform, name)
+    pin_home_root(platform, public)
+    if not records(platform).has_certificates():
+        records(platform).certify_all(by=name)
+
+
+def enlist_signer(platform: Platform, name: str) -> None:
+    """From now on the registry's state transitions and alias moves are signed by ``name`` (its key is in the key folder)."""
+    key = load_private_key(platform, name)
+    policy_of(platform.registry.engine).signer = EventSigner(name, _raw_public(key), key.sign)
 
 
 def ensure_service_identity(platform: Platform, *, default: str) -> Identity:
@@ -250,7 +288,8 @@ def ensure_service_identity(platform: Platform, *, default: str) -> Identity:
 
 
 def grants_of(platform: Platform, identity: str) -> list[Grant]:
-    return records(platform).grants(identity)
+    """``identity``'s grants, each certified up to the pinned trust root (a grant row changed in the database: UNTRUSTED)."""
+    return records(platform).verified_grants(identity)
 
 
 def require(
@@ -264,9 +303,8 @@ def require(
 ) -> Grant:
     """The grant that lets ``identity`` (default: the current one) act as ``role`` here, or AccessDeniedError naming identity, role, scope."""
     name = identity or current_identity(platform).name
-    for grant in records(platform).grants(name):
-        if grant_covers(grant, role, definition=definition, source=source, purpose=purpose):
-            return grant
+    for grant in records(platform).verified_grants(name, only=lambda g: grant_covers(g, role, definition=definition, source=source, purpose=purpose)):
+        return grant
     detail: dict[str, object] = {"identity": name, "role": role.value, "definition": definition, "source": source, "purpose": purpose}
     raise AccessDeniedError(describe_request(name, role, definition=definition, source=source, purpose=purpose), ref=definition, detail=detail)
 
@@ -298,9 +336,8 @@ def sign_bytes(platform: Platform, data: bytes, identity: str | None = None) -> 
 
 
 def public_key_of(platform: Platform, identity: str) -> bytes | None:
-    """The registered raw Ed25519 public key of ``identity``, or None."""
-    record = records(platform).get_identity(identity)
-    return None if record is None else bytes.fromhex(record.public_key)
+    """The registered raw Ed25519 public key of ``identity`` (certified up to the pinned root, else UntrustedError), or None."""
+    return records(platform).verified_key(identity)
 
 
 def verify_signature(public_key: bytes, signature: bytes, data: bytes) -> bool:
