@@ -33,6 +33,7 @@ from dsv_platform.core.splits.split_checks import CheckReport, assignment_hash, 
 from dsv_platform.services.ingest.canonical_load import held_batches, label_table_spec
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.privacy.privacy import PrivacyCoordinator
+from dsv_platform.services.publication.assembly_engine import engine_limits
 from dsv_platform.services.publication.datasets import load_manifest, open_dataset
 from dsv_platform.services.publication.integrity_signals import integrity_gates
 from dsv_platform.services.publication.publisher import BuildRequest, Publisher, parquet_bytes
@@ -227,7 +228,7 @@ def build_realization(
         _complete_alias_move(publisher, done)  # a build killed between its publication and the alias move
         return RealizationBuild(done.ref, load_manifest(registry, done), pins, True, ())
     watermark = pinned_watermark(tables, inputs, {p.table: p for p in pins})
-    examples, population = assemble(tables, inputs, {p.table: p for p in pins}, watermark, exclude_batches=held)
+    examples, population = assemble(tables, inputs, {p.table: p for p in pins}, watermark, exclude_batches=held, limits=engine_limits(platform.settings))
     if isinstance(store, EncryptingObjectStore):  # new realizations exclude deleted subjects
         coordinator = PrivacyCoordinator(registry, store, actor=actor, config=platform.config)
         examples = coordinator.exclusion_filter(realization_subjects(platform, definition))(examples)
