@@ -23,6 +23,8 @@ from dsv_platform.core.errors import EnvironmentSetupError
 if TYPE_CHECKING:
     import duckdb
 
+    Connection = duckdb.DuckDBPyConnection
+
 DEFAULT_MEMORY = 1 << 30  # 1 GiB: DuckDB's buffer pool; a build's own batches come on top (docs/scale.md)
 
 

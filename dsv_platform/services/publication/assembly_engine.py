@@ -26,13 +26,13 @@ from dsv_platform.core.config.source import SourceSpec, TableSpecLike
 from dsv_platform.core.config.timezones import zone
 
 if TYPE_CHECKING:
-    import duckdb
+    from dsv_platform.adapters.engine.duckdb_engine import Connection
+    from dsv_platform.bootstrap import Platform
 
-    from dsv_platform.settings import Settings
 
-
-def engine_limits(settings: Settings) -> EngineLimits | None:
+def engine_limits(platform: Platform) -> EngineLimits | None:
     """The engine's limits from ``DSV_BUILD_MEMORY`` (spilling under ``home/spill``); None under ``DSV_BUILD_ENGINE=arrow``."""
+    settings = platform.settings
     if settings.build_engine == "arrow":
         return None
     return EngineLimits(memory=settings.build_memory, spill_root=settings.spill_dir)
@@ -103,7 +103,7 @@ def assemble_tables(
 
 
 def _run_plan(
-    con: duckdb.DuckDBPyConnection,
+    con: Connection,
     definition: DatasetDefinition,
     sources: Mapping[str, SourceSpec],
     names: Mapping[str, str],

@@ -228,7 +228,7 @@ def build_realization(
         _complete_alias_move(publisher, done)  # a build killed between its publication and the alias move
         return RealizationBuild(done.ref, load_manifest(registry, done), pins, True, ())
     watermark = pinned_watermark(tables, inputs, {p.table: p for p in pins})
-    examples, population = assemble(tables, inputs, {p.table: p for p in pins}, watermark, exclude_batches=held, limits=engine_limits(platform.settings))
+    examples, population = assemble(tables, inputs, {p.table: p for p in pins}, watermark, exclude_batches=held, limits=engine_limits(platform))
     if isinstance(store, EncryptingObjectStore):  # new realizations exclude deleted subjects
         coordinator = PrivacyCoordinator(registry, store, actor=actor, config=platform.config)
         examples = coordinator.exclusion_filter(realization_subjects(platform, definition))(examples)

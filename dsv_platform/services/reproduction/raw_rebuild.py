@@ -132,7 +132,7 @@ def rebuild_from_raw(platform: Platform, manifest: Manifest, *, workdir: Path) -
     batches = _replay(zone, scratch, specs, watermark)
     if inputs.label is not None:
         build_label_table(scratch, inputs.label, [platform.config.sources[n] for n in inputs.label.inputs], as_of=watermark)
-    examples, _ = assemble(scratch, inputs, _scratch_pins(scratch, inputs, watermark), watermark, limits=engine_limits(platform.settings))
+    examples, _ = assemble(scratch, inputs, _scratch_pins(scratch, inputs, watermark), watermark, limits=engine_limits(platform))
     contract = definition.contract
     parts, leaves = [], []
     for key, rows in partitions_of(examples, contract):
