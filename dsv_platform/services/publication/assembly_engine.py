@@ -9,7 +9,8 @@ differential tests), so the content hash does not depend on the engine.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -24,6 +25,7 @@ from dsv_platform.core.config.aggregation import ZoneOf
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.config.source import SourceSpec, TableSpecLike
 from dsv_platform.core.config.timezones import zone
+from dsv_platform.services.publication.examples import EngineExamples
 
 if TYPE_CHECKING:
     from dsv_platform.adapters.engine.duckdb_engine import Connection
@@ -66,6 +68,27 @@ def assemble_out_of_core(
     ``inputs`` are the base and joined sources by name, ``label`` the label version's table;
     ``snapshots`` the pinned snapshot of each (by table name).
     """
+    with examples_out_of_core(
+        tables, definition, inputs, snapshots, watermark, label=label, label_key=label_key, limits=limits, zone_of=zone_of, exclude_batches=exclude_batches
+    ) as (examples, population):
+        return _sorted(examples.whole(), definition), population
+
+
+@contextmanager
+def examples_out_of_core(
+    tables: CanonicalTables,
+    definition: DatasetDefinition,
+    inputs: Mapping[str, SourceSpec],
+    snapshots: Mapping[str, int],
+    watermark: dt.datetime,
+    *,
+    label: TableSpecLike | None = None,
+    label_key: tuple[str, ...] | None = None,
+    limits: EngineLimits | None = None,
+    zone_of: ZoneOf = zone,
+    exclude_batches: Collection[str] = (),
+) -> Iterator[tuple[EngineExamples, int]]:
+    """:func:`assemble_out_of_core`'s examples left in the engine (read per partition), for the duration of the block."""
     with engine(limits or EngineLimits()) as con:
         excluding = None
         if exclude_batches:
@@ -78,7 +101,8 @@ def assemble_out_of_core(
             con.execute(f"CREATE TABLE __in{i} AS {latest}")
             con.execute(f"DROP TABLE __raw{i}")
         names = {name: f"__in{i}" for i, name in enumerate(named)}
-        return _run_plan(con, definition, inputs, names, {n: s.contract.arrow_schema for n, s in named.items()}, label_key=label_key, zone_of=zone_of)
+        schemas = {n: s.contract.arrow_schema for n, s in named.items()}
+        yield _run_plan(con, definition, inputs, names, schemas, label_key=label_key, zone_of=zone_of)
 
 
 def assemble_tables(
@@ -99,7 +123,8 @@ def assemble_tables(
             load_table(con, f"__in{i}", table)
         names = {name: f"__in{i}" for i, name in enumerate(named)}
         sources = {n: specs[n] for n in named if n != "__labels"}
-        return _run_plan(con, definition, sources, names, {n: t.schema for n, t in named.items()}, label_key=label_key, zone_of=zone_of)
+        examples, population = _run_plan(con, definition, sources, names, {n: t.schema for n, t in named.items()}, label_key=label_key, zone_of=zone_of)
+        return _sorted(examples.whole(), definition), population
 
 
 def _run_plan(
@@ -111,7 +136,7 @@ def _run_plan(
     *,
     label_key: tuple[str, ...] | None,
     zone_of: ZoneOf,
-) -> tuple[pa.Table, int]:
+) -> tuple[EngineExamples, int]:
     """Run :func:`plan_assembly` over the ``names`` tables (each input's latest rows, of ``schemas``)."""
     population = definition.population_filter
     if population is not None:
@@ -126,10 +151,12 @@ def _run_plan(
     for table, select in plan.steps:
         con.execute(f"CREATE TABLE {table} AS {select}")
     counted = con.execute(f"SELECT count(*) FROM {plan.population}").fetchone()
-    rows = con.sql(f"SELECT {', '.join(quote(c) for c in plan.columns)} FROM {plan.examples}").to_arrow_table()
-    contract = definition.contract
-    out = rows.cast(contract.arrow_schema)
-    return out.sort_by([(k, "ascending") for k in contract.key]), int(counted[0] if counted else 0)
+    con.execute(f"CREATE TABLE __examples AS SELECT {', '.join(quote(c) for c in plan.columns)} FROM {plan.examples}")
+    return EngineExamples(con, "__examples", definition.contract), int(counted[0] if counted else 0)
 
 
-__all__ = ["assemble_out_of_core", "assemble_tables", "engine_limits", "engine_refusal"]
+def _sorted(table: pa.Table, definition: DatasetDefinition) -> pa.Table:
+    return table.sort_by([(k, "ascending") for k in definition.contract.key])
+
+
+__all__ = ["assemble_out_of_core", "assemble_tables", "engine_limits", "engine_refusal", "examples_out_of_core"]
