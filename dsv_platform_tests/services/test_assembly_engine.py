@@ -123,3 +123,37 @@ def test_random_as_of_joins_agree(tmp_path_factory, reads, cals, lag_hours, max_
     max_age = None if max_age_hours is None else dt.timedelta(hours=max_age_hours)
     join = AsOfJoin("calibration", ("meter_id",), "read_at", dt.timedelta(hours=lag_hours), max_age)
     _both(replace(definition, as_of_joins=(join,)), readings, {"calibration": calibration}, config.sources)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    versions=st.lists(
+        st.tuples(st.sampled_from(["k1", "k2", "k3"]), st.integers(0, 5), st.sampled_from(["raw_batch:a", "raw_batch:b", "raw_batch:c"]), st.integers(0, 99)),
+        max_size=30,
+        unique_by=lambda v: (v[0], v[1], v[2]),
+    ),
+    watermark_hour=st.integers(0, 6),
+    excluded=st.sets(st.sampled_from(["raw_batch:a", "raw_batch:b", "raw_batch:c"]), max_size=2),
+)
+def test_the_latest_row_per_key_as_known_at_the_watermark_agrees(versions, watermark_hour, excluded):
+    """latest_sql against the adapter's latest_per_key after the as-of and exclusion filters (what CanonicalTables.read does)."""
+    from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine, load_table
+    from dsv_platform.adapters.iceberg.iceberg_values import BATCH, RECORDED_AT, latest_per_key
+    from dsv_platform.core.assembly.assembly_sql import latest_sql
+
+    recorded = [_ts(1) + dt.timedelta(hours=h) for _, h, _, _ in versions]
+    raw = pa.table({
+        "k": pa.array([v[0] for v in versions], pa.string()),
+        "value": pa.array([v[3] for v in versions], pa.int64()),
+        RECORDED_AT: pa.array(recorded, pa.timestamp("us", tz="UTC")),
+        BATCH: pa.array([v[2] for v in versions], pa.string()),
+    })  # fmt: skip
+    watermark = _ts(1) + dt.timedelta(hours=watermark_hour)
+    kept = raw.filter(pa.compute.and_(pa.compute.less_equal(raw.column(RECORDED_AT), pa.scalar(watermark, pa.timestamp("us", tz="UTC"))),
+                                      pa.compute.invert(pa.compute.is_in(raw.column(BATCH), pa.array(sorted(excluded), pa.string())))))  # fmt: skip
+    expected = latest_per_key(kept, ("k",)).select(["k", "value"])
+    with engine(EngineLimits(memory=64 << 20)) as con:
+        load_table(con, "raw", raw)
+        load_table(con, "excluded", pa.table({"batch": pa.array(sorted(excluded), pa.string())}))
+        got = con.sql(latest_sql("raw", ("k",), ("k", "value"), watermark, excluding="excluded")).to_arrow_table().sort_by("k")
+    assert got.to_pylist() == expected.to_pylist()

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     Connection = duckdb.DuckDBPyConnection
 
+LOAD_ROWS = 1 << 16
 DEFAULT_MEMORY = 1 << 30  # 1 GiB: DuckDB's buffer pool; a build's own batches come on top (docs/scale.md)
 
 
@@ -64,13 +65,24 @@ def engine(limits: EngineLimits) -> Iterator[duckdb.DuckDBPyConnection]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def load(con: duckdb.DuckDBPyConnection, name: str, batches: pa.RecordBatchReader) -> None:
-    """Create table ``name`` from a stream of record batches (consumed once, never whole in memory)."""
-    con.register("__incoming", batches)
+def load(con: duckdb.DuckDBPyConnection, name: str, batches: pa.RecordBatchReader, *, rows: int = LOAD_ROWS) -> None:
+    """Create table ``name`` from a stream of record batches, inserted ``rows`` at a time (never whole in memory).
+
+    One slice is in flight at a time: DuckDB's own scan of a Python stream reads many batches ahead.
+    """
+    empty = pa.Table.from_batches([], schema=batches.schema)
+    con.register("__incoming", empty)
     try:
         con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM __incoming')
     finally:
         con.unregister("__incoming")
+    for batch in batches:
+        for start in range(0, batch.num_rows, rows):
+            con.register("__incoming", pa.Table.from_batches([batch.slice(start, rows)]))
+            try:
+                con.execute(f'INSERT INTO "{name}" SELECT * FROM __incoming')
+            finally:
+                con.unregister("__incoming")
 
 
 def load_table(con: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> None:

@@ -66,12 +66,16 @@ def micros(instant: dt.datetime) -> int:
 
 
 def latest_sql(raw: str, key: Sequence[str], columns: Sequence[str], watermark: dt.datetime, *, excluding: str | None) -> str:
-    """Each key's row with the greatest ``_recorded_at`` (then ``_batch``) among rows recorded by the watermark."""
+    """Each key's row with the greatest ``_recorded_at`` (then ``_batch``) among rows recorded by the watermark.
+
+    The ranking runs over the key and clock columns and the row id alone; the wide rows are then read once by row id.
+    """
     where = f"epoch_us({RECORDED_AT}) <= {micros(watermark)}"
     if excluding is not None:
         where += f" AND {BATCH} NOT IN (SELECT batch FROM {excluding})"
     order = f"{RECORDED_AT} DESC, {BATCH} DESC"
-    return f"SELECT {_cols(columns)} FROM {raw} WHERE {where} QUALIFY row_number() OVER (PARTITION BY {_cols(key)} ORDER BY {order}) = 1"
+    ranked = f"SELECT rowid AS __row FROM {raw} WHERE {where} QUALIFY row_number() OVER (PARTITION BY {_cols(key)} ORDER BY {order}) = 1"
+    return f"SELECT {_cols(columns)} FROM {raw} WHERE rowid IN ({ranked})"
 
 
 @dataclass

@@ -108,7 +108,7 @@ class EngineExamples:
         index = pa.array([position[k] for k in keys], pa.int32())
         load_table(self.con, "__partition_values", pa.table({"v": values.column(column), "__part": index}))
         match = f"e.{quote(column)} IS NOT DISTINCT FROM p.v"
-        self.con.execute(f"CREATE OR REPLACE TABLE __keyed AS SELECT e.*, p.__part FROM {self.name} e JOIN __partition_values p ON {match} ORDER BY p.__part")
+        self.con.execute(f"CREATE OR REPLACE TABLE __keyed AS SELECT e.*, p.__part FROM {self.name} e JOIN __partition_values p ON {match}")
         return [(k, functools.partial(self._read, f"SELECT {listed} FROM __keyed WHERE __part = {i}", names)) for i, k in enumerate(order)]
 
     def filtered(self, keep: Callable[[pa.Table], pa.Table]) -> Examples:
