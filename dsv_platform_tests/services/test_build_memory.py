@@ -32,7 +32,10 @@ COLUMNS = """  - {name: event_id, type: string}
   - {name: amount, type: float64, scale: 4}
   - {name: note, type: string}
 """
-EVENTS = "name: events\nowner: t\nkey: [event_id]\npartition_by: event_day\nlanding: {format: parquet}\n" + "valid_time: event_time\nentity: account_id\ncolumns:\n" + COLUMNS
+EVENTS = (
+    "name: events\nowner: t\nkey: [event_id]\npartition_by: event_day\nlanding: {format: parquet}\n"
+    "valid_time: event_time\nentity: account_id\ncolumns:\n" + COLUMNS
+)
 FEATURES = """name: features
 owner: t
 key: [account_id, valid_from]
