@@ -138,10 +138,11 @@ def measured(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
     return {"wall_s": round(wall, 2), "peak_rss_mib": round(doc["rss"] / 1024), "out": doc["out"]}
 
 
-def dsv_run(folder: Path, tree: str | None, label: str) -> dict[str, Any]:
+def dsv_run(folder: Path, tree: str | None, label: str, extra: dict[str, str] | None = None) -> dict[str, Any]:
     home = folder / f"home-{label}"
     shutil.rmtree(home, ignore_errors=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DSV_")} | {"DSV_HOME": str(home), "DSV_CONFIG_DIR": str(folder / "config")}
+    env |= extra or {}
     if tree:
         env["PYTHONPATH"] = tree
     data = sorted((folder / "data").glob("*.parquet"))
@@ -189,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--rows", type=int, default=1_000_000)
     p.add_argument("--code", help="another source tree to run the dsv commands from as well (PYTHONPATH)")
+    p.add_argument("--arrow", action="store_true", help="also build with DSV_BUILD_ENGINE=arrow (the in-memory assembly), in its own home")
     args = p.parse_args(argv)
     folder = generate(args.rows, DATA / str(args.rows))
     report: dict[str, Any] = {"rows": args.rows, "load_before": load_1min()}
@@ -196,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     report["this"] = dsv_run(folder, None, "this")
     if args.code:
         report["other"] = dsv_run(folder, args.code, "other")
+    if args.arrow:
+        report["arrow"] = dsv_run(folder, None, "arrow", {"DSV_BUILD_ENGINE": "arrow"})
     base = report["duckdb"]["join_s"] + report["duckdb"]["hash_s"]
     report["build_vs_duckdb_plus_hash"] = round(report["this"]["build_wall_s"] / base, 2)
     report["hashes_equal"] = report["this"]["content_hash"] == report["duckdb"]["content_hash"]

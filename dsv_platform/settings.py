@@ -54,6 +54,14 @@ class Settings:
     """``DSV_BUILD_JOBS``: partitions a dataset build prepares at once (1: one at a time); unset, one per core."""
     subject_key_file: Path | None = None
     """``DSV_SUBJECT_KEY_FILE``: the key of subject hashes, held apart from the registry and the home; unset ``~/.config/dsv/subject-key``."""
+    build_engine: str = "duckdb"
+    """``DSV_BUILD_ENGINE``: ``duckdb`` (out of core, the default) or ``arrow`` (the in-memory reference assembly)."""
+    build_memory: int = 1 << 30
+    """``DSV_BUILD_MEMORY``: the build engine's memory limit (``2GiB``, ``512MiB`` or bytes; default 1 GiB); it spills past it under ``home/spill``."""
+
+    @property
+    def spill_dir(self) -> Path:
+        return self.home / "spill"
 
     def __post_init__(self) -> None:
         if self.dagster_home == _FOLLOW_HOME:
@@ -112,6 +120,29 @@ def _jobs(text: str) -> int | None:
     return int(text)
 
 
+_ENGINES = ("duckdb", "arrow")
+_SIZES = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 10**3, "mb": 10**6, "gb": 10**9}
+
+
+def _engine(text: str) -> str:
+    value = text.strip().lower() or "duckdb"
+    if value not in _ENGINES:
+        raise EnvironmentSetupError(f"DSV_BUILD_ENGINE={text!r}: must be one of {', '.join(_ENGINES)}")
+    return value
+
+
+def _size(name: str, text: str, default: int) -> int:
+    """A byte size such as ``2GiB``, ``512MiB``, ``1500MB`` or ``1073741824``; at least 64 MiB."""
+    value = text.strip().lower().replace(" ", "")
+    if not value:
+        return default
+    number = value.rstrip("abgikm")
+    unit = value[len(number) :]
+    if not number.isdigit() or unit not in _SIZES or int(number) * _SIZES[unit] < 64 << 20:
+        raise EnvironmentSetupError(f"{name}={text!r}: must be a size of at least 64MiB, such as 2GiB or 512MiB")
+    return int(number) * _SIZES[unit]
+
+
 def _defaults(home: Path) -> dict[str, object]:
     home = home.resolve()
     return {
@@ -152,6 +183,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         env_cache=Path(env["DSV_ENV_CACHE"]).expanduser().resolve() if env.get("DSV_ENV_CACHE") else None,
         build_jobs=_jobs(env.get("DSV_BUILD_JOBS", "")),
         subject_key_file=Path(env["DSV_SUBJECT_KEY_FILE"]).expanduser().resolve() if env.get("DSV_SUBJECT_KEY_FILE") else None,
+        build_engine=_engine(env.get("DSV_BUILD_ENGINE", "")),
+        build_memory=_size("DSV_BUILD_MEMORY", env.get("DSV_BUILD_MEMORY", ""), 1 << 30),
     )
 
 

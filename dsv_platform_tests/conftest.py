@@ -39,6 +39,8 @@ SLOW_MODULES = frozenset(
         "cli/test_diff_cmd.py",
         "cli/test_privacy_cmd.py",
         "cli/test_registry_cmd.py",
+        # builds in a subprocess under a memory cgroup
+        "services/test_build_memory.py",
     }
 )
 """Test modules in the ``slow`` set, by path under dsv_platform_tests/ (``--durations`` in CI tells what to move here)."""

@@ -33,7 +33,7 @@ ONLY_IN = {
     "boto3": ("adapters/objects/s3_store.py",),
     "botocore": ("adapters/objects/s3_store.py", "adapters/objects/s3_client.py"),
     "openlineage": ("adapters/lineage/openlineage.py",),
-    "duckdb": ("adapters/iceberg/duckdb_iceberg.py",),
+    "duckdb": ("adapters/iceberg/duckdb_iceberg.py", "adapters/engine/duckdb_engine.py"),
 }
 SETTINGS_IMPORTERS = ("bootstrap.py", "cli/", "defs/", "definitions.py", "__init__.py", "settings.py")
 

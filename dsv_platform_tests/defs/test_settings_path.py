@@ -12,8 +12,10 @@ import re
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from dsv_platform import settings as settings_module
+from dsv_platform.core.errors import EnvironmentSetupError
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.settings import Settings, load_settings
 
@@ -49,6 +51,8 @@ def test_every_dsv_variable_reaches_a_dagster_run(tmp_path: Path) -> None:
         "DSV_BUILD_JOBS": "3",
         "DSV_SUBJECT_KEY_FILE": str(tmp_path / "privacy" / "subject-key"),
         "DSV_TRUST_ROOT": "ed25519:" + "ab" * 32,
+        "DSV_BUILD_ENGINE": "arrow",
+        "DSV_BUILD_MEMORY": "512MiB",
     }
     assert _variables() <= set(values), f"a DSV_* variable this test does not set: {sorted(_variables() - set(values))}"
     loaded = load_settings(values)
@@ -62,3 +66,13 @@ def test_every_dsv_variable_reaches_a_dagster_run(tmp_path: Path) -> None:
     [seen] = SEEN
     assert seen == loaded
     assert (seen.build_jobs, seen.env_cache) == (3, (tmp_path / "envs").resolve())
+    assert (seen.build_engine, seen.build_memory) == ("arrow", 512 << 20)
+
+
+def test_build_engine_and_memory_are_parsed_strictly() -> None:
+    assert (load_settings({}).build_engine, load_settings({}).build_memory) == ("duckdb", 1 << 30)
+    assert load_settings({"DSV_BUILD_MEMORY": "2GiB"}).build_memory == 2 << 30
+    assert load_settings({"DSV_BUILD_MEMORY": "1500MB"}).build_memory == 1_500_000_000
+    for name, bad in [("DSV_BUILD_ENGINE", "spark"), ("DSV_BUILD_MEMORY", "lots"), ("DSV_BUILD_MEMORY", "1MiB"), ("DSV_BUILD_MEMORY", "2TB")]:
+        with pytest.raises(EnvironmentSetupError, match=name):
+            load_settings({name: bad})

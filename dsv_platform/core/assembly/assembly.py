@@ -30,14 +30,15 @@ from dsv_platform.core.errors import DsvError
 
 Ints = npt.NDArray[np.int64]
 _UNITS = ("s", "ms", "us", "ns")
-_PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
 
 
 class AssemblyError(DsvError):
     """The tables handed to the assembly do not fit the definition (a missing column, duplicate labels)."""
 
 
-def _unit(*types: pa.DataType) -> str:
+def unit_of(*types: pa.DataType) -> str:
+    """The finest timestamp unit among ``types`` ('s' when none is a timestamp): the unit instants are compared in."""
     units = [t.unit for t in types if pa.types.is_timestamp(t)]
     return max(units, key=_UNITS.index) if units else "s"
 
@@ -48,7 +49,7 @@ def instants(column: pa.ChunkedArray | pa.Array, unit: str) -> tuple[Ints, npt.N
     valid = np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), dtype=bool)
     if pa.types.is_date(arr.type):
         days = pc.cast(pc.cast(arr, pa.date32()), pa.int32()).fill_null(0)
-        return np.asarray(days.to_numpy(), dtype=np.int64) * _PER_DAY[unit], valid
+        return np.asarray(days.to_numpy(), dtype=np.int64) * PER_DAY[unit], valid
     if pa.types.is_timestamp(arr.type):
         ticks = pc.cast(pc.cast(arr, pa.timestamp(unit, tz=arr.type.tz)), pa.int64()).fill_null(0)
         return np.asarray(ticks.to_numpy(), dtype=np.int64), valid
@@ -79,9 +80,9 @@ def _key_ranks(table: pa.Table, key: Sequence[str]) -> Ints:
 
 def as_of_indices(left: pa.Table, right: pa.Table, join: AsOfJoin, valid_time: str, key: Sequence[str]) -> pa.Array:
     """Per left row, the index of its as-of row in ``right`` (null when there is none)."""
-    unit = _unit(left.schema.field(join.time).type, right.schema.field(valid_time).type)
+    unit = unit_of(left.schema.field(join.time).type, right.schema.field(valid_time).type)
     cutoff, left_ok = instants(left.column(join.time), unit)
-    cutoff = cutoff - int(join.lag.total_seconds() * (_PER_DAY[unit] // 86_400))
+    cutoff = cutoff - int(join.lag.total_seconds() * (PER_DAY[unit] // 86_400))
     valid, right_ok = instants(right.column(valid_time), unit)
     lcode, rcode = entity_codes(left, right, join.on)
     left_ok &= lcode >= 0
@@ -100,7 +101,7 @@ def as_of_indices(left: pa.Table, right: pa.Table, join: AsOfJoin, valid_time: s
     if perm.size:
         found &= rcode[hit] == lcode
         if join.max_age is not None:
-            found &= valid[hit] >= cutoff - int(join.max_age.total_seconds() * (_PER_DAY[unit] // 86_400))
+            found &= valid[hit] >= cutoff - int(join.max_age.total_seconds() * (PER_DAY[unit] // 86_400))
     return pa.array(hit, pa.int64(), mask=~found)
 
 
@@ -115,21 +116,21 @@ def as_of_join(left: pa.Table, right: pa.Table, join: AsOfJoin, spec: SourceSpec
     return left
 
 
-def _midnight(day: dt.date, unit: str, tz_name: str | None, zone_of: ZoneOf) -> np.int64:
+def midnight(day: dt.date, unit: str, tz_name: str | None, zone_of: ZoneOf) -> np.int64:
     """The instant (in ``unit`` since the epoch) of ``day``'s midnight: UTC, or local in ``tz_name``."""
     if tz_name is None:
-        return np.int64((day.toordinal() - 719_163) * _PER_DAY[unit])
+        return np.int64((day.toordinal() - 719_163) * PER_DAY[unit])
     local = dt.datetime(day.year, day.month, day.day, tzinfo=zone_of(tz_name))
-    return np.int64((local - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(seconds=1) * (_PER_DAY[unit] // 86_400))
+    return np.int64((local - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(seconds=1) * (PER_DAY[unit] // 86_400))
 
 
 def in_window(table: pa.Table, window: ObservationWindow, zone_of: ZoneOf = zone) -> pa.Table:
     """Rows whose window column falls on a day from ``start`` to ``end`` inclusive (UTC days, or local days of the window's time zone)."""
     column = table.column(window.column)
-    unit = _unit(column.type)
+    unit = unit_of(column.type)
     ticks, ok = instants(column, unit)
-    first = _midnight(window.start, unit, window.timezone, zone_of)
-    after = _midnight(window.end + dt.timedelta(days=1), unit, window.timezone, zone_of)
+    first = midnight(window.start, unit, window.timezone, zone_of)
+    after = midnight(window.end + dt.timedelta(days=1), unit, window.timezone, zone_of)
     return table.filter(pa.array(ok & (ticks >= first) & (ticks < after)))
 
 

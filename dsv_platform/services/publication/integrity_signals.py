@@ -10,7 +10,7 @@ Details: docs/quarantine.md
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -22,6 +22,7 @@ from dsv_platform.core.contracts import integrity_signals as sig
 from dsv_platform.core.publication.gates import GateResult
 from dsv_platform.core.publication.manifest import Manifest
 from dsv_platform.core.publication.states import is_readable
+from dsv_platform.services.publication.examples import Examples
 from dsv_platform.services.publication.realization_inputs import Pin
 from dsv_platform.services.publication.semantic_gate import baseline_of, stored_gates
 
@@ -57,12 +58,12 @@ def _approved_snapshots(platform: Platform, definition: DatasetDefinition) -> di
     return out
 
 
-def _batches(platform: Platform, definition: DatasetDefinition, pins: Mapping[str, Pin]) -> dict[str, pa.Table]:
-    """Per pinned source: its latest row per key with the ``_batch`` that wrote it."""
+def _batches(platform: Platform, definition: DatasetDefinition, pins: Mapping[str, Pin], *, only: Collection[str]) -> dict[str, pa.Table]:
+    """Per pinned source named in ``only``: its latest row per key with the ``_batch`` that wrote it."""
     out = {}
     for name in definition.sources:
         spec = platform.config.sources.get(name)
-        if spec is not None and name in pins:
+        if spec is not None and name in pins and name in only:
             hist = platform.tables.read(spec, snapshot_id=pins[name].snapshot_id, history=True, columns=())  # key and system columns only
             out[name] = latest_per_key(hist, spec.contract.key).select([*spec.contract.key, BATCH])
     return out
@@ -104,17 +105,25 @@ def _previous_version(platform: Platform, definition: DatasetDefinition) -> tupl
     return None, None
 
 
-def integrity_gates(platform: Platform, definition: DatasetDefinition, examples: pa.Table, pins: Sequence[Pin]) -> list[GateResult]:
-    """Every integrity signal of a build of ``definition`` over ``examples`` (its pinned inputs ``pins``), as gates."""
+def integrity_gates(platform: Platform, definition: DatasetDefinition, examples: Examples, pins: Sequence[Pin]) -> list[GateResult]:
+    """Every integrity signal of a build of ``definition`` over ``examples`` (its pinned inputs ``pins``), as gates.
+
+    What a signal reads is read only when the policy evaluates it: batches of the sources that declare
+    writers, contributors when a share bound or a label column is set, the whole table for duplicate clusters.
+    """
     policy = integrity_policy(definition)
     by_table = {p.table: p for p in pins}
-    writer_of = {r.batch_ref: r.writer for r in platform.landing.records()}
-    batches = _batches(platform, definition, by_table)
-    sources = {n: platform.config.sources[n] for n in batches}
-    writers = {n: {str(b): writer_of.get(str(b)) for b in pc.unique(t.column(BATCH)).to_pylist()} for n, t in batches.items()}
-    rows = _contributors(policy, examples, batches.get(definition.base), writer_of)
     label = policy.label_column
-    duplicate_columns = policy.duplicate_columns or tuple(c for c in examples.column_names if c not in (*definition.contract.key, label))
+    needs_rows = policy.max_contributor_share is not None or label is not None
+    declared = {n for n in definition.sources if (s := platform.config.sources.get(n)) is not None and s.writers}
+    wanted = declared | ({definition.base} if needs_rows and policy.contributor_column not in (*definition.contract.column_names,) else set())
+    writer_of = {r.batch_ref: r.writer for r in platform.landing.records()} if wanted else {}
+    batches = _batches(platform, definition, by_table, only=wanted)
+    sources = {n: platform.config.sources[n] for n in definition.sources if n in platform.config.sources}
+    writers = {n: {str(b): writer_of.get(str(b)) for b in pc.unique(t.column(BATCH)).to_pylist()} for n, t in batches.items() if n in declared}
+    whole = examples.whole() if needs_rows else None
+    rows = _contributors(policy, whole, batches.get(definition.base), writer_of) if whole is not None else None
+    duplicate_columns = policy.duplicate_columns or tuple(c for c in definition.contract.column_names if c not in (*definition.contract.key, label))
     baseline = baseline_of(platform, definition.name, definition.version, definition.contract)[1] if label is not None and rows is not None else None
     label_ref = f"{definition.label.name}:v{definition.label.version}" if definition.label is not None else None
     window = definition.observation_window.to_document()
@@ -124,7 +133,7 @@ def integrity_gates(platform: Platform, definition: DatasetDefinition, examples:
         sig.unexpected_writer(policy, writers, {n: s.writers for n, s in sources.items()}),
         sig.unapproved_snapshot(policy, {t: p.snapshot_id for t, p in by_table.items()}, _approved_snapshots(platform, definition)),
         sig.contributor_share(policy, None if rows is None else rows.column(CONTRIBUTOR), by=policy.contributor_column or "writer"),
-        sig.duplicate_clusters(policy, examples, duplicate_columns, label),
+        sig.duplicate_clusters(policy, whole if whole is not None else pa.table({}), duplicate_columns, label),
         sig.label_change_concentration(policy, rows, baseline, definition.contract.key, CONTRIBUTOR),
         sig.exclusion_rules_changed(policy, current, previous, previous_ref),
     ]

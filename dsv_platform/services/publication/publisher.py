@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -51,7 +51,9 @@ class BuildStep(enum.Enum):
     ALIAS_MOVED = "alias_moved"
 
 
-Gates = Callable[[Manifest, Mapping[str, pa.Table]], Iterable[GateResult]]
+Rows: TypeAlias = pa.Table | Callable[[], pa.Table]
+"""A partition's rows, or a reader of them called when the part is prepared (a build then holds one partition at a time)."""
+Gates = Callable[[Manifest, Mapping[str, Rows]], Iterable[GateResult]]
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class BuildRequest:
     version: str
     contract: Contract
     request_id: str
-    partitions: Sequence[tuple[str, pa.Table]]
+    partitions: Sequence[tuple[str, Rows]]
     logical_key: str | None = None
     manifest_fields: Mapping[str, Any] = field(default_factory=dict)
     gates: Gates | None = None
@@ -136,11 +138,12 @@ class Publisher:
         self.gate = gate  # roles checked (builder, then publisher), builder recorded, publication and alias moves audited (docs/trust.md)
         self.jobs = default_build_jobs() if jobs is None else max(1, jobs)  # partitions prepared at once; 1: the serial path
 
-    def write_part(self, attempt: str, key: str, table: pa.Table, contract: Contract) -> BuiltPart:
+    def write_part(self, attempt: str, key: str, table: Rows, contract: Contract) -> BuiltPart:
         return self.store_part(attempt, self.prepare_part(key, table, contract), contract)
 
-    def prepare_part(self, key: str, table: pa.Table, contract: Contract) -> PreparedPart:
-        """A part's CPU work, no store call: row filter, sort, hash, Parquet bytes (safe on a worker thread)."""
+    def prepare_part(self, key: str, rows: Rows, contract: Contract) -> PreparedPart:
+        """A part's CPU work, no store call: read, row filter, sort, hash, Parquet bytes (safe on a worker thread)."""
+        table = rows() if callable(rows) else rows
         if self.row_filter is not None:
             table = self.row_filter(table)
         rows = sorted_for_storage(table, contract)
@@ -155,7 +158,7 @@ class Publisher:
         self.on_step(BuildStep.PART_WRITTEN, part.key)
         return BuiltPart(key=part.key, hash=part.hash, rows=part.rows, object=digest, bytes=len(part.data), schema_hash=contract.schema_hash)
 
-    def write_parts(self, attempt: str, partitions: Sequence[tuple[str, pa.Table]], contract: Contract) -> list[BuiltPart]:
+    def write_parts(self, attempt: str, partitions: Sequence[tuple[str, Rows]], contract: Contract) -> list[BuiltPart]:
         """Every part, in partition order; with ``jobs`` > 1, up to ``jobs`` partitions prepared at once on threads.
 
         Store calls, ``on_step`` events and the first error are the serial build's (parallel_parts.py).

@@ -23,18 +23,21 @@ from dsv_platform.core import canonical_json
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.config.source import TableSpecLike
 from dsv_platform.core.config.timezones import tz_database
+from dsv_platform.core.contracts.semantic_rules import declared_rules
 from dsv_platform.core.contracts.validation import validate
 from dsv_platform.core.errors import CorruptError
 from dsv_platform.core.publication.gates import GateResult, rows_at_least
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin, LabelPin, Manifest, SourcePin, SplitsEntry
 from dsv_platform.core.publication.records import Realization
-from dsv_platform.core.splits.policy import assign_examples
+from dsv_platform.core.splits.policy import assign_examples, dataset_column
 from dsv_platform.core.splits.split_checks import CheckReport, assignment_hash, proportions_within_tolerance, splits_are_entity_disjoint
 from dsv_platform.services.ingest.canonical_load import held_batches, label_table_spec
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.privacy.privacy import PrivacyCoordinator
 from dsv_platform.services.privacy.privacy_key import load_subject_key
+from dsv_platform.services.publication.assembly_engine import engine_limits
 from dsv_platform.services.publication.datasets import load_manifest, open_dataset
+from dsv_platform.services.publication.examples import Examples
 from dsv_platform.services.publication.integrity_signals import integrity_gates
 from dsv_platform.services.publication.publisher import BuildRequest, Publisher, parquet_bytes
 from dsv_platform.services.publication.realization_inputs import (
@@ -42,14 +45,13 @@ from dsv_platform.services.publication.realization_inputs import (
     Inputs,
     Pin,
     RealizationBuildError,
-    assemble,
+    assembled,
     code_pin,
     environment_lockfile,
     environment_pin,
     example_id,
     inputs_of,
     logical_key,
-    partitions_of,
     pin_sources,
     pinned_watermark,
     runner_timezone,
@@ -87,10 +89,10 @@ class RealizationBuild:
         return dict(self.manifest.splits.counts) if self.manifest.splits else {}
 
 
-def _gates(definition: DatasetDefinition, assignment: pa.Table, population: int) -> list[GateResult]:
+def _gates(definition: DatasetDefinition, assignment: pa.Table | None, rows: int, population: int) -> list[GateResult]:
     """Entity disjointness, the proportions (when the policy fixes them), the row count, the policy's own rules, label coverage."""
-    if definition.split_policy is None:  # no splits: the row count (and label coverage) gate the examples themselves
-        return [rows_at_least(assignment.num_rows, definition.gates.rows_at_least), *_coverage(definition, assignment, population)]
+    if assignment is None:  # no splits: the row count (and label coverage) gate the examples themselves
+        return [rows_at_least(rows, definition.gates.rows_at_least), *_coverage(definition, rows, population)]
     policy = definition.policy()
     disjoint = splits_are_entity_disjoint(assignment, definition.entity_column)
     gates = [GateResult("splits_are_entity_disjoint", disjoint.passed, {f.name: str(dict(f.detail)) for f in disjoint.findings})]
@@ -102,13 +104,13 @@ def _gates(definition: DatasetDefinition, assignment: pa.Table, population: int)
     gates.append(rows_at_least(assignment.num_rows, definition.gates.rows_at_least))
     for check in policy.checks(assignment):
         gates.append(GateResult(check.name, check.report.passed, {f.name: str(dict(f.detail)) for f in check.report.findings}, blocking=check.blocking))
-    return gates + _coverage(definition, assignment, population)
+    return gates + _coverage(definition, rows, population)
 
 
-def _coverage(definition: DatasetDefinition, assignment: pa.Table, population: int) -> list[GateResult]:
+def _coverage(definition: DatasetDefinition, rows: int, population: int) -> list[GateResult]:
     if definition.label is None:
         return []
-    coverage_bp = assignment.num_rows * 10_000 // population if population else 0
+    coverage_bp = rows * 10_000 // population if population else 0
     minimum = definition.gates.label_coverage_at_least_bp
     return [GateResult("label_coverage", coverage_bp >= minimum, {"coverage_bp": coverage_bp, "minimum_bp": minimum, "population": population})]
 
@@ -151,14 +153,17 @@ def _manifest_fields(
     }
 
 
-def split_assignment(platform: Platform, definition: DatasetDefinition, examples: pa.Table) -> tuple[pa.Table, SplitsEntry]:
+def split_assignment(platform: Platform, definition: DatasetDefinition, examples: Examples) -> tuple[pa.Table, SplitsEntry]:
     """The split assignment of ``examples`` (by the output contract's key), stored as a content-addressed object.
 
     Returns the assignment with the policy's column (what the gates check) and the manifest's entry for the stored one.
+    Only the columns the policy reads are read.
     """
     key = example_id(definition.contract)
     policy = definition.policy()
-    checked, assignment = assign_examples(examples, policy, key, definition.entity_column)
+    column = dataset_column(policy, key)
+    narrow = examples.select([key, definition.entity_column, *([column] if column is not None else [])])
+    checked, assignment = assign_examples(narrow, policy, key, definition.entity_column)
     splits = SplitsEntry(
         policy=policy.to_document(),
         assignment_object=platform.store.put(parquet_bytes(assignment)),
@@ -228,31 +233,31 @@ def build_realization(
         _complete_alias_move(publisher, done)  # a build killed between its publication and the alias move
         return RealizationBuild(done.ref, load_manifest(registry, done), pins, True, ())
     watermark = pinned_watermark(tables, inputs, {p.table: p for p in pins})
-    examples, population = assemble(tables, inputs, {p.table: p for p in pins}, watermark, exclude_batches=held)
-    if isinstance(store, EncryptingObjectStore):  # new realizations exclude deleted subjects
-        subject_key = load_subject_key(platform.settings.subject_key_path)
-        coordinator = PrivacyCoordinator(registry, store, actor=actor, config=platform.config, subject_key=subject_key)
-        examples = coordinator.exclusion_filter(realization_subjects(platform, definition))(examples)
-    assignment, splits = split_assignment(platform, definition, examples) if definition.split_policy is not None else (examples, None)
-    gates = _gates(definition, assignment, population)
-    if definition.derive or definition.aggregate is not None:  # values the recipe computed: Pandera checks them against the output contract
-        report = validate(examples, definition.contract)
-        gates.append(GateResult("rows_satisfy_contract", report.passed, dict(report.summary())))
-    gates += semantic_gates(platform, definition.name, definition.version, definition.contract, examples)  # docs/contracts.md
-    gates += integrity_gates(platform, definition, examples, pins)  # poisoning signals: docs/quarantine.md
-    request = BuildRequest(
-        dataset=definition.name,
-        version=definition.version,
-        contract=definition.contract,
-        request_id=request_id,
-        logical_key=key,
-        partitions=partitions_of(examples, definition.contract),
-        manifest_fields=_manifest_fields(platform, inputs, pins, splits, watermark, population, code=code, environment=environment, held=held),
-        gates=lambda manifest, parts: gates,
-        alias=ALIAS,
-    )
-    result = publisher.build(request)
-    # the publisher records the pinned_by / part_of edges the manifest implies (once, deduplicated)
+    with assembled(tables, inputs, {p.table: p for p in pins}, watermark, exclude_batches=held, limits=engine_limits(platform)) as (examples, population):
+        if isinstance(store, EncryptingObjectStore) and registry.privacy.deleted_subjects():  # new realizations exclude deleted subjects
+            subject_key = load_subject_key(platform.settings.subject_key_path)
+            coordinator = PrivacyCoordinator(registry, store, actor=actor, config=platform.config, subject_key=subject_key)
+            examples = examples.filtered(coordinator.exclusion_filter(realization_subjects(platform, definition)))
+        assignment, splits = split_assignment(platform, definition, examples) if definition.split_policy is not None else (None, None)
+        gates = _gates(definition, assignment, examples.num_rows, population)
+        if definition.derive or definition.aggregate is not None:  # values the recipe computed: Pandera checks them against the output contract
+            report = validate(examples.whole(), definition.contract)
+            gates.append(GateResult("rows_satisfy_contract", report.passed, dict(report.summary())))
+        if declared_rules(definition.contract):  # docs/contracts.md
+            gates += semantic_gates(platform, definition.name, definition.version, definition.contract, examples.whole())
+        gates += integrity_gates(platform, definition, examples, pins)  # poisoning signals: docs/quarantine.md
+        request = BuildRequest(
+            dataset=definition.name,
+            version=definition.version,
+            contract=definition.contract,
+            request_id=request_id,
+            logical_key=key,
+            partitions=examples.parts(),
+            manifest_fields=_manifest_fields(platform, inputs, pins, splits, watermark, population, code=code, environment=environment, held=held),
+            gates=lambda manifest, parts: gates,
+            alias=ALIAS,
+        )
+        result = publisher.build(request)  # it records the pinned_by / part_of edges the manifest implies (once, deduplicated)
     return RealizationBuild(result.ref, result.manifest, pins, False, tuple(gates))
 
 

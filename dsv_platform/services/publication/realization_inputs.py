@@ -14,13 +14,15 @@ import hashlib
 import importlib.metadata
 import platform
 import subprocess
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dsv_platform.adapters.engine.duckdb_engine import EngineLimits
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
 from dsv_platform.adapters.iceberg.iceberg_maintenance import max_recorded_at
 from dsv_platform.core import canonical_json
@@ -37,6 +39,8 @@ from dsv_platform.core.identity.hashing import partition_keys
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin
 from dsv_platform.core.reproduction.build_pin import read_build_pin
 from dsv_platform.services.ingest.canonical_load import label_table_spec
+from dsv_platform.services.publication.assembly_engine import assemble_out_of_core, engine_refusal, examples_out_of_core
+from dsv_platform.services.publication.examples import Examples, TableExamples
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -165,13 +169,25 @@ def assemble(
     *,
     zone_of: ZoneOf = zone,
     exclude_batches: Collection[str] = (),
+    limits: EngineLimits | None = None,
 ) -> tuple[pa.Table, int]:
     """The examples (contract columns, sorted by its key) and the population size before the label join.
+
+    With ``limits`` the relational work runs out of core in DuckDB when the definition allows it
+    (:func:`engine_refusal`), else in memory; both give the same rows.
 
     ``zone_of`` gives the time zone rules of local-time windows and buckets (default: the pinned tzdata package);
     ``exclude_batches``: quarantined raw batches whose rows are not read.
     """
     definition = inputs.definition
+    label_key = inputs.label.key if inputs.label is not None else None
+    if limits is not None and engine_refusal(definition, inputs.tables) is None:  # out of core (services/publication/assembly_engine.py)
+        label = label_table_spec(inputs.label) if inputs.label is not None else None
+        snapshots = {name: pin.snapshot_id for name, pin in pins.items()}
+        sources = {s: inputs.sources[s] for s in [definition.base, *(j.source for j in definition.as_of_joins)]}
+        return assemble_out_of_core(
+            tables, definition, sources, snapshots, watermark, label=label, label_key=label_key, limits=limits, zone_of=zone_of, exclude_batches=exclude_batches
+        )
 
     def read(spec: TableSpecLike) -> pa.Table:
         return tables.read(spec, snapshot_id=pins[spec.name].snapshot_id, as_of=watermark, exclude_batches=exclude_batches)
@@ -179,8 +195,33 @@ def assemble(
     base = read(inputs.sources[definition.base])
     joined = {j.source: read(inputs.sources[j.source]) for j in definition.as_of_joins}
     labels = read(label_table_spec(inputs.label)) if inputs.label is not None else None
-    label_key = inputs.label.key if inputs.label is not None else None
     return assemble_examples(definition, base, joined, inputs.sources, labels, label_key=label_key, zone_of=zone_of)
+
+
+@contextmanager
+def assembled(
+    tables: CanonicalTables,
+    inputs: Inputs,
+    pins: Mapping[str, Pin],
+    watermark: dt.datetime,
+    *,
+    exclude_batches: Collection[str] = (),
+    limits: EngineLimits | None = None,
+) -> Iterator[tuple[Examples, int]]:
+    """:func:`assemble`'s examples and population for the block: left in the build engine when it runs the definition, else in memory."""
+    definition = inputs.definition
+    if limits is not None and engine_refusal(definition, inputs.tables) is None:
+        label = label_table_spec(inputs.label) if inputs.label is not None else None
+        snapshots = {name: pin.snapshot_id for name, pin in pins.items()}
+        sources = {s: inputs.sources[s] for s in [definition.base, *(j.source for j in definition.as_of_joins)]}
+        label_key = inputs.label.key if inputs.label is not None else None
+        with examples_out_of_core(
+            tables, definition, sources, snapshots, watermark, label=label, label_key=label_key, limits=limits, exclude_batches=exclude_batches
+        ) as (examples, population):
+            yield examples, population
+        return
+    table, population = assemble(tables, inputs, pins, watermark, exclude_batches=exclude_batches)
+    yield TableExamples(table, definition.contract), population
 
 
 def partitions_of(table: pa.Table, contract: Contract) -> list[tuple[str, pa.Table]]:

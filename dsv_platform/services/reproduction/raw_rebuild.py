@@ -30,6 +30,7 @@ from dsv_platform.core.publication.manifest import Manifest
 from dsv_platform.core.splits.policy import assign_examples
 from dsv_platform.core.splits.split_checks import assignment_hash
 from dsv_platform.services.ingest.canonical_load import build_label_table, rows_of_day
+from dsv_platform.services.publication.assembly_engine import engine_limits
 from dsv_platform.services.publication.publisher import sorted_for_storage
 from dsv_platform.services.publication.realization_inputs import Inputs, Pin, RealizationBuildError, assemble, example_id, inputs_of, partitions_of
 
@@ -131,7 +132,7 @@ def rebuild_from_raw(platform: Platform, manifest: Manifest, *, workdir: Path) -
     batches = _replay(zone, scratch, specs, watermark)
     if inputs.label is not None:
         build_label_table(scratch, inputs.label, [platform.config.sources[n] for n in inputs.label.inputs], as_of=watermark)
-    examples, _ = assemble(scratch, inputs, _scratch_pins(scratch, inputs, watermark), watermark)
+    examples, _ = assemble(scratch, inputs, _scratch_pins(scratch, inputs, watermark), watermark, limits=engine_limits(platform))
     contract = definition.contract
     parts, leaves = [], []
     for key, rows in partitions_of(examples, contract):

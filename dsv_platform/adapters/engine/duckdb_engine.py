@@ -1,0 +1,93 @@
+"""A DuckDB database for one build: on disk under the data home, with a memory limit and a spill folder.
+
+Inputs stream in as Arrow record batches (a pinned Iceberg scan, file by file), so no input
+is whole in memory; DuckDB keeps its tables on disk and spills joins, sorts and window
+functions past ``memory_limit``. The folder is removed when the build ends, whatever happened.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from dsv_platform.core.errors import EnvironmentSetupError
+
+if TYPE_CHECKING:
+    import duckdb
+
+    Connection = duckdb.DuckDBPyConnection
+
+LOAD_ROWS = 1 << 16
+DEFAULT_MEMORY = 1 << 30  # 1 GiB: DuckDB's buffer pool; a build's own batches come on top (docs/scale.md)
+
+
+@dataclass(frozen=True)
+class EngineLimits:
+    """How much memory DuckDB may hold (bytes), how many threads it runs, and where it spills (None: the system temp folder)."""
+
+    memory: int = DEFAULT_MEMORY
+    threads: int | None = None
+    spill_root: Path | None = None
+
+
+@contextmanager
+def engine(limits: EngineLimits) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A fresh on-disk DuckDB database in its own folder under ``limits.spill_root``, removed afterwards."""
+    try:
+        import duckdb
+    except ImportError as exc:  # a core dependency: only a broken environment lacks it
+        raise EnvironmentSetupError(f"the build engine needs DuckDB: {exc}") from None
+    if limits.spill_root is not None:
+        limits.spill_root.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="build-", dir=limits.spill_root))
+    config: dict[str, str | bool | int | float | list[str]] = {
+        "memory_limit": f"{max(limits.memory >> 20, 64)}MiB",
+        "temp_directory": str(folder / "spill"),
+        "threads": limits.threads or os.cpu_count() or 1,
+        "preserve_insertion_order": False,
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+    }
+    con = duckdb.connect(str(folder / "build.duckdb"), config=config)
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        yield con
+    finally:
+        con.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def load(con: duckdb.DuckDBPyConnection, name: str, batches: pa.RecordBatchReader, *, rows: int = LOAD_ROWS) -> None:
+    """Create table ``name`` from a stream of record batches, inserted ``rows`` at a time (never whole in memory).
+
+    One slice is in flight at a time: DuckDB's own scan of a Python stream reads many batches ahead.
+    """
+    empty = pa.Table.from_batches([], schema=batches.schema)
+    con.register("__incoming", empty)
+    try:
+        con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM __incoming')
+    finally:
+        con.unregister("__incoming")
+    for batch in batches:
+        for start in range(0, batch.num_rows, rows):
+            con.register("__incoming", pa.Table.from_batches([batch.slice(start, rows)]))
+            try:
+                con.execute(f'INSERT INTO "{name}" SELECT * FROM __incoming')
+            finally:
+                con.unregister("__incoming")
+
+
+def load_table(con: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> None:
+    """Create table ``name`` from a small in-memory table (a list of values, the excluded batches)."""
+    load(con, name, pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
+
+
+__all__ = ["DEFAULT_MEMORY", "EngineLimits", "engine", "load", "load_table"]

@@ -1,0 +1,132 @@
+"""A build's examples, whole in memory or held by the build engine: counted, projected, filtered and read per partition.
+
+The build asks only for what each step needs: a few columns for the split assignment, one
+partition at a time for hashing and storing, the whole table only for a gate that compares
+rows across it (semantic rules, duplicate clusters). :class:`EngineExamples` keeps the rows in
+the build's DuckDB database, so a build without such gates holds one partition at a time.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dsv_platform.adapters.engine.duckdb_engine import load_table
+from dsv_platform.core.assembly.assembly_sql import quote
+from dsv_platform.core.contracts.contract import Contract
+from dsv_platform.core.identity.hashing import UNPARTITIONED_KEY, partition_keys
+
+if TYPE_CHECKING:
+    from dsv_platform.adapters.engine.duckdb_engine import Connection
+
+Part = tuple[str, Callable[[], pa.Table]]
+BATCH_ROWS = 1 << 16
+
+
+class Examples(Protocol):
+    contract: Contract
+
+    @property
+    def num_rows(self) -> int: ...
+
+    def select(self, columns: Sequence[str]) -> pa.Table: ...
+
+    def whole(self) -> pa.Table: ...
+
+    def parts(self) -> list[Part]: ...
+
+    def filtered(self, keep: Callable[[pa.Table], pa.Table]) -> Examples: ...
+
+
+class TableExamples:
+    """Examples already in memory (the in-memory assembly)."""
+
+    def __init__(self, table: pa.Table, contract: Contract) -> None:
+        self.table, self.contract = table, contract
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.table.num_rows)
+
+    def select(self, columns: Sequence[str]) -> pa.Table:
+        return self.table.select(list(dict.fromkeys(columns)))
+
+    def whole(self) -> pa.Table:
+        return self.table
+
+    def parts(self) -> list[Part]:
+        keys = partition_keys(self.table, self.contract, self.contract.partition_by)
+        return [(key, functools.partial(self._part, keys, key)) for key in sorted(pc.unique(keys).to_pylist())]
+
+    def _part(self, keys: pa.Array, key: str) -> pa.Table:
+        return self.table.filter(pc.equal(keys, key))
+
+    def filtered(self, keep: Callable[[pa.Table], pa.Table]) -> Examples:
+        return TableExamples(keep(self.table), self.contract)
+
+
+class EngineExamples:
+    """Examples in table ``name`` of the build's DuckDB database (contract columns; cast to the contract when read)."""
+
+    def __init__(self, con: Connection, name: str, contract: Contract) -> None:
+        self.con, self.name, self.contract = con, name, contract
+        counted = con.execute(f"SELECT count(*) FROM {name}").fetchone()
+        self._rows = int(counted[0]) if counted else 0
+        self._keyed: str | None = None
+
+    @property
+    def num_rows(self) -> int:
+        return self._rows
+
+    def _read(self, sql: str, columns: Sequence[str]) -> pa.Table:
+        schema = pa.schema([self.contract.arrow_schema.field(c) for c in columns])
+        return self.con.cursor().sql(sql).to_arrow_table().cast(schema)
+
+    def select(self, columns: Sequence[str]) -> pa.Table:
+        wanted = list(dict.fromkeys(columns))
+        return self._read(f"SELECT {', '.join(quote(c) for c in wanted)} FROM {self.name}", wanted)
+
+    def whole(self) -> pa.Table:
+        return self.select(self.contract.column_names)
+
+    def parts(self) -> list[Part]:
+        """Each partition's key and a reader of its rows, in key order; rows are grouped by key once, in the engine."""
+        column, names = self.contract.partition_by, self.contract.column_names
+        listed = ", ".join(quote(c) for c in names)
+        if column is None:
+            return [(UNPARTITIONED_KEY, lambda: self._read(f"SELECT {listed} FROM {self.name}", names))]
+        others = [k for k in self.contract.key if k != column]  # one row's key per value: what an encoding error names
+        firsts = "".join(f", any_value({quote(k)}) AS {quote(k)}" for k in others)
+        values = self._read(f"SELECT {quote(column)}{firsts} FROM {self.name} GROUP BY {quote(column)}", [column, *others])
+        keys = partition_keys(values, self.contract, column).to_pylist()
+        order = sorted(set(keys))
+        position = {k: i for i, k in enumerate(order)}
+        index = pa.array([position[k] for k in keys], pa.int32())
+        load_table(self.con, "__partition_values", pa.table({"v": values.column(column), "__part": index}))
+        match = f"e.{quote(column)} IS NOT DISTINCT FROM p.v"
+        self.con.execute(f"CREATE OR REPLACE TABLE __keyed AS SELECT e.*, p.__part FROM {self.name} e JOIN __partition_values p ON {match}")
+        return [(k, functools.partial(self._read, f"SELECT {listed} FROM __keyed WHERE __part = {i}", names)) for i, k in enumerate(order)]
+
+    def filtered(self, keep: Callable[[pa.Table], pa.Table]) -> Examples:
+        """The rows ``keep`` keeps, streamed through it batch by batch into a new table."""
+        target = f"{self.name}_kept"
+        reader = self.con.cursor().sql(f"SELECT {', '.join(quote(c) for c in self.contract.column_names)} FROM {self.name}").fetch_record_batch(BATCH_ROWS)
+        schema = self.contract.arrow_schema
+
+        def kept() -> Iterator[pa.RecordBatch]:
+            for batch in reader:
+                yield from keep(pa.Table.from_batches([batch]).cast(schema)).to_batches()
+
+        self.con.register("__kept", pa.RecordBatchReader.from_batches(schema, kept()))
+        try:
+            self.con.execute(f"CREATE TABLE {target} AS SELECT * FROM __kept")
+        finally:
+            self.con.unregister("__kept")
+        return EngineExamples(self.con, target, self.contract)
+
+
+__all__ = ["EngineExamples", "Examples", "Part", "TableExamples"]
