@@ -19,6 +19,9 @@ from contextlib import closing, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from dsv_platform.adapters.objects.object_store import ObjectStore
 from dsv_platform.core.config.source import LandingFormat, SourceSpec
 from dsv_platform.core.errors import DsvError
@@ -139,7 +142,9 @@ class LandingZone:
         """Store ``batch`` write-once and index it; the record of its first day (see :meth:`land_all`)."""
         return self.land_all(batch, spec, landed_at=landed_at)[0]
 
-    def land_all(self, batch: RawBatch, spec: SourceSpec, *, landed_at: dt.datetime | None = None) -> list[LandingRecord]:
+    def land_all(
+        self, batch: RawBatch, spec: SourceSpec, *, landed_at: dt.datetime | None = None, prepared: PreparedBatch | None = None
+    ) -> list[LandingRecord]:
         """Store ``batch`` write-once and index it once per partition day its accepted rows touch.
 
         One object, one index row per day (same digest and batch id), each with
@@ -159,7 +164,7 @@ class LandingZone:
         digest = hashlib.sha256(batch.data).hexdigest()
         if self.redaction(digest) is None:  # a redacted batch's bytes are never stored again
             self.store.put(batch.data)
-        prepared = prepare_batch(batch.data, spec)
+        prepared = prepared or prepare_batch(batch.data, spec)  # ``prepared``: the caller read these very bytes already
         when = (landed_at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).isoformat()
         rows = rows_per_day(prepared, spec, batch.day)
         return [self._index(batch, day, digest, count, when, prepared.malformed_reason) for day, count in rows.items()]
@@ -225,9 +230,10 @@ class LandingZone:
             raise LandingError(f"{path.name}: source {spec.name!r} lands {spec.landing_format} files, not {ext}")
         data = path.read_bytes()
         when = recorded_at or dt.datetime.now(dt.UTC)
-        days = rows_per_day(prepare_batch(data, spec), spec, when.astimezone(dt.UTC).date())
+        prepared = prepare_batch(data, spec)
+        days = rows_per_day(prepared, spec, when.astimezone(dt.UTC).date())
         ident = batch_id or sanitize_batch_id(path.stem)
-        return self.land_all(RawBatch(spec.name, min(days), ident, when, data, spec.landing_format), spec)
+        return self.land_all(RawBatch(spec.name, min(days), ident, when, data, spec.landing_format), spec, prepared=prepared)
 
     def records(self, source: str | None = None, day: dt.date | None = None) -> list[LandingRecord]:
         """Index entries (all, of one source, or of one source and day) in landing order."""
@@ -294,10 +300,7 @@ def rows_per_day(prepared: PreparedBatch, spec: SourceSpec, day: dt.date) -> dic
 
     A batch with no accepted rows (malformed, or every row rejected) is ``{day: rows read}``.
     """
-    counts: dict[dt.date, int] = {}
-    for value in prepared.accepted.column(spec.partition_by).to_pylist():
-        key = partition_day(value, day)
-        counts[key] = counts.get(key, 0) + 1
+    counts = day_counts(prepared.accepted.column(spec.partition_by), day)
     if not counts:
         return {day: prepared.report.rows}
     ordered = [day] if day in counts else []
@@ -305,6 +308,21 @@ def rows_per_day(prepared: PreparedBatch, spec: SourceSpec, day: dt.date) -> dic
     out = {d: counts[d] for d in ordered}
     out[ordered[0]] += prepared.rejected.num_rows
     return out
+
+
+def day_counts(column: pa.ChunkedArray | pa.Array, default: dt.date) -> dict[dt.date, int]:
+    """``{partition day: rows}`` of a partition column (as :func:`partition_day` names each value), counted in Arrow."""
+    if len(column) == 0:
+        return {}
+    if pa.types.is_timestamp(column.type):
+        column = pc.cast(pc.cast(column, pa.timestamp(column.type.unit)), pa.date32())  # a timestamp's UTC day
+    if not pa.types.is_date(column.type):
+        return {default: len(column)}
+    counts: dict[dt.date, int] = {}
+    for entry in pc.value_counts(column).to_pylist():
+        day = entry["values"] if entry["values"] is not None else default
+        counts[day] = counts.get(day, 0) + entry["counts"]
+    return counts
 
 
 def partition_day(value: object, default: dt.date) -> dt.date:
