@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression, EqualTo, In
+from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to_data_files
 from pyiceberg.table import Table
 
 from dsv_platform.adapters.iceberg.iceberg_values import (
@@ -33,6 +34,7 @@ from dsv_platform.adapters.iceberg.iceberg_values import (
     SnapshotInfo,
     latest_per_key,
     rows_not_in,
+    stamped,
     table_schema,
 )
 from dsv_platform.core.config.source import TableSpecLike
@@ -133,28 +135,46 @@ class CanonicalTables:
     # -- writes ---------------------------------------------------------------
     def append(self, spec: TableSpecLike, rows: pa.Table, *, recorded_at: dt.datetime, batch: str) -> AppendOutcome:
         """Append ``rows`` (contract columns) learned at ``recorded_at`` from ``batch``; idempotent, retried."""
-        if recorded_at.tzinfo is None:
-            raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
         contract = spec.contract
         rows = rows.select(contract.column_names).cast(contract.arrow_schema)
-        tbl = self.table(spec)
+        return self.append_chunks(spec, lambda: [rows], recorded_at=recorded_at, batch=batch, row_filter=self._filter_for(contract, rows))
+
+    def append_chunks(
+        self, spec: TableSpecLike, chunks: Callable[[], Iterable[pa.Table]], *, recorded_at: dt.datetime, batch: str, row_filter: BooleanExpression
+    ) -> AppendOutcome:
+        """:meth:`append` of rows given a record batch at a time (``chunks()`` gives them anew on each attempt), in one snapshot.
+
+        ``row_filter`` names the partitions the rows fall in: a batch already there is skipped, and rows equal to
+        their key's latest version there are not appended again (an anti-join per record batch).
+        """
+        if recorded_at.tzinfo is None:
+            raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
+        contract, tbl = spec.contract, self.table(spec)
         for attempt in range(1, self.commit_attempts + 1):
-            current = self._scan(tbl, contract, self._filter_for(contract, rows), None)
+            current = self._scan(tbl, contract, row_filter, None)
             if current.num_rows and pc.any(pc.equal(current.column(BATCH), batch)).as_py():
                 return AppendOutcome(spec.name, _snapshot_id(tbl), 0, 0, True, attempt)
-            new = _changed_rows(rows, latest_per_key(current, contract.key), contract)
-            if new.num_rows == 0:
-                return AppendOutcome(spec.name, _snapshot_id(tbl), 0, rows.num_rows, False, attempt)
-            ts = pa.timestamp("us", tz="UTC")
-            stamped = new.append_column(pa.field(RECORDED_AT, ts, nullable=False), pa.array([recorded_at] * new.num_rows, ts))
-            stamped = stamped.append_column(pa.field(BATCH, pa.string(), nullable=False), pa.array([batch] * new.num_rows, pa.string()))
+            latest = latest_per_key(current, contract.key)
+            txn, seen, new = tbl.transaction(), 0, 0
+            with txn.update_snapshot().fast_append() as files:
+                for chunk in chunks():
+                    fresh = _changed_rows(chunk.select(contract.column_names).cast(contract.arrow_schema), latest, contract)
+                    seen, new = seen + chunk.num_rows, new + fresh.num_rows
+                    if fresh.num_rows:
+                        df = stamped(fresh, recorded_at, batch)
+                        meta = txn.table_metadata
+                        _check_pyarrow_schema_compatible(meta.schema(), provided_schema=df.schema, format_version=meta.format_version)
+                        for data_file in _dataframe_to_data_files(table_metadata=txn.table_metadata, write_uuid=files.commit_uuid, df=df, io=tbl.io):
+                            files.append_data_file(data_file)
+            if new == 0:  # nothing written: the transaction is dropped uncommitted
+                return AppendOutcome(spec.name, _snapshot_id(tbl), 0, seen, False, attempt)
             try:
-                tbl.append(stamped)
+                txn.commit_transaction()
             except CommitFailedException:
                 time.sleep(0.05 * attempt)
                 tbl = self.catalog.load_table(self.identifier(spec))
                 continue
-            return AppendOutcome(spec.name, _snapshot_id(tbl), new.num_rows, rows.num_rows - new.num_rows, False, attempt)
+            return AppendOutcome(spec.name, _snapshot_id(tbl), new, seen - new, False, attempt)
         raise CanonicalTableError(f"append to {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
 
     # -- row-level deletes (privacy) ----------------------------------------------
@@ -280,6 +300,12 @@ class CanonicalTables:
         selected = ("*",) if columns is None else tuple(columns)
         arrow = tbl.scan(row_filter=row_filter, snapshot_id=snapshot_id, selected_fields=selected).to_arrow()
         return arrow.select(schema.names).cast(schema)
+
+    @staticmethod
+    def partition_filter(spec: TableSpecLike, value: object) -> BooleanExpression:
+        """The rows of one partition (all rows for an unpartitioned table)."""
+        part = spec.contract.partition_by
+        return AlwaysTrue() if part is None else _equal(part, _literal(value))
 
     @staticmethod
     def _filter_for(contract: Contract, rows: pa.Table) -> BooleanExpression:

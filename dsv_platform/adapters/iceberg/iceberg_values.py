@@ -25,6 +25,13 @@ def table_schema(contract: Contract) -> pa.Schema:
     return pa.schema(fields)
 
 
+def stamped(rows: pa.Table, recorded_at: object, batch: str) -> pa.Table:
+    """Contract rows with the system columns: every row learned at ``recorded_at`` from ``batch``."""
+    ts = pa.timestamp("us", tz="UTC")
+    rows = rows.append_column(pa.field(RECORDED_AT, ts, nullable=False), pa.array([recorded_at] * rows.num_rows, ts))
+    return rows.append_column(pa.field(BATCH, pa.string(), nullable=False), pa.array([batch] * rows.num_rows, pa.string()))
+
+
 @dataclass(frozen=True)
 class AppendOutcome:
     """What an append did: the snapshot it created (or the current one) and row counts."""
@@ -127,4 +134,4 @@ def rows_not_in(rows: pa.Table, known: pa.Table) -> pa.Array:
     return pa.array(~matched[known.num_rows :])
 
 
-__all__ = ["BATCH", "RECORDED_AT", "AppendOutcome", "PinnedSnapshot", "RowDeletion", "SnapshotInfo", "latest_per_key", "rows_not_in", "table_schema"]
+__all__ = ["BATCH", "RECORDED_AT", "AppendOutcome", "PinnedSnapshot", "RowDeletion", "SnapshotInfo", "latest_per_key", "rows_not_in", "stamped", "table_schema"]

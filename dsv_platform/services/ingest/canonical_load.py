@@ -12,9 +12,9 @@ among them) and appends only labels that changed, recorded at that watermark.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,7 +30,8 @@ from dsv_platform.core.contracts.semantic import RuleResult
 from dsv_platform.core.contracts.semantic_rules import evaluate_load
 from dsv_platform.core.contracts.validation import FailureCase
 from dsv_platform.core.identity.hashing import DatasetDigest, hash_table
-from dsv_platform.core.ingest.batch import prepare_batch
+from dsv_platform.core.ingest.batch_stream import BatchScan, plan_batch, validated_chunks
+from dsv_platform.core.ingest.landing_stream import UnreadableBatch
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.lineage.lineage import record_label_build, record_partition_load
 
@@ -140,15 +141,42 @@ def load_landed(landing: LandingZone, tables: CanonicalTables, spec: SourceSpec,
     contract = spec.contract
     loads = []
     for record in (r for r in landing.loadable(spec.name, day) if r.batch_ref not in skip):
-        prepared = prepare_batch(landing.read(record), spec)
-        accepted = rows_of_day(prepared.accepted, spec, day)
-        outcome = tables.append(spec, accepted, recorded_at=record.recorded_at, batch=record.batch_ref)
-        loads.append(BatchLoad(record, outcome, accepted.num_rows, prepared.rejected.num_rows, prepared.duplicates_dropped, prepared.report.failures))
+        loads.append(_load_batch(landing, tables, spec, day, record))
     quarantined = tuple(r for r in landing.records(spec.name, day) if not r.loadable or r.batch_ref in skip)
     rows = tables.read(spec, partition=day)
     digest = hash_table(rows, contract, partition_by=contract.partition_by)
     semantic = evaluate_load(rows, contract)
     return PartitionLoad(spec.name, day, tuple(loads), quarantined, tables.current_snapshot_id(spec), digest, semantic)
+
+
+def _load_batch(landing: LandingZone, tables: CanonicalTables, spec: SourceSpec, day: dt.date, record: LandingRecord) -> BatchLoad:
+    """Append one landed batch's rows of ``day``, read from its object in record batches (one snapshot, bounded memory)."""
+    def opener() -> BinaryIO:
+        return landing.open(record)
+
+    try:
+        plan = plan_batch(opener, spec)
+    except UnreadableBatch:  # a loadable batch was readable when it landed; nothing of it loads
+        plan = None
+    seen = BatchScan(0, 0, 0, ())
+
+    def chunks() -> Iterator[pa.Table]:
+        nonlocal seen
+        accepted = rejected = rows = 0
+        failures: list[FailureCase] = []
+        for good, bad, chunk_failures in validated_chunks(opener, spec, plan) if plan is not None else ():
+            mine = rows_of_day(good, spec, day)
+            accepted, rejected, rows = accepted + mine.num_rows, rejected + bad.num_rows, rows + good.num_rows + bad.num_rows
+            failures += chunk_failures
+            yield mine
+        failures.sort(key=lambda f: (f.row_index if f.row_index is not None else -1, f.column or "", f.check))
+        seen = BatchScan(rows, len(plan.drop) if plan else 0, rejected, tuple(failures), {day: accepted})
+
+    outcome = tables.append_chunks(spec, chunks, recorded_at=record.recorded_at, batch=record.batch_ref, row_filter=tables.partition_filter(spec, day))
+    if outcome.already_applied:  # the rows were not read: count them for the report
+        for _ in chunks():
+            pass
+    return BatchLoad(record, outcome, seen.accepted, seen.rejected, seen.duplicates_dropped, seen.failures)
 
 
 @dataclass(frozen=True)
