@@ -32,8 +32,10 @@ from dsv_platform.adapters.iceberg.iceberg_values import (
     PinnedSnapshot,
     RowDeletion,
     SnapshotInfo,
+    applied_and_latest,
+    changed_rows,
     latest_per_key,
-    rows_not_in,
+    literal,
     stamped,
     table_schema,
 )
@@ -137,44 +139,52 @@ class CanonicalTables:
         """Append ``rows`` (contract columns) learned at ``recorded_at`` from ``batch``; idempotent, retried."""
         contract = spec.contract
         rows = rows.select(contract.column_names).cast(contract.arrow_schema)
-        return self.append_chunks(spec, lambda: [rows], recorded_at=recorded_at, batch=batch, row_filter=self._filter_for(contract, rows))
+        row_filter = self._filter_for(contract, rows)
+        return self.append_days(spec, lambda: [(None, rows)], recorded_at=recorded_at, batch=batch, row_filter=row_filter, by_day=False)[None]
 
-    def append_chunks(
-        self, spec: TableSpecLike, chunks: Callable[[], Iterable[pa.Table]], *, recorded_at: dt.datetime, batch: str, row_filter: BooleanExpression
-    ) -> AppendOutcome:
-        """:meth:`append` of rows given a record batch at a time (``chunks()`` gives them anew on each attempt), in one snapshot.
+    def append_days(
+        self,
+        spec: TableSpecLike,
+        chunks: Callable[[], Iterable[tuple[Any, pa.Table]]],
+        *,
+        recorded_at: dt.datetime,
+        batch: str,
+        row_filter: BooleanExpression,
+        by_day: bool = True,
+    ) -> dict[Any, AppendOutcome]:
+        """:meth:`append` of rows given a record batch at a time, as ``(day, rows)`` (``chunks()`` gives them anew on each attempt).
 
-        ``row_filter`` names the partitions the rows fall in: a batch already there is skipped, and rows equal to
-        their key's latest version there are not appended again (an anti-join per record batch).
+        One snapshot, one outcome per day; ``row_filter`` names the partitions the rows fall in. ``by_day``: a day that
+        holds the batch already is skipped, a row equal to its key's latest version in its day is not appended again
+        (an anti-join per record batch); else the same over all of ``row_filter`` at once (day None).
         """
         if recorded_at.tzinfo is None:
             raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
         contract, tbl = spec.contract, self.table(spec)
         for attempt in range(1, self.commit_attempts + 1):
-            current = self._scan(tbl, contract, row_filter, None)
-            if current.num_rows and pc.any(pc.equal(current.column(BATCH), batch)).as_py():
-                return AppendOutcome(spec.name, _snapshot_id(tbl), 0, 0, True, attempt)
-            latest = latest_per_key(current, contract.key)
-            txn, seen, new = tbl.transaction(), 0, 0
+            applied, latest = applied_and_latest(self._scan(tbl, contract, row_filter, None), contract, batch, by_day=by_day)
+            txn, seen, new = tbl.transaction(), dict[Any, int](), dict[Any, int]()
             with txn.update_snapshot().fast_append() as files:
-                for chunk in chunks():
-                    fresh = _changed_rows(chunk.select(contract.column_names).cast(contract.arrow_schema), latest, contract)
-                    seen, new = seen + chunk.num_rows, new + fresh.num_rows
+                for day, chunk in chunks():
+                    if day in applied:
+                        continue
+                    fresh = changed_rows(chunk.select(contract.column_names).cast(contract.arrow_schema), latest, contract)
+                    seen[day], new[day] = seen.get(day, 0) + chunk.num_rows, new.get(day, 0) + fresh.num_rows
                     if fresh.num_rows:
-                        df = stamped(fresh, recorded_at, batch)
-                        meta = txn.table_metadata
+                        df, meta = stamped(fresh, recorded_at, batch), txn.table_metadata
                         _check_pyarrow_schema_compatible(meta.schema(), provided_schema=df.schema, format_version=meta.format_version)
-                        for data_file in _dataframe_to_data_files(table_metadata=txn.table_metadata, write_uuid=files.commit_uuid, df=df, io=tbl.io):
+                        for data_file in _dataframe_to_data_files(table_metadata=meta, write_uuid=files.commit_uuid, df=df, io=tbl.io):
                             files.append_data_file(data_file)
-            if new == 0:  # nothing written: the transaction is dropped uncommitted
-                return AppendOutcome(spec.name, _snapshot_id(tbl), 0, seen, False, attempt)
-            try:
-                txn.commit_transaction()
-            except CommitFailedException:
-                time.sleep(0.05 * attempt)
-                tbl = self.catalog.load_table(self.identifier(spec))
-                continue
-            return AppendOutcome(spec.name, _snapshot_id(tbl), new, seen - new, False, attempt)
+            if sum(new.values()):  # else nothing was written: the transaction is dropped uncommitted
+                try:
+                    txn.commit_transaction()
+                except CommitFailedException:
+                    time.sleep(0.05 * attempt)
+                    tbl = self.catalog.load_table(self.identifier(spec))
+                    continue
+            sid = _snapshot_id(tbl)
+            done = {day: AppendOutcome(spec.name, sid, 0, 0, True, attempt) for day in applied}
+            return done | {day: AppendOutcome(spec.name, sid, new[day], seen[day] - new[day], False, attempt) for day in seen}
         raise CanonicalTableError(f"append to {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
 
     # -- row-level deletes (privacy) ----------------------------------------------
@@ -279,7 +289,7 @@ class CanonicalTables:
             raise CanonicalTableError(f"table {self.identifier(spec)} has no snapshot {snapshot_id} (expired?)")
         row_filter: BooleanExpression = AlwaysTrue()
         if partition is not None and contract.partition_by:
-            row_filter = _equal(contract.partition_by, _literal(partition))
+            row_filter = _equal(contract.partition_by, literal(partition))
         wanted = None if columns is None or not history else [*dict.fromkeys([*contract.key, *columns, RECORDED_AT, BATCH])]
         rows = self._scan(tbl, contract, row_filter, snapshot_id, wanted)
         if exclude_batches:
@@ -302,10 +312,14 @@ class CanonicalTables:
         return arrow.select(schema.names).cast(schema)
 
     @staticmethod
-    def partition_filter(spec: TableSpecLike, value: object) -> BooleanExpression:
-        """The rows of one partition (all rows for an unpartitioned table)."""
+    def partition_filter(spec: TableSpecLike, values: Collection[object]) -> BooleanExpression:
+        """The rows of these partitions (all rows for an unpartitioned table)."""
         part = spec.contract.partition_by
-        return AlwaysTrue() if part is None else _equal(part, _literal(value))
+        if part is None or not values:
+            return AlwaysTrue()
+        if len(values) == 1:
+            return _equal(part, literal(next(iter(values))))
+        return In(part, {literal(v) for v in values})  # type: ignore[call-arg, arg-type]
 
     @staticmethod
     def _filter_for(contract: Contract, rows: pa.Table) -> BooleanExpression:
@@ -316,8 +330,8 @@ class CanonicalTables:
         if any(v is None for v in values):
             return AlwaysTrue()
         if len(values) == 1:
-            return _equal(part, _literal(values[0]))
-        return In(part, {_literal(v) for v in values})  # type: ignore[call-arg, arg-type]  # only the partitions the batch touches
+            return _equal(part, literal(values[0]))
+        return In(part, {literal(v) for v in values})  # type: ignore[call-arg, arg-type]  # only the partitions the batch touches
 
     # -- snapshots and tags ---------------------------------------------------
     def current_snapshot_id(self, spec: TableSpecLike) -> int | None:
@@ -383,16 +397,3 @@ def _where(condition: BooleanExpression | tuple[str, object]) -> BooleanExpressi
 def _snapshot_id(tbl: Table) -> int | None:
     snap = tbl.current_snapshot()
     return None if snap is None else snap.snapshot_id
-
-
-def _literal(value: object) -> object:
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    return value
-
-
-def _changed_rows(rows: pa.Table, latest: pa.Table, contract: Contract) -> pa.Table:
-    """Rows of ``rows`` whose key is new or whose values differ from the key's latest version."""
-    if latest.num_rows == 0 or rows.num_rows == 0:
-        return rows
-    return rows.filter(rows_not_in(rows.select(contract.column_names), latest.select(contract.column_names)))
