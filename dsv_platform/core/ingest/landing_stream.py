@@ -45,7 +45,7 @@ def _csv_chunks(open_: Opener, spec: SourceSpec) -> Iterator[pa.Table]:
     contract, aliases = spec.contract, spec.aliases
     try:
         with open_() as head:  # the header's names, so that every column is read as text (no type inference per block)
-            names = pcsv.open_csv(head, read_options=pcsv.ReadOptions(block_size=1 << 16), convert_options=_csv_options(spec, [])).schema.names
+            names = pcsv.open_csv(head, read_options=pcsv.ReadOptions(block_size=1 << 20), convert_options=_csv_options(spec, [])).schema.names
         with open_() as stream:
             reader = pcsv.open_csv(stream, read_options=pcsv.ReadOptions(block_size=CSV_BLOCK), convert_options=_csv_options(spec, names))
             view = _contract_view(reader.schema.empty_table(), contract, aliases, text=True)
