@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import hashlib
 import json
 import sys
 from dataclasses import dataclass
@@ -12,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from dsv_platform.adapters.iceberg.iceberg_schema import check_evolution
-from dsv_platform.adapters.objects.landing import rows_per_day
+from dsv_platform.adapters.objects.landing import file_digest, file_opener, scan_days
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.cli.runs import Runner, UnknownNameError, check_lines
 from dsv_platform.core.config.source import SourceSpec
 from dsv_platform.core.contracts.validation import FailureCase
 from dsv_platform.core.errors import ConfigurationError, FailureKind
-from dsv_platform.core.ingest.batch import prepare_batch
+from dsv_platform.core.ingest.batch_stream import scan_batch
 from dsv_platform.core.ingest.landing_format import EXTENSIONS
 from dsv_platform.core.trust.trust import Role
 from dsv_platform.defs.raw import RawBatchConfig, file_batch
@@ -50,14 +49,13 @@ def check_file(path: Path, spec: SourceSpec, config: RawBatchConfig) -> IngestFi
     ext = EXTENSIONS[spec.landing_format]
     if path.suffix.lstrip(".").lower() != ext:
         raise BatchFileError(f"{path}: source {spec.name!r} lands {spec.landing_format} files (*.{ext})")
-    data = path.read_bytes()
-    prepared = prepare_batch(data, spec)
-    if prepared.malformed:
-        raise BatchFileError(f"{path}: {prepared.malformed_reason}")
+    scan = scan_batch(file_opener(path), spec)  # in record batches: memory follows the record batch, not the file
+    if scan.malformed:
+        raise BatchFileError(f"{path}: {scan.malformed_reason}")
     _, recorded_at = file_batch(path, config)
-    days = tuple(rows_per_day(prepared, spec, recorded_at.date()))
-    failures = prepared.report.failures if prepared.rejected.num_rows else ()
-    return IngestFile(path, hashlib.sha256(data).hexdigest(), days, prepared.accepted.num_rows, prepared.rejected.num_rows, failures)
+    days = tuple(scan_days(scan, recorded_at.date()))
+    failures = scan.failures if scan.rejected else ()
+    return IngestFile(path, file_digest(path), days, scan.accepted, scan.rejected, failures)
 
 
 def _config(args: argparse.Namespace, files: list[Path]) -> RawBatchConfig:

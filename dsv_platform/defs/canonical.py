@@ -18,7 +18,7 @@ from dsv_platform.defs.metadata import AssetResult, failure_cases, md_table
 from dsv_platform.defs.partitions import partition_days
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.defs.semantic_checks import family_check_results, family_check_specs
-from dsv_platform.services.ingest.canonical_load import PartitionLoad, load_partition
+from dsv_platform.services.ingest.canonical_load import PartitionLoad, load_partitions
 from dsv_platform.services.publication.semantic_gate import gates_of
 
 ROWS_SATISFY_CONTRACT = "rows_satisfy_contract"
@@ -96,6 +96,6 @@ def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition)
     )
     def _canonical(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
         p = platform.get()
-        return canonical_result([load_partition(p, spec, day) for day in partition_days(context)], families)
+        return canonical_result(load_partitions(p, spec, partition_days(context)), families)
 
     return _canonical

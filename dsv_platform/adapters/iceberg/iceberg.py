@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression, EqualTo, In
+from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to_data_files
 from pyiceberg.table import Table
 
 from dsv_platform.adapters.iceberg.iceberg_schema import scan_arrow
@@ -32,8 +33,11 @@ from dsv_platform.adapters.iceberg.iceberg_values import (
     PinnedSnapshot,
     RowDeletion,
     SnapshotInfo,
+    applied_and_latest,
+    changed_rows,
     latest_per_key,
-    rows_not_in,
+    literal,
+    stamped,
     table_schema,
 )
 from dsv_platform.core.config.source import TableSpecLike
@@ -134,28 +138,54 @@ class CanonicalTables:
     # -- writes ---------------------------------------------------------------
     def append(self, spec: TableSpecLike, rows: pa.Table, *, recorded_at: dt.datetime, batch: str) -> AppendOutcome:
         """Append ``rows`` (contract columns) learned at ``recorded_at`` from ``batch``; idempotent, retried."""
-        if recorded_at.tzinfo is None:
-            raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
         contract = spec.contract
         rows = rows.select(contract.column_names).cast(contract.arrow_schema)
-        tbl = self.table(spec)
+        row_filter = self._filter_for(contract, rows)
+        return self.append_days(spec, lambda: [(None, rows)], recorded_at=recorded_at, batch=batch, row_filter=row_filter, by_day=False)[None]
+
+    def append_days(
+        self,
+        spec: TableSpecLike,
+        chunks: Callable[[], Iterable[tuple[Any, pa.Table]]],
+        *,
+        recorded_at: dt.datetime,
+        batch: str,
+        row_filter: BooleanExpression,
+        by_day: bool = True,
+    ) -> dict[Any, AppendOutcome]:
+        """:meth:`append` of rows given a record batch at a time, as ``(day, rows)`` (``chunks()`` gives them anew on each attempt).
+
+        One snapshot, one outcome per day; ``row_filter`` names the partitions the rows fall in. ``by_day``: a day that
+        holds the batch already is skipped, a row equal to its key's latest version in its day is not appended again
+        (an anti-join per record batch); else the same over all of ``row_filter`` at once (day None).
+        """
+        if recorded_at.tzinfo is None:
+            raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
+        contract, tbl = spec.contract, self.table(spec)
         for attempt in range(1, self.commit_attempts + 1):
-            current = self._scan(tbl, contract, self._filter_for(contract, rows), None)
-            if current.num_rows and pc.any(pc.equal(current.column(BATCH), batch)).as_py():
-                return AppendOutcome(spec.name, _snapshot_id(tbl), 0, 0, True, attempt)
-            new = _changed_rows(rows, latest_per_key(current, contract.key), contract)
-            if new.num_rows == 0:
-                return AppendOutcome(spec.name, _snapshot_id(tbl), 0, rows.num_rows, False, attempt)
-            ts = pa.timestamp("us", tz="UTC")
-            stamped = new.append_column(pa.field(RECORDED_AT, ts, nullable=False), pa.array([recorded_at] * new.num_rows, ts))
-            stamped = stamped.append_column(pa.field(BATCH, pa.string(), nullable=False), pa.array([batch] * new.num_rows, pa.string()))
-            try:
-                tbl.append(stamped)
-            except CommitFailedException:
-                time.sleep(0.05 * attempt)
-                tbl = self.catalog.load_table(self.identifier(spec))
-                continue
-            return AppendOutcome(spec.name, _snapshot_id(tbl), new.num_rows, rows.num_rows - new.num_rows, False, attempt)
+            applied, latest = applied_and_latest(self._scan(tbl, contract, row_filter, None), contract, batch, by_day=by_day)
+            txn, seen, new = tbl.transaction(), dict[Any, int](), dict[Any, int]()
+            with txn.update_snapshot().fast_append() as files:
+                for day, chunk in chunks():
+                    if day in applied:
+                        continue
+                    fresh = changed_rows(chunk.select(contract.column_names).cast(contract.arrow_schema), latest, contract)
+                    seen[day], new[day] = seen.get(day, 0) + chunk.num_rows, new.get(day, 0) + fresh.num_rows
+                    if fresh.num_rows:
+                        df, meta = stamped(fresh, recorded_at, batch), txn.table_metadata
+                        _check_pyarrow_schema_compatible(meta.schema(), provided_schema=df.schema, format_version=meta.format_version)
+                        for data_file in _dataframe_to_data_files(table_metadata=meta, write_uuid=files.commit_uuid, df=df, io=tbl.io):
+                            files.append_data_file(data_file)
+            if sum(new.values()):  # else nothing was written: the transaction is dropped uncommitted
+                try:
+                    txn.commit_transaction()
+                except CommitFailedException:
+                    time.sleep(0.05 * attempt)
+                    tbl = self.catalog.load_table(self.identifier(spec))
+                    continue
+            sid = _snapshot_id(tbl)
+            done = {day: AppendOutcome(spec.name, sid, 0, 0, True, attempt) for day in applied}
+            return done | {day: AppendOutcome(spec.name, sid, new[day], seen[day] - new[day], False, attempt) for day in seen}
         raise CanonicalTableError(f"append to {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
 
     # -- row-level deletes (privacy) ----------------------------------------------
@@ -279,7 +309,7 @@ class CanonicalTables:
             raise CanonicalTableError(f"table {self.identifier(spec)} has no snapshot {snapshot_id} (expired?)")
         row_filter: BooleanExpression = AlwaysTrue()
         if partition is not None and contract.partition_by:
-            row_filter = _equal(contract.partition_by, _literal(partition))
+            row_filter = _equal(contract.partition_by, literal(partition))
         wanted = None if columns is None or not history else [*dict.fromkeys([*contract.key, *columns, RECORDED_AT, BATCH])]
         rows = self._scan(tbl, contract, row_filter, snapshot_id, wanted)
         if exclude_batches:
@@ -302,6 +332,16 @@ class CanonicalTables:
         return arrow.select(schema.names).cast(schema)
 
     @staticmethod
+    def partition_filter(spec: TableSpecLike, values: Collection[object]) -> BooleanExpression:
+        """The rows of these partitions (all rows for an unpartitioned table)."""
+        part = spec.contract.partition_by
+        if part is None or not values:
+            return AlwaysTrue()
+        if len(values) == 1:
+            return _equal(part, literal(next(iter(values))))
+        return In(part, {literal(v) for v in values})  # type: ignore[call-arg, arg-type]
+
+    @staticmethod
     def _filter_for(contract: Contract, rows: pa.Table) -> BooleanExpression:
         part = contract.partition_by
         if part is None or rows.num_rows == 0:
@@ -310,8 +350,8 @@ class CanonicalTables:
         if any(v is None for v in values):
             return AlwaysTrue()
         if len(values) == 1:
-            return _equal(part, _literal(values[0]))
-        return In(part, {_literal(v) for v in values})  # type: ignore[call-arg, arg-type]  # only the partitions the batch touches
+            return _equal(part, literal(values[0]))
+        return In(part, {literal(v) for v in values})  # type: ignore[call-arg, arg-type]  # only the partitions the batch touches
 
     # -- snapshots and tags ---------------------------------------------------
     def current_snapshot_id(self, spec: TableSpecLike) -> int | None:
@@ -377,16 +417,3 @@ def _where(condition: BooleanExpression | tuple[str, object]) -> BooleanExpressi
 def _snapshot_id(tbl: Table) -> int | None:
     snap = tbl.current_snapshot()
     return None if snap is None else snap.snapshot_id
-
-
-def _literal(value: object) -> object:
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    return value
-
-
-def _changed_rows(rows: pa.Table, latest: pa.Table, contract: Contract) -> pa.Table:
-    """Rows of ``rows`` whose key is new or whose values differ from the key's latest version."""
-    if latest.num_rows == 0 or rows.num_rows == 0:
-        return rows
-    return rows.filter(rows_not_in(rows.select(contract.column_names), latest.select(contract.column_names)))

@@ -5,6 +5,7 @@ Pure pyarrow; kept apart so iceberg.py holds only the pyiceberg calls.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,35 @@ def table_schema(contract: Contract) -> pa.Schema:
     fields.append(pa.field(RECORDED_AT, pa.timestamp("us", tz="UTC"), nullable=False))
     fields.append(pa.field(BATCH, pa.string(), nullable=False))
     return pa.schema(fields)
+
+
+def stamped(rows: pa.Table, recorded_at: object, batch: str) -> pa.Table:
+    """Contract rows with the system columns: every row learned at ``recorded_at`` from ``batch``."""
+    ts = pa.timestamp("us", tz="UTC")
+    rows = rows.append_column(pa.field(RECORDED_AT, ts, nullable=False), pa.array([recorded_at] * rows.num_rows, ts))
+    return rows.append_column(pa.field(BATCH, pa.string(), nullable=False), pa.array([batch] * rows.num_rows, pa.string()))
+
+
+def day_of(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """A partition column as days: a date as it is, a timestamp's UTC day."""
+    if pa.types.is_timestamp(column.type):
+        return pc.cast(pc.cast(column, pa.timestamp(column.type.unit)), pa.date32())
+    return column
+
+
+def applied_and_latest(current: pa.Table, contract: Contract, batch: str, *, by_day: bool) -> tuple[set[object], pa.Table]:
+    """Of the rows of the partitions a batch touches: the days that hold the batch and the latest version per key and day
+    (``by_day``), else ``{None}`` if any holds it and the latest version per key."""
+    part = contract.partition_by
+    if not current.num_rows:
+        return set(), current
+    mine = pc.equal(current.column(BATCH), batch)
+    if part is None or not by_day:
+        return ({None} if pc.any(mine).as_py() else set()), latest_per_key(current, contract.key)
+    days = day_of(current.column(part))
+    applied = set(pc.unique(days.filter(mine)).to_pylist())
+    keyed = current.append_column("__day", days)
+    return applied, latest_per_key(keyed, (*contract.key, "__day")).drop_columns(["__day"])
 
 
 @dataclass(frozen=True)
@@ -127,4 +157,32 @@ def rows_not_in(rows: pa.Table, known: pa.Table) -> pa.Array:
     return pa.array(~matched[known.num_rows :])
 
 
-__all__ = ["BATCH", "RECORDED_AT", "AppendOutcome", "PinnedSnapshot", "RowDeletion", "SnapshotInfo", "latest_per_key", "rows_not_in", "table_schema"]
+def literal(value: object) -> object:
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value
+
+
+def changed_rows(rows: pa.Table, latest: pa.Table, contract: Contract) -> pa.Table:
+    """Rows of ``rows`` whose key is new or whose values differ from the key's latest version."""
+    if latest.num_rows == 0 or rows.num_rows == 0:
+        return rows
+    return rows.filter(rows_not_in(rows.select(contract.column_names), latest.select(contract.column_names)))
+
+
+__all__ = [
+    "BATCH",
+    "RECORDED_AT",
+    "AppendOutcome",
+    "PinnedSnapshot",
+    "RowDeletion",
+    "SnapshotInfo",
+    "applied_and_latest",
+    "changed_rows",
+    "day_of",
+    "latest_per_key",
+    "literal",
+    "rows_not_in",
+    "stamped",
+    "table_schema",
+]

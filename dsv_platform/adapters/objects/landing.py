@@ -18,12 +18,15 @@ from collections.abc import Mapping
 from contextlib import closing, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import BinaryIO, cast
 
 from dsv_platform.adapters.objects.object_store import ObjectStore
 from dsv_platform.core.config.source import LandingFormat, SourceSpec
 from dsv_platform.core.errors import DsvError
 from dsv_platform.core.ingest.batch import PreparedBatch, RawBatch, parse_batch_file, prepare_batch
+from dsv_platform.core.ingest.batch_stream import BatchScan, day_counts, scan_batch
 from dsv_platform.core.ingest.landing_format import EXTENSIONS
+from dsv_platform.core.ingest.landing_stream import Opener
 
 INDEX_FILE = "landing_index.db"
 
@@ -139,7 +142,9 @@ class LandingZone:
         """Store ``batch`` write-once and index it; the record of its first day (see :meth:`land_all`)."""
         return self.land_all(batch, spec, landed_at=landed_at)[0]
 
-    def land_all(self, batch: RawBatch, spec: SourceSpec, *, landed_at: dt.datetime | None = None) -> list[LandingRecord]:
+    def land_all(
+        self, batch: RawBatch, spec: SourceSpec, *, landed_at: dt.datetime | None = None, prepared: PreparedBatch | None = None
+    ) -> list[LandingRecord]:
         """Store ``batch`` write-once and index it once per partition day its accepted rows touch.
 
         One object, one index row per day (same digest and batch id), each with
@@ -150,21 +155,31 @@ class LandingZone:
             raise LandingError(f"a batch of source {batch.source!r} cannot land as source {spec.name!r}")
         if batch.format != spec.landing_format:
             raise LandingError(f"source {spec.name!r} lands {spec.landing_format} batches; this batch is {batch.format}")
-        clock = (landed_at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
-        if batch.recorded_at > clock + FUTURE_SKEW:  # a writer must not choose a time every later honest correction loses to
-            raise LandingError(
-                f"batch {batch.batch_id!r} of {spec.name}: recorded time {batch.recorded_at.isoformat()} is in the future "
-                f"(platform clock {clock.isoformat()}); a batch cannot be recorded after it lands"
-            )
+        _not_in_future(batch, spec, landed_at)
         digest = hashlib.sha256(batch.data).hexdigest()
         if self.redaction(digest) is None:  # a redacted batch's bytes are never stored again
             self.store.put(batch.data)
-        prepared = prepare_batch(batch.data, spec)
-        when = (landed_at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).isoformat()
+        prepared = prepared or prepare_batch(batch.data, spec)  # ``prepared``: the caller read these very bytes already
         rows = rows_per_day(prepared, spec, batch.day)
-        return [self._index(batch, day, digest, count, when, prepared.malformed_reason) for day, count in rows.items()]
+        return self._index_days(batch, rows, digest, len(batch.data), landed_at, prepared.malformed_reason)
 
-    def _index(self, batch: RawBatch, day: dt.date, digest: str, rows: int, when: str, reason: str | None) -> LandingRecord:
+    def land_path(self, path: Path, spec: SourceSpec, batch: RawBatch, scan: BatchScan, *, landed_at: dt.datetime | None = None) -> list[LandingRecord]:
+        """:meth:`land_all` of a file read in record batches (``scan``; ``batch`` carries no bytes): stored as a stream."""
+        if batch.format != spec.landing_format or batch.source != spec.name:
+            raise LandingError(f"source {spec.name!r} lands {spec.landing_format} batches of its own; this batch is {batch.source}/{batch.format}")
+        _not_in_future(batch, spec, landed_at)
+        digest = file_digest(path)
+        if self.redaction(digest) is None:  # a redacted batch's bytes are never stored again
+            self.store.put_file(path)
+        return self._index_days(batch, scan_days(scan, batch.day), digest, path.stat().st_size, landed_at, scan.malformed_reason)
+
+    def _index_days(
+        self, batch: RawBatch, rows: dict[dt.date, int], digest: str, size: int, landed_at: dt.datetime | None, reason: str | None
+    ) -> list[LandingRecord]:
+        when = (landed_at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).isoformat()
+        return [self._index(batch, day, digest, count, size, when, reason) for day, count in rows.items()]
+
+    def _index(self, batch: RawBatch, day: dt.date, digest: str, rows: int, size: int, when: str, reason: str | None) -> LandingRecord:
         """Index ``batch`` under ``day`` (UNCHANGED when this digest is indexed there already)."""
         with closing(self._connect()) as conn:
             conn.execute("BEGIN IMMEDIATE")
@@ -191,7 +206,7 @@ class LandingZone:
                         day.isoformat(),
                         batch.batch_id,
                         digest,
-                        len(batch.data),
+                        size,
                         rows,
                         batch.recorded_at.astimezone(dt.UTC).isoformat(),
                         when,
@@ -223,11 +238,11 @@ class LandingZone:
         ext = path.suffix.lstrip(".").lower()
         if ext in EXTENSIONS.values() and ext != EXTENSIONS[spec.landing_format]:
             raise LandingError(f"{path.name}: source {spec.name!r} lands {spec.landing_format} files, not {ext}")
-        data = path.read_bytes()
         when = recorded_at or dt.datetime.now(dt.UTC)
-        days = rows_per_day(prepare_batch(data, spec), spec, when.astimezone(dt.UTC).date())
+        scan = scan_batch(file_opener(path), spec)
+        days = scan_days(scan, when.astimezone(dt.UTC).date())
         ident = batch_id or sanitize_batch_id(path.stem)
-        return self.land_all(RawBatch(spec.name, min(days), ident, when, data, spec.landing_format), spec)
+        return self.land_path(path, spec, RawBatch(spec.name, min(days), ident, when, b"", spec.landing_format), scan)
 
     def records(self, source: str | None = None, day: dt.date | None = None) -> list[LandingRecord]:
         """Index entries (all, of one source, or of one source and day) in landing order."""
@@ -264,6 +279,10 @@ class LandingZone:
         """The batches canonical loading applies for a partition, in ``recorded_at`` then landing order."""
         return sorted((r for r in self.records(source, day) if r.loadable), key=lambda r: (r.recorded_at, r.seq))
 
+    def open(self, record: LandingRecord) -> BinaryIO:
+        """The landed bytes as a stream, re-hashed against the record's digest at its end."""
+        return self.store.open(record.digest)
+
     def read(self, record: LandingRecord) -> bytes:
         """The landed bytes, re-hashed against the record's digest."""
         return self.store.get(record.digest)
@@ -294,26 +313,47 @@ def rows_per_day(prepared: PreparedBatch, spec: SourceSpec, day: dt.date) -> dic
 
     A batch with no accepted rows (malformed, or every row rejected) is ``{day: rows read}``.
     """
+    counts = day_counts(prepared.accepted.column(spec.partition_by))
+    return _ordered_days(counts, prepared.report.rows, prepared.rejected.num_rows, day)
+
+
+def scan_days(scan: BatchScan, day: dt.date) -> dict[dt.date, int]:
+    """:func:`rows_per_day` of a batch read in record batches."""
+    return _ordered_days(scan.accepted_days, scan.rows, scan.rejected, day)
+
+
+def _ordered_days(by_day: Mapping[dt.date | None, int], rows: int, rejected: int, day: dt.date) -> dict[dt.date, int]:
     counts: dict[dt.date, int] = {}
-    for value in prepared.accepted.column(spec.partition_by).to_pylist():
-        key = partition_day(value, day)
-        counts[key] = counts.get(key, 0) + 1
+    for key, count in by_day.items():
+        named = key if key is not None else day
+        counts[named] = counts.get(named, 0) + count
     if not counts:
-        return {day: prepared.report.rows}
+        return {day: rows}
     ordered = [day] if day in counts else []
     ordered += sorted(d for d in counts if d != day)
     out = {d: counts[d] for d in ordered}
-    out[ordered[0]] += prepared.rejected.num_rows
+    out[ordered[0]] += rejected
     return out
 
 
-def partition_day(value: object, default: dt.date) -> dt.date:
-    """The day a partition value names (a date, a timestamp's UTC day); ``default`` for anything else."""
-    if isinstance(value, dt.datetime):
-        return value.astimezone(dt.UTC).date() if value.tzinfo else value.date()
-    if isinstance(value, dt.date):
-        return value
-    return default
+def file_opener(path: Path) -> Opener:
+    """An :data:`Opener` of a file."""
+    return lambda: cast(BinaryIO, path.open("rb"))
+
+
+def file_digest(path: Path) -> str:
+    """The SHA-256 of a file, read in chunks."""
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _not_in_future(batch: RawBatch, spec: SourceSpec, landed_at: dt.datetime | None) -> None:
+    clock = (landed_at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
+    if batch.recorded_at > clock + FUTURE_SKEW:  # a writer must not choose a time every later honest correction loses to
+        raise LandingError(
+            f"batch {batch.batch_id!r} of {spec.name}: recorded time {batch.recorded_at.isoformat()} is in the future "
+            f"(platform clock {clock.isoformat()}); a batch cannot be recorded after it lands"
+        )
 
 
 def sanitize_batch_id(text: str) -> str:

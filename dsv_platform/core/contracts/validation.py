@@ -102,9 +102,9 @@ def _checks(column: Column) -> list[pdp.Check]:
     return checks
 
 
-def pandera_schema(contract: Contract) -> pdp.DataFrameSchema:
-    """The Pandera schema of a contract: Arrow dtypes, nullability, allowed values, ranges, unique key."""
-    single_key = len(contract.key) == 1
+def pandera_schema(contract: Contract, *, unique: bool = True) -> pdp.DataFrameSchema:
+    """The Pandera schema of a contract: Arrow dtypes, nullability, allowed values, ranges, unique key (unless not ``unique``)."""
+    single_key = unique and len(contract.key) == 1
     columns = {
         c.name: pdp.Column(
             pd.ArrowDtype(c.arrow_type),
@@ -117,7 +117,7 @@ def pandera_schema(contract: Contract) -> pdp.DataFrameSchema:
     }
     return pdp.DataFrameSchema(
         columns,
-        unique=None if single_key else list(contract.key),
+        unique=None if single_key or not unique else list(contract.key),
         strict="filter",
         name=contract.name,
         coerce=False,
@@ -157,14 +157,17 @@ def _cast_columns(table: pa.Table, contract: Contract) -> tuple[pa.Table, list[F
     return table, failures
 
 
-def validate(table: pa.Table, contract: Contract) -> ValidationReport:
-    """Validate ``table`` against ``contract``; every data problem becomes a :class:`FailureCase`."""
+def validate(table: pa.Table, contract: Contract, *, unique: bool = True) -> ValidationReport:
+    """Validate ``table`` against ``contract``; every data problem becomes a :class:`FailureCase`.
+
+    ``unique=False`` leaves the key's uniqueness out (a streamed batch checks it across its record batches).
+    """
     table, failures = _cast_columns(table, contract)
     if failures:
         return ValidationReport(contract.name, table.num_rows, tuple(failures))
     frame = to_frame(table.select(contract.column_names))
     try:
-        pandera_schema(contract).validate(frame, lazy=True)
+        pandera_schema(contract, unique=unique).validate(frame, lazy=True)
     except SchemaErrors as exc:
         for rec in exc.failure_cases.to_dict(orient="records"):
             idx = _plain(rec.get("index"))

@@ -120,7 +120,7 @@ def _drop_exact_duplicates(raw: pa.Table) -> tuple[pa.Table, int]:
     """The batch without rows that repeat an earlier row exactly (first occurrence kept, order kept), and how many went."""
     if raw.num_rows < 2:
         return raw, 0
-    if all(_groups_as_python_compares(f.type) for f in raw.schema):
+    if all(_groups_as_python_compares(f.type) or pa.types.is_floating(f.type) for f in raw.schema):
         try:
             return _drop_duplicates_vectorized(raw)
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
@@ -129,15 +129,33 @@ def _drop_exact_duplicates(raw: pa.Table) -> tuple[pa.Table, int]:
 
 
 def _groups_as_python_compares(t: pa.DataType) -> bool:
-    """Arrow groups values of ``t`` exactly as Python's ``==`` on their ``as_py()`` does (floats do not: NaN, -0.0)."""
+    """Arrow groups values of ``t`` exactly as Python's ``==`` on their ``as_py()`` does (floats need :func:`_float_groups`)."""
     checks = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer, pa.types.is_boolean, pa.types.is_date, pa.types.is_timestamp)
     return any(bool(check(t)) for check in (*checks, pa.types.is_decimal, pa.types.is_binary, pa.types.is_null))
 
 
+def _float_groups(raw: pa.Table) -> tuple[list[str], pa.Table]:
+    """Grouping columns that compare floats as Python does: ``-0.0`` groups with ``0.0``; a row holding a NaN groups with no other."""
+    names, nan = [], np.zeros(raw.num_rows, bool)
+    for i, field_ in enumerate(raw.schema):
+        if not pa.types.is_floating(field_.type):
+            names.append(field_.name)
+            continue
+        col = raw.column(i)
+        nan |= pc.fill_null(pc.is_nan(col), False).to_numpy(zero_copy_only=False)
+        raw = raw.append_column(f"__dsv_f{i}", pc.if_else(pc.equal(col, 0), pa.scalar(0.0, field_.type), col))
+        names.append(f"__dsv_f{i}")
+    if nan.any():
+        raw = raw.append_column("__dsv_nan", pa.array(np.where(nan, np.arange(raw.num_rows, dtype=np.int64), -1)))
+        names.append("__dsv_nan")
+    return names, raw
+
+
 def _drop_duplicates_vectorized(raw: pa.Table) -> tuple[pa.Table, int]:
     position = "__dsv_row"
-    numbered = raw.append_column(position, pa.array(np.arange(raw.num_rows, dtype=np.int64)))
-    first = numbered.group_by(raw.column_names, use_threads=False).aggregate([(position, "min")]).column(f"{position}_min")
+    names, keyed = _float_groups(raw)
+    numbered = keyed.append_column(position, pa.array(np.arange(raw.num_rows, dtype=np.int64)))
+    first = numbered.group_by(names, use_threads=False).aggregate([(position, "min")]).column(f"{position}_min")
     if len(first) == raw.num_rows:
         return raw, 0
     keep = pc.sort_indices(first)

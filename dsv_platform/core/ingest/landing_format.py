@@ -119,11 +119,16 @@ def read_parquet_table(data: bytes, contract: Contract, aliases: Mapping[str, st
     view = _contract_view(raw, contract, aliases or {}, text=False, absent_null=absent_null)
     if isinstance(view, str):
         return view
+    return naive_timestamps(view, contract) or view
+
+
+def naive_timestamps(view: pa.Table, contract: Contract) -> str | None:
+    """The reason a typed batch is refused for timestamp columns without a time zone, else None."""
     types = {c.name: view.schema.field(c.name).type for c in contract.columns if c.type is LogicalType.TIMESTAMP}
     naive = [name for name, t in types.items() if pa.types.is_timestamp(t) and t.tz is None]
     if naive:  # as CSV landing and `dsv hash` refuse them: which zone they meant is not known
         return f"column(s) {naive} hold timestamps without a time zone; write them with one (UTC: timestamp[us, tz=UTC])"
-    return view
+    return None
 
 
 def read_batch_table(data: bytes, spec: SourceSpec, *, replay: bool = False) -> pa.Table | str:

@@ -12,9 +12,9 @@ among them) and appends only labels that changed, recorded at that watermark.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -31,7 +31,8 @@ from dsv_platform.core.contracts.semantic import RuleResult
 from dsv_platform.core.contracts.semantic_rules import evaluate_load
 from dsv_platform.core.contracts.validation import FailureCase
 from dsv_platform.core.identity.hashing import DatasetDigest, hash_table
-from dsv_platform.core.ingest.batch import prepare_batch
+from dsv_platform.core.ingest.batch_stream import BatchPlan, BatchScan, plan_batch, validated_chunks
+from dsv_platform.core.ingest.landing_stream import UnreadableBatch
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.lineage.lineage import record_label_build, record_partition_load
 from dsv_platform.services.trust import trust
@@ -78,11 +79,11 @@ class PartitionLoad:
 # ---------------------------------------------------------------- lineage descriptors (services/lineage/openlineage.py emits them)
 
 
-def load_job(platform: Platform, spec: SourceSpec, day: Any) -> tuple[str, str]:
+def load_job(platform: Platform, spec: SourceSpec, day: Any, *_: Any) -> tuple[str, str]:
     return f"canonical_load.{spec.name}", "CANONICAL_LOAD"
 
 
-def load_io(load: PartitionLoad, platform: Platform, spec: SourceSpec, day: Any) -> openlineage.IO:
+def load_io(load: PartitionLoad, platform: Platform, spec: SourceSpec, day: Any, *_: Any) -> openlineage.IO:
     """Inputs: the batches that made snapshots; output: the table at the partition's snapshot, each append in the ``dsv`` facet."""
     made = [b for b in load.batches if b.outcome.appended and b.outcome.snapshot_id is not None]
     ns = openlineage.namespace(platform)
@@ -112,14 +113,23 @@ def label_io(build: LabelBuild, platform: Platform, label: LabelVersion, **_: An
     return inputs, [out]
 
 
-@openlineage.emits(load_job, load_io)
 def load_partition(platform: Platform, spec: SourceSpec, day: dt.date) -> PartitionLoad:
     """Apply the landed batches of ``spec`` indexed under ``day`` to its canonical table (idempotent), recording raw_batch lineage."""
+    return load_partitions(platform, spec, [day])[0]
+
+
+def load_partitions(platform: Platform, spec: SourceSpec, days: Sequence[dt.date]) -> list[PartitionLoad]:
+    """:func:`load_partition` of several days: each landed batch is read once and appended in one snapshot for all its days."""
     held = QuarantineRecords(platform.registry.engine).quarantined_batches()  # an operator's quarantine: never loaded (docs/quarantine.md)
     evolved = evolve_schema(platform.tables, spec)  # the contract's compatible changes, or SchemaEvolutionError (docs/schema-evolution.md)
     if evolved is not None:
         trust.audit(platform, "schema_evolved", f"canonical:{spec.name}", reason=evolved.describe(), detail=evolved.to_document())
-    load = load_landed(platform.landing, platform.tables, spec, day, skip=held)
+    return [_recorded(platform, spec, load.day, load) for load in load_landed_days(platform.landing, platform.tables, spec, days, skip=held)]
+
+
+@openlineage.emits(load_job, load_io)
+def _recorded(platform: Platform, spec: SourceSpec, day: dt.date, load: PartitionLoad) -> PartitionLoad:
+    """One day's load, its raw_batch lineage recorded (and, with OpenLineage on, one run event per day)."""
     record_partition_load(platform, spec, [(b.record.batch_ref, b.outcome) for b in load.batches])
     return load
 
@@ -142,18 +152,72 @@ def rows_of_day(rows: pa.Table, spec: SourceSpec, day: dt.date) -> pa.Table:
 
 def load_landed(landing: LandingZone, tables: CanonicalTables, spec: SourceSpec, day: dt.date, *, skip: Collection[str] = ()) -> PartitionLoad:
     """:func:`load_partition` over a given landing zone and tables (raw rebuilds use scratch tables); ``skip``: batch refs held back."""
+    return load_landed_days(landing, tables, spec, [day], skip=skip)[0]
+
+
+def load_landed_days(
+    landing: LandingZone, tables: CanonicalTables, spec: SourceSpec, days: Sequence[dt.date], *, skip: Collection[str] = ()
+) -> list[PartitionLoad]:
+    """:func:`load_landed` of several days; per day the batches apply in ``recorded_at`` then landing order, as one day alone would."""
     contract = spec.contract
+    per_day = {d: [r for r in landing.loadable(spec.name, d) if r.batch_ref not in skip] for d in days}
+    batches: dict[str, list[LandingRecord]] = {}
+    for record in (r for d in days for r in per_day[d]):
+        batches.setdefault(record.batch_ref, []).append(record)
+    done: dict[tuple[dt.date, str], BatchLoad] = {}
+    snapshot, made = tables.current_snapshot_id(spec), list[int]()  # the snapshots this run makes, in commit order
+    for records in sorted(batches.values(), key=lambda rs: min((r.recorded_at, r.seq) for r in rs)):
+        loaded = _load_batch(landing, tables, spec, records)
+        made += sorted({b.outcome.snapshot_id for b in loaded.values() if b.outcome.appended and b.outcome.snapshot_id is not None})
+        done |= loaded
     loads = []
-    for record in (r for r in landing.loadable(spec.name, day) if r.batch_ref not in skip):
-        prepared = prepare_batch(landing.read(record), spec)
-        accepted = rows_of_day(prepared.accepted, spec, day)
-        outcome = tables.append(spec, accepted, recorded_at=record.recorded_at, batch=record.batch_ref)
-        loads.append(BatchLoad(record, outcome, accepted.num_rows, prepared.rejected.num_rows, prepared.duplicates_dropped, prepared.report.failures))
-    quarantined = tuple(r for r in landing.records(spec.name, day) if not r.loadable or r.batch_ref in skip)
-    rows = tables.read(spec, partition=day)
-    digest = hash_table(rows, contract, partition_by=contract.partition_by)
-    semantic = evaluate_load(rows, contract)
-    return PartitionLoad(spec.name, day, tuple(loads), quarantined, tables.current_snapshot_id(spec), digest, semantic)
+    for day in days:  # a day's snapshot: its last append, else the latest of the days before it (what loading day by day left current)
+        quarantined = tuple(r for r in landing.records(spec.name, day) if not r.loadable or r.batch_ref in skip)
+        rows = tables.read(spec, partition=day)
+        digest = hash_table(rows, contract, partition_by=contract.partition_by)
+        batch_loads = tuple(done[(day, r.batch_ref)] for r in per_day[day])
+        mine = [made.index(b.outcome.snapshot_id) for b in batch_loads if b.outcome.appended and b.outcome.snapshot_id in made]
+        latest = made[max(mine)] if mine else snapshot
+        snapshot = latest if snapshot not in made or (latest in made and made.index(latest) > made.index(snapshot)) else snapshot
+        loads.append(PartitionLoad(spec.name, day, batch_loads, quarantined, latest, digest, evaluate_load(rows, contract)))
+    return loads
+
+
+def _load_batch(landing: LandingZone, tables: CanonicalTables, spec: SourceSpec, records: list[LandingRecord]) -> dict[tuple[dt.date, str], BatchLoad]:
+    """Append one landed batch's rows of the days of ``records`` (its index entries), read once in record batches, in one snapshot."""
+    first, days = records[0], [r.day for r in records]
+
+    def opener() -> BinaryIO:
+        return landing.open(first)
+
+    try:
+        plan: BatchPlan | None = plan_batch(opener, spec)
+    except UnreadableBatch:  # a loadable batch was readable when it landed; nothing of it loads
+        plan = None
+    seen = BatchScan(0, 0, 0, ())
+
+    def chunks() -> Iterator[tuple[dt.date, pa.Table]]:
+        nonlocal seen
+        accepted: dict[dt.date | None, int] = dict.fromkeys(days, 0)
+        rejected, rows, failures = 0, 0, list[FailureCase]()
+        for good, bad, chunk_failures in validated_chunks(opener, spec, plan) if plan is not None else ():
+            rejected, rows, failures = rejected + bad.num_rows, rows + good.num_rows + bad.num_rows, failures + chunk_failures
+            for day in days:
+                mine = rows_of_day(good, spec, day)
+                accepted[day] += mine.num_rows
+                yield day, mine
+        failures.sort(key=lambda f: (f.row_index if f.row_index is not None else -1, f.column or "", f.check))
+        seen = BatchScan(rows, len(plan.drop) if plan else 0, rejected, tuple(failures), accepted)
+
+    outcomes = tables.append_days(spec, chunks, recorded_at=first.recorded_at, batch=first.batch_ref, row_filter=tables.partition_filter(spec, days))
+    if len(seen.accepted_days) < len(days):  # the rows were not read (every day held the batch already): count them for the report
+        for _ in chunks():
+            pass
+    none = AppendOutcome(spec.name, tables.current_snapshot_id(spec), 0, 0, False, 1)
+    return {
+        (r.day, r.batch_ref): BatchLoad(r, outcomes.get(r.day, none), seen.accepted_days.get(r.day, 0), seen.rejected, seen.duplicates_dropped, seen.failures)
+        for r in records
+    }
 
 
 @dataclass(frozen=True)
