@@ -37,6 +37,17 @@ RELATIONS = {"loaded_into", "derived_from", "pinned_by", "trained", "succeeded_b
 MODEL_ASSETS = ["fraud_training_set_v6_snapshot", "fraud_training_set_v6_splits", "fraud_model"]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _openlineage_variables_restored() -> Iterator[None]:
+    """The OpenLineage client writes ``OPENLINEAGE__TRANSPORT__*`` variables into the process environment from
+    ``OPENLINEAGE_URL``; left there, every later ``dsv`` subprocess of the session would emit events (and warn)."""
+    before = {k: v for k, v in os.environ.items() if k.startswith("OPENLINEAGE")}
+    yield
+    for k in [k for k in os.environ if k.startswith("OPENLINEAGE")]:
+        del os.environ[k]
+    os.environ.update(before)
+
+
 def settings_on(home: Path, url: str) -> Settings:
     """The embedded default under ``home``, with OpenLineage on as ``OPENLINEAGE_URL`` makes it."""
     settings = load_settings({"OPENLINEAGE_URL": url}).with_home(home)
