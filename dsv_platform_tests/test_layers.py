@@ -29,7 +29,12 @@ FORBIDDEN = {
 # Only these files may import the SDK (module -> allowed files, relative to the package).
 ONLY_IN = {
     "sqlalchemy": ("adapters/registry/",),
-    "pyiceberg": ("adapters/iceberg/iceberg.py", "adapters/iceberg/iceberg_schema.py"),
+    "pyiceberg": (
+        "adapters/iceberg/iceberg.py",
+        "adapters/iceberg/iceberg_catalog.py",
+        "adapters/iceberg/iceberg_schema.py",
+        "adapters/iceberg/iceberg_stream.py",
+    ),
     "boto3": ("adapters/objects/s3_store.py",),
     "botocore": ("adapters/objects/s3_store.py", "adapters/objects/s3_client.py"),
     "openlineage": ("adapters/lineage/openlineage.py",),

@@ -12,19 +12,18 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
-from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression, EqualTo, In
 from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to_data_files
 from pyiceberg.table import Table
 
+from dsv_platform.adapters.iceberg.iceberg_catalog import build_catalog
 from dsv_platform.adapters.iceberg.iceberg_schema import scan_arrow
 from dsv_platform.adapters.iceberg.iceberg_values import (
     BATCH,
@@ -42,7 +41,7 @@ from dsv_platform.adapters.iceberg.iceberg_values import (
 )
 from dsv_platform.core.config.source import TableSpecLike
 from dsv_platform.core.contracts.contract import Contract
-from dsv_platform.core.errors import DsvError, EnvironmentSetupError
+from dsv_platform.core.errors import DsvError
 
 NAMESPACE = "canonical"
 COMMIT_ATTEMPTS = 8
@@ -50,31 +49,6 @@ COMMIT_ATTEMPTS = 8
 
 class CanonicalTableError(DsvError):
     """A canonical table operation failed (commit retries exhausted, unknown snapshot or tag)."""
-
-
-def catalog_properties(
-    catalog_url: str, warehouse: str, *, s3_region: str = "us-east-1", s3_endpoint_url: str | None = None, extra: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """SqlCatalog properties: the catalog URL, the warehouse and, for s3://, the S3 FileIO endpoint."""
-    if "://" not in warehouse:
-        path = Path(warehouse).resolve()
-        path.mkdir(parents=True, exist_ok=True)
-        warehouse = path.as_uri()
-    props = {"uri": catalog_url, "warehouse": warehouse}
-    if warehouse.startswith("s3://"):
-        props["s3.region"] = s3_region
-        if s3_endpoint_url:
-            props["s3.endpoint"] = s3_endpoint_url
-    props.update(extra or {})
-    return props
-
-
-def build_catalog(catalog_url: str, warehouse: str, *, name: str = "dsv", **options: Any) -> SqlCatalog:
-    """The pyiceberg SQL catalog (SQLite embedded, PostgreSQL in production); ``options`` as :func:`catalog_properties`."""
-    try:
-        return SqlCatalog(name, **catalog_properties(catalog_url, warehouse, **options))
-    except (ValueError, ImportError) as exc:  # sqlalchemy's ArgumentError is a ValueError: a URL it cannot parse, a missing driver
-        raise EnvironmentSetupError(f"DSV_ICEBERG_CATALOG_URL: not a usable catalog URL ({type(exc).__name__}: {exc})") from exc
 
 
 class CanonicalTables:
