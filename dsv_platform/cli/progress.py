@@ -34,7 +34,7 @@ class BarStages:
         from tqdm import tqdm
 
         self.done()
-        self._bar = tqdm(total=total, desc=name, unit=f" {unit}" if unit else " steps", unit_scale=True, file=sys.stderr, leave=True)
+        self._bar = tqdm(total=total, desc=name, unit=f" {unit}" if unit else " steps", unit_scale=unit == "rows", file=sys.stderr, leave=True)
 
     def advance(self, n: int = 1) -> None:
         if self._bar is not None:

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dsv_platform.bootstrap import build_platform
+from dsv_platform.cli.progress import stage_progress
 from dsv_platform.core.progress.stages import SILENT, StageLines, fan_out
 from dsv_platform.services.publication.realization import build_realization
 from dsv_platform.settings import load_settings
@@ -143,3 +144,16 @@ def test_stage_lines_count_total_and_rate_and_fan_out_drops_silence():
     reporter.done()
     reporter.done()  # a second done prints nothing
     assert lines == ["read inputs: 4,000 rows in 2.00 s (2,000 rows/s)", "parts: 0/3 partitions in 0.50 s"]
+
+
+def test_on_a_terminal_each_stage_is_a_tqdm_bar_on_stderr(capsys):
+    reporter = stage_progress(tty=True)
+    reporter.stage("load", total=10)
+    reporter.advance(4)
+    reporter.advance(6)
+    reporter.stage("partitions", total=2, unit="days")
+    reporter.advance(2)
+    reporter.done()
+    out, err = capsys.readouterr()
+    assert out == "" and "load: 100%" in err and "10.0/10.0" in err and "partitions: 100%" in err and "2/2 " in err and "days/s" in err
+    assert isinstance(stage_progress(tty=False), StageLines)
