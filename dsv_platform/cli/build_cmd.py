@@ -7,6 +7,7 @@ import json
 
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
+from dsv_platform.cli.progress import stage_progress
 from dsv_platform.cli.runs import Runner, UnknownNameError, asset_metadata, check_lines
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.config.platform_config import PlatformConfig
@@ -30,7 +31,7 @@ def _build(args: argparse.Namespace, platform: Platform) -> int:
     definition = find_definition(platform.config, args.dataset)
     trust.require(platform, Role.BUILDER, definition=definition.ref)  # the run checks publisher before it publishes (docs/trust.md)
     snapshot, splits = f"{definition.asset_prefix}_snapshot", f"{definition.asset_prefix}_splits"
-    runner = Runner.open(platform.settings, platform.config)
+    runner = Runner.open(platform.settings, platform.config, progress=stage_progress())  # stages on stderr
     try:
         result = runner.run([snapshot, splits] if definition.split_policy is not None else [snapshot])  # no split policy: no splits asset
     finally:

@@ -14,12 +14,14 @@ from dsv_platform.adapters.iceberg.iceberg_schema import check_evolution
 from dsv_platform.adapters.objects.landing import file_digest, file_opener, scan_days
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
+from dsv_platform.cli.progress import stage_progress
 from dsv_platform.cli.runs import Runner, UnknownNameError, check_lines
 from dsv_platform.core.config.source import SourceSpec
 from dsv_platform.core.contracts.validation import FailureCase
 from dsv_platform.core.errors import ConfigurationError, FailureKind
 from dsv_platform.core.ingest.batch_stream import scan_batch
 from dsv_platform.core.ingest.landing_format import EXTENSIONS
+from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.trust.trust import Role
 from dsv_platform.defs.raw import RawBatchConfig, file_batch
 from dsv_platform.services.trust import trust
@@ -42,14 +44,14 @@ class IngestFile:
     failures: tuple[FailureCase, ...] = ()
 
 
-def check_file(path: Path, spec: SourceSpec, config: RawBatchConfig) -> IngestFile:
+def check_file(path: Path, spec: SourceSpec, config: RawBatchConfig, progress: Progress = SILENT) -> IngestFile:
     """Validate one file (exists, the source's format, readable) and find the partition days its rows touch."""
     if not path.is_file():
         raise BatchFileError(f"{path}: no such file")
     ext = EXTENSIONS[spec.landing_format]
     if path.suffix.lstrip(".").lower() != ext:
         raise BatchFileError(f"{path}: source {spec.name!r} lands {spec.landing_format} files (*.{ext})")
-    scan = scan_batch(file_opener(path), spec)  # in record batches: memory follows the record batch, not the file
+    scan = scan_batch(file_opener(path), spec, progress=progress)  # in record batches: memory follows the record batch, not the file
     if scan.malformed:
         raise BatchFileError(f"{path}: {scan.malformed_reason}")
     _, recorded_at = file_batch(path, config)
@@ -108,7 +110,10 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
     trust.require(platform, Role.SOURCE_WRITER, source=spec.name)  # before anything lands (docs/trust.md)
     changes = check_evolution(platform.tables, spec)  # a contract change the canonical table cannot take is refused before anything lands
     files = [Path(f).resolve() for f in args.files]
-    items = [check_file(f, spec, _config(args, files)) for f in files]
+    progress = stage_progress()  # stages on stderr: validate here, then the run's landing, load and partitions
+    progress.stage("validate")
+    items = [check_file(f, spec, _config(args, files), progress) for f in files]
+    progress.done()
     landable = [i for i in items if i.accepted]  # a file none of whose rows satisfy the contract lands nothing (all reported)
     days = sorted({d for item in landable for d in item.days})
     start = config.options.partitions_start
@@ -118,7 +123,7 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
     result = None
     if landable:
         raw_config = _config(args, [i.path for i in landable])
-        runner = Runner.open(platform.settings, config)
+        runner = Runner.open(platform.settings, config, progress=progress)
         try:
             result = runner.run([raw, f"canonical_{spec.name}"], days=(days[0], days[-1]), run_config={"ops": {raw: {"config": raw_config.model_dump()}}})
         finally:

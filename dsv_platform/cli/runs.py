@@ -18,7 +18,9 @@ import dagster as dg
 
 from dsv_platform.core.config.platform_config import PlatformConfig
 from dsv_platform.core.errors import AccessDeniedError, DsvError, FailureKind
+from dsv_platform.core.progress.stages import Progress
 from dsv_platform.defs import build_defs
+from dsv_platform.defs.resources import build_resources
 from dsv_platform.settings import Settings
 
 RANGE_START = "dagster/asset_partition_range_start"
@@ -160,12 +162,17 @@ class Runner:
     instance: dg.DagsterInstance
     log_folder: Path | None = None
     """Where a failed run's Dagster log is written (``<dagster home>/logs``)."""
+    resources: Mapping[str, Any] | None = None
+    """The run's resources (default: the Definitions'); :meth:`open` binds a progress reporter into them."""
 
     @classmethod
-    def open(cls, settings: Settings, config: PlatformConfig | None = None) -> Runner:
+    def open(cls, settings: Settings, config: PlatformConfig | None = None, *, progress: Progress | None = None) -> Runner:
+        """``progress``: told every stage of the assets the runs execute (they run in this process), besides each run's event log."""
         for category in (dg.BetaWarning, dg.PreviewWarning):
             warnings.filterwarnings("ignore", category=category)
-        return cls(build_defs(settings, config), open_instance(settings), settings.dagster_home / "logs")
+        defs = build_defs(settings, config)
+        resources = {**(defs.resources or {}), **build_resources(settings, progress=progress)} if progress is not None else None
+        return cls(defs, open_instance(settings), settings.dagster_home / "logs", resources)
 
     def run(
         self,
@@ -191,7 +198,7 @@ class Runner:
             partition_key=partition,
             tags=tags,
             instance=self.instance,
-            resources=self.defs.resources,
+            resources=self.resources if self.resources is not None else self.defs.resources,
             run_config={**QUIET, **(run_config or {})},
             raise_on_error=False,
         )

@@ -96,6 +96,7 @@ def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition)
     )
     def _canonical(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
         p = platform.get()
-        return canonical_result(load_partitions(p, spec, partition_days(context)), families)
+        loads = load_partitions(p, spec, partition_days(context), progress=platform.progress(context, f"{spec.name}: "))
+        return canonical_result(loads, families)
 
     return _canonical

@@ -92,7 +92,7 @@ def build_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
         "Data version = manifest hash; open it with `open_dataset(<ref>)`.",
     )
     def _snapshot(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
-        build = build_realization(platform.get(), definition)
+        build = build_realization(platform.get(), definition, progress=platform.progress(context, f"{definition.ref}: "))
         result = with_semantic_checks(snapshot_result(build, approval_of_ref(platform.get().registry, build.ref)), definition, platform.get(), build)
         return with_integrity_checks(result, platform.get(), build)  # poisoning signals (docs/quarantine.md)
 

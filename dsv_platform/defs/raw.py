@@ -13,6 +13,7 @@ from dsv_platform.core.errors import ConfigurationError
 from dsv_platform.core.identity.hashing import content_hash
 from dsv_platform.core.ingest.batch import parse_batch_file
 from dsv_platform.core.ingest.landing_format import EXTENSIONS
+from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.trust.trust import Role
 from dsv_platform.defs.metadata import AssetResult, md_table
 from dsv_platform.defs.partitions import partition_days
@@ -78,14 +79,20 @@ def file_batch(path: Path, config: RawBatchConfig) -> tuple[str | None, dt.datet
     return batch_id, recorded_time(config.recorded_at) or dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
 
 
-def land_files(zone: LandingZone, spec: SourceSpec, files: Sequence[Path], config: RawBatchConfig) -> list[LandingRecord]:
+def land_files(
+    zone: LandingZone, spec: SourceSpec, files: Sequence[Path], config: RawBatchConfig, progress: Progress = SILENT
+) -> list[LandingRecord]:
+    """Land each file write-once (``progress``: the stage ``landing``, one file at a time)."""
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
         raise dg.Failure(f"no such batch file(s): {missing}")
     landed: list[LandingRecord] = []
+    progress.stage("landing", total=len(files), unit="files")
     for path in files:
         batch_id, recorded_at = file_batch(path, config)
         landed += zone.land_file(path, spec, batch_id=batch_id, recorded_at=recorded_at)
+        progress.advance(1)
+    progress.done()
     return landed
 
 
@@ -135,7 +142,8 @@ def build_raw_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition) -> dg
             trust.audit(p, "ingest.recorded_at", f"source:{spec.name}", detail={"recorded_at": config.recorded_at, "files": list(config.files)})
         skipped: list[str] = []
         files = batch_files(spec, config, platform.settings().drop_folder, days, skipped)
-        landed = openlineage.landing(p, spec, files, lambda: land_files(zone, spec, files, config))
+        progress = platform.progress(context, f"{spec.name}: ")
+        landed = openlineage.landing(p, spec, files, lambda: land_files(zone, spec, files, config, progress))
         for reason in skipped:
             context.log.warning(f"not landed: {reason}")
         every = [r for d in days for r in zone.records(spec.name, d)]

@@ -13,6 +13,7 @@ from pydantic import PrivateAttr
 
 from dsv_platform.bootstrap import Platform, build_platform
 from dsv_platform.core.errors import ConfigurationError
+from dsv_platform.core.progress.stages import Progress, StageLines, fan_out
 from dsv_platform.services.trust.trust import ensure_service_identity
 from dsv_platform.settings import Settings
 
@@ -33,14 +34,24 @@ class PlatformResource(dg.ConfigurableResource[Any]):
     deployment: ClassVar[Settings | None] = None
     """The Settings this resource class was bound to by :meth:`for_settings` (the whole value: no setting can be forgotten)."""
 
+    reporter: ClassVar[Progress | None] = None
+    """Where the command that runs the assets in process draws their progress (``dsv build`` and ``dsv ingest``: stderr); None: the run log only."""
+
     _platform: Platform | None = PrivateAttr(default=None)
 
     @classmethod
-    def for_settings(cls, settings: Settings) -> "PlatformResource":
-        """A resource bound to ``settings``; runs a command starts act as its DSV_IDENTITY, else as the service identity."""
+    def for_settings(cls, settings: Settings, *, progress: Progress | None = None) -> "PlatformResource":
+        """A resource bound to ``settings``; runs a command starts act as its DSV_IDENTITY, else as the service identity.
+
+        ``progress``: the starting command's reporter, told every stage of the assets it runs (in process).
+        """
         bound = replace(settings, identity=settings.identity or SERVICE_IDENTITY)
-        subclass = type(cls.__name__, (cls,), {"deployment": bound, "__module__": cls.__module__, "__qualname__": cls.__qualname__})
-        return cast("PlatformResource", subclass())
+        attrs = {"deployment": bound, "reporter": progress, "__module__": cls.__module__, "__qualname__": cls.__qualname__}
+        return cast("PlatformResource", type(cls.__name__, (cls,), attrs)())
+
+    def progress(self, context: dg.AssetExecutionContext, prefix: str = "") -> Progress:
+        """The asset's stages as ``context.log.info`` lines (the run's event log, the UI's run view), and to the command's reporter."""
+        return fan_out(StageLines(context.log.info, prefix=prefix, starts=True), self.reporter)
 
     def settings(self) -> Settings:
         if self.deployment is None:
@@ -60,6 +71,6 @@ class PlatformResource(dg.ConfigurableResource[Any]):
             self._platform = None
 
 
-def build_resources(settings: Settings) -> dict[str, dg.ConfigurableResource[Any]]:
-    """Every resource, keyed as the assets expect, from one Settings value."""
-    return {"platform": PlatformResource.for_settings(settings)}
+def build_resources(settings: Settings, *, progress: Progress | None = None) -> dict[str, dg.ConfigurableResource[Any]]:
+    """Every resource, keyed as the assets expect, from one Settings value (``progress``: the starting command's reporter)."""
+    return {"platform": PlatformResource.for_settings(settings, progress=progress)}

@@ -23,6 +23,7 @@ from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.contracts.validation import FailureCase, ValidationReport, split_valid, validate
 from dsv_platform.core.ingest.batch import PARSE_CHECK, _parse_column
 from dsv_platform.core.ingest.landing_stream import BATCH_ROWS, Opener, UnreadableBatch, contract_chunks
+from dsv_platform.core.progress.stages import SILENT, Progress
 
 _M = np.uint64(0x9E3779B97F4A7C15)
 
@@ -219,8 +220,11 @@ def accepted_chunks(open_: Opener, spec: SourceSpec, plan: BatchPlan, *, rows: i
             yield accepted
 
 
-def scan_batch(open_: Opener, spec: SourceSpec, *, rows: int = BATCH_ROWS) -> BatchScan:
-    """Read a batch through (every pass) and keep only what landing reports: counts per day, failures, or why it is unreadable."""
+def scan_batch(open_: Opener, spec: SourceSpec, *, rows: int = BATCH_ROWS, progress: Progress = SILENT) -> BatchScan:
+    """Read a batch through (every pass) and keep only what landing reports: counts per day, failures, or why it is unreadable.
+
+    ``progress`` is advanced by each record batch's rows as it is validated.
+    """
     try:
         plan = plan_batch(open_, spec, rows=rows)
         days: dict[dt.date | None, int] = {}
@@ -232,6 +236,7 @@ def scan_batch(open_: Opener, spec: SourceSpec, *, rows: int = BATCH_ROWS) -> Ba
             rejected += bad.num_rows
             kept += accepted.num_rows + bad.num_rows
             failures += chunk_failures
+            progress.advance(accepted.num_rows + bad.num_rows)
     except UnreadableBatch as exc:
         return BatchScan(0, 0, 0, (), malformed_reason=str(exc))
     failures.sort(key=lambda f: (f.row_index if f.row_index is not None else -1, f.column or "", f.check))

@@ -33,6 +33,7 @@ from dsv_platform.core.contracts.validation import FailureCase
 from dsv_platform.core.identity.hashing import DatasetDigest, hash_table
 from dsv_platform.core.ingest.batch_stream import BatchPlan, BatchScan, plan_batch, validated_chunks
 from dsv_platform.core.ingest.landing_stream import UnreadableBatch
+from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.lineage.lineage import record_label_build, record_partition_load
 from dsv_platform.services.trust import trust
@@ -118,13 +119,16 @@ def load_partition(platform: Platform, spec: SourceSpec, day: dt.date) -> Partit
     return load_partitions(platform, spec, [day])[0]
 
 
-def load_partitions(platform: Platform, spec: SourceSpec, days: Sequence[dt.date]) -> list[PartitionLoad]:
-    """:func:`load_partition` of several days: each landed batch is read once and appended in one snapshot for all its days."""
+def load_partitions(platform: Platform, spec: SourceSpec, days: Sequence[dt.date], *, progress: Progress = SILENT) -> list[PartitionLoad]:
+    """:func:`load_partition` of several days: each landed batch is read once and appended in one snapshot for all its days.
+
+    ``progress``: the stages ``load`` (the landed rows appended, batch by batch) and ``partitions`` (each day hashed).
+    """
     held = QuarantineRecords(platform.registry.engine).quarantined_batches()  # an operator's quarantine: never loaded (docs/quarantine.md)
     evolved = evolve_schema(platform.tables, spec)  # the contract's compatible changes, or SchemaEvolutionError (docs/schema-evolution.md)
     if evolved is not None:
         trust.audit(platform, "schema_evolved", f"canonical:{spec.name}", reason=evolved.describe(), detail=evolved.to_document())
-    return [_recorded(platform, spec, load.day, load) for load in load_landed_days(platform.landing, platform.tables, spec, days, skip=held)]
+    return [_recorded(platform, spec, load.day, load) for load in load_landed_days(platform.landing, platform.tables, spec, days, skip=held, progress=progress)]
 
 
 @openlineage.emits(load_job, load_io)
@@ -156,7 +160,13 @@ def load_landed(landing: LandingZone, tables: CanonicalTables, spec: SourceSpec,
 
 
 def load_landed_days(
-    landing: LandingZone, tables: CanonicalTables, spec: SourceSpec, days: Sequence[dt.date], *, skip: Collection[str] = ()
+    landing: LandingZone,
+    tables: CanonicalTables,
+    spec: SourceSpec,
+    days: Sequence[dt.date],
+    *,
+    skip: Collection[str] = (),
+    progress: Progress = SILENT,
 ) -> list[PartitionLoad]:
     """:func:`load_landed` of several days; per day the batches apply in ``recorded_at`` then landing order, as one day alone would."""
     contract = spec.contract
@@ -166,10 +176,13 @@ def load_landed_days(
         batches.setdefault(record.batch_ref, []).append(record)
     done: dict[tuple[dt.date, str], BatchLoad] = {}
     snapshot, made = tables.current_snapshot_id(spec), list[int]()  # the snapshots this run makes, in commit order
+    progress.stage("load", total=sum(r.rows for rs in batches.values() for r in rs))
     for records in sorted(batches.values(), key=lambda rs: min((r.recorded_at, r.seq) for r in rs)):
         loaded = _load_batch(landing, tables, spec, records)
         made += sorted({b.outcome.snapshot_id for b in loaded.values() if b.outcome.appended and b.outcome.snapshot_id is not None})
         done |= loaded
+        progress.advance(sum(r.rows for r in records))
+    progress.stage("partitions", total=len(days), unit="days")
     loads = []
     for day in days:  # a day's snapshot: its last append, else the latest of the days before it (what loading day by day left current)
         quarantined = tuple(r for r in landing.records(spec.name, day) if not r.loadable or r.batch_ref in skip)
@@ -180,6 +193,8 @@ def load_landed_days(
         latest = made[max(mine)] if mine else snapshot
         snapshot = latest if snapshot not in made or (latest in made and made.index(latest) > made.index(snapshot)) else snapshot
         loads.append(PartitionLoad(spec.name, day, batch_loads, quarantined, latest, digest, evaluate_load(rows, contract)))
+        progress.advance(1)
+    progress.done()
     return loads
 
 

@@ -25,6 +25,7 @@ from dsv_platform.core.config.aggregation import ZoneOf
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.config.source import SourceSpec, TableSpecLike
 from dsv_platform.core.config.timezones import zone
+from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.services.publication.examples import EngineExamples
 
 if TYPE_CHECKING:
@@ -87,22 +88,42 @@ def examples_out_of_core(
     limits: EngineLimits | None = None,
     zone_of: ZoneOf = zone,
     exclude_batches: Collection[str] = (),
+    progress: Progress = SILENT,
 ) -> Iterator[tuple[EngineExamples, int]]:
-    """:func:`assemble_out_of_core`'s examples left in the engine (read per partition), for the duration of the block."""
+    """:func:`assemble_out_of_core`'s examples left in the engine (read per partition), for the duration of the block.
+
+    ``progress``: the stages ``read inputs`` (every input row streamed into the engine) and ``assemble`` (the examples).
+    """
     with engine(limits or EngineLimits()) as con:
         excluding = None
         if exclude_batches:
             load_table(con, "__excluded", pa.table({"batch": pa.array(sorted(exclude_batches), pa.string())}))
             excluding = "__excluded"
         named = dict(inputs) | ({"__labels": label} if label is not None else {})
+        progress.stage("read inputs")
         for i, spec in enumerate(named.values()):
-            load(con, f"__raw{i}", scan_batches(tables, spec, snapshot_id=snapshots[spec.name]))
+            load(con, f"__raw{i}", counted(scan_batches(tables, spec, snapshot_id=snapshots[spec.name]), progress))
             latest = latest_sql(f"__raw{i}", spec.contract.key, spec.contract.column_names, watermark, excluding=excluding)
             con.execute(f"CREATE TABLE __in{i} AS {latest}")
             con.execute(f"DROP TABLE __raw{i}")
         names = {name: f"__in{i}" for i, name in enumerate(named)}
         schemas = {n: s.contract.arrow_schema for n, s in named.items()}
-        yield _run_plan(con, definition, inputs, names, schemas, label_key=label_key, zone_of=zone_of)
+        progress.stage("assemble")
+        examples, population = _run_plan(con, definition, inputs, names, schemas, label_key=label_key, zone_of=zone_of)
+        progress.advance(examples.num_rows)
+        progress.done()
+        yield examples, population
+
+
+def counted(batches: pa.RecordBatchReader, progress: Progress) -> pa.RecordBatchReader:
+    """``batches``, each one's rows reported to ``progress`` as it is read."""
+
+    def each() -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            progress.advance(batch.num_rows)
+            yield batch
+
+    return pa.RecordBatchReader.from_batches(batches.schema, each())
 
 
 def assemble_tables(

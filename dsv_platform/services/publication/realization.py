@@ -10,7 +10,7 @@ Details: docs/lineage-and-reproduction.md
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from dsv_platform.core.config.timezones import tz_database
 from dsv_platform.core.contracts.semantic_rules import declared_rules
 from dsv_platform.core.contracts.validation import validate
 from dsv_platform.core.errors import CorruptError
+from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.publication.gates import GateResult, rows_at_least
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin, LabelPin, Manifest, SourcePin, SplitsEntry
 from dsv_platform.core.publication.records import Realization
@@ -39,7 +40,7 @@ from dsv_platform.services.publication.assembly_engine import engine_limits
 from dsv_platform.services.publication.datasets import load_manifest, open_dataset
 from dsv_platform.services.publication.examples import Examples
 from dsv_platform.services.publication.integrity_signals import integrity_gates
-from dsv_platform.services.publication.publisher import BuildRequest, Publisher, parquet_bytes
+from dsv_platform.services.publication.publisher import BuildRequest, BuildStep, Publisher, parquet_bytes
 from dsv_platform.services.publication.realization_inputs import (
     REPO,
     Inputs,
@@ -205,12 +206,18 @@ def _label_specs(platform: Platform) -> list[TableSpecLike]:
 
 @openlineage.emits(realization_job, realization_io)
 def build_realization(
-    platform: Platform, definition: DatasetDefinition, *, code: CodePin | None = None, environment: EnvironmentPin | None = None
+    platform: Platform,
+    definition: DatasetDefinition,
+    *,
+    code: CodePin | None = None,
+    environment: EnvironmentPin | None = None,
+    progress: Progress = SILENT,
 ) -> RealizationBuild:
     """Pin, read, assemble, split and publish one realization of ``definition`` (idempotent per pinned inputs).
 
     ``code`` and ``environment`` default to the live checkout and interpreter; the
     current environment's lockfile is stored as an object named by its hash.
+    ``progress`` hears the stages: pin, read inputs, assemble, split, gates, parts, publish, alias.
     """
     registry, store, tables, actor = platform.registry, platform.store, platform.tables, platform.actor
     if environment is None:
@@ -218,34 +225,28 @@ def build_realization(
     inputs = inputs_of(platform.config, definition)
     contract_doc = definition.contract.to_document()
     registry.register_definition(definition.name, definition.version, contract=contract_doc, recipe=definition.recipe(), owner=definition.owner)
+    progress.stage("pin", total=len(inputs.tables), unit="tables")
     key, pins = pin_sources(tables, inputs)
-    # A privacy deletion raises the redaction generation; a rebuild after it is a new logical version.
-    generation = registry.redaction_generation()
-    key = f"{key}:g{generation}" if generation else key
-    # An operator's raw-batch quarantine: a rebuild reads none of its rows, and is a new logical version (docs/quarantine.md).
-    held = held_batches(platform, definition.sources)
-    key = f"{key}:q{canonical_json.sha256_hex(list(held))[:12]}" if held else key
+    progress.advance(len(pins))
+    key, held = _logical_key(platform, definition, key)
     request_id = f"{definition.name}:{definition.version}:{key}"
     jobs = platform.settings.build_jobs  # DSV_BUILD_JOBS: partitions prepared at once (unset: one per core)
-    publisher = Publisher(registry, store, actor=actor, signer=signer_of(platform), gate=gatekeeper(platform), jobs=jobs)  # roles checked; signed
+    publisher = Publisher(  # roles checked; signed
+        registry, store, actor=actor, signer=signer_of(platform), gate=gatekeeper(platform), jobs=jobs, on_step=publication_steps(progress)
+    )
     done = publisher.reconcile(request_id)
     if done is not None:
         _complete_alias_move(publisher, done)  # a build killed between its publication and the alias move
+        progress.done()
         return RealizationBuild(done.ref, load_manifest(registry, done), pins, True, ())
     watermark = pinned_watermark(tables, inputs, {p.table: p for p in pins})
-    with assembled(tables, inputs, {p.table: p for p in pins}, watermark, exclude_batches=held, limits=engine_limits(platform)) as (examples, population):
+    limits = engine_limits(platform)
+    with assembled(tables, inputs, {p.table: p for p in pins}, watermark, exclude_batches=held, limits=limits, progress=progress) as (examples, population):
         if isinstance(store, EncryptingObjectStore) and registry.privacy.deleted_subjects():  # new realizations exclude deleted subjects
             subject_key = load_subject_key(platform.settings.subject_key_path)
             coordinator = PrivacyCoordinator(registry, store, actor=actor, config=platform.config, subject_key=subject_key)
             examples = examples.filtered(coordinator.exclusion_filter(realization_subjects(platform, definition)))
-        assignment, splits = split_assignment(platform, definition, examples) if definition.split_policy is not None else (None, None)
-        gates = _gates(definition, assignment, examples.num_rows, population)
-        if definition.derive or definition.aggregate is not None:  # values the recipe computed: Pandera checks them against the output contract
-            report = validate(examples.whole(), definition.contract)
-            gates.append(GateResult("rows_satisfy_contract", report.passed, dict(report.summary())))
-        if declared_rules(definition.contract):  # docs/contracts.md
-            gates += semantic_gates(platform, definition.name, definition.version, definition.contract, examples.whole())
-        gates += integrity_gates(platform, definition, examples, pins)  # poisoning signals: docs/quarantine.md
+        splits, gates = _split_and_gates(platform, definition, examples, population, pins, progress)
         request = BuildRequest(
             dataset=definition.name,
             version=definition.version,
@@ -257,8 +258,57 @@ def build_realization(
             gates=lambda manifest, parts: gates,
             alias=ALIAS,
         )
+        progress.stage("parts", total=len(request.partitions), unit="partitions")
         result = publisher.build(request)  # it records the pinned_by / part_of edges the manifest implies (once, deduplicated)
+    progress.done()
     return RealizationBuild(result.ref, result.manifest, pins, False, tuple(gates))
+
+
+def _logical_key(platform: Platform, definition: DatasetDefinition, key: str) -> tuple[str, tuple[str, ...]]:
+    """The pins' ``key`` with the redaction generation and the held raw batches (each makes a rebuild a new logical version)."""
+    # A privacy deletion raises the redaction generation; a rebuild after it is a new logical version.
+    generation = platform.registry.redaction_generation()
+    key = f"{key}:g{generation}" if generation else key
+    # An operator's raw-batch quarantine: a rebuild reads none of its rows, and is a new logical version (docs/quarantine.md).
+    held = held_batches(platform, definition.sources)
+    return (f"{key}:q{canonical_json.sha256_hex(list(held))[:12]}" if held else key), held
+
+
+def _split_and_gates(
+    platform: Platform, definition: DatasetDefinition, examples: Examples, population: int, pins: tuple[Pin, ...], progress: Progress
+) -> tuple[SplitsEntry | None, list[GateResult]]:
+    """The split assignment (stage ``split``, when the definition has a policy) and every gate's result (stage ``gates``)."""
+    assignment, splits = None, None
+    if definition.split_policy is not None:
+        progress.stage("split")
+        assignment, splits = split_assignment(platform, definition, examples)
+        progress.advance(assignment.num_rows)
+    progress.stage("gates", unit="gates")
+    gates = _gates(definition, assignment, examples.num_rows, population)
+    if definition.derive or definition.aggregate is not None:  # values the recipe computed: Pandera checks them against the output contract
+        report = validate(examples.whole(), definition.contract)
+        gates.append(GateResult("rows_satisfy_contract", report.passed, dict(report.summary())))
+    if declared_rules(definition.contract):  # docs/contracts.md
+        gates += semantic_gates(platform, definition.name, definition.version, definition.contract, examples.whole())
+    gates += integrity_gates(platform, definition, examples, pins)  # poisoning signals: docs/quarantine.md
+    progress.advance(len(gates))
+    return splits, gates
+
+
+def publication_steps(progress: Progress) -> Callable[[BuildStep, str], None]:
+    """The publisher's steps as stages: each part written advances ``parts``; sealed starts ``publish``, published ``alias``."""
+
+    def on_step(step: BuildStep, detail: str) -> None:
+        if step is BuildStep.PART_WRITTEN:
+            progress.advance(1)
+        elif step is BuildStep.SEALED:
+            progress.stage("publish", unit="")
+        elif step is BuildStep.PUBLISHED:
+            progress.stage("alias", unit="")
+        elif step is BuildStep.ALIAS_MOVED:
+            progress.done()
+
+    return on_step
 
 
 def _complete_alias_move(publisher: Publisher, done: Realization) -> None:

@@ -36,6 +36,7 @@ from dsv_platform.core.config.timezones import zone
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.errors import DsvError
 from dsv_platform.core.identity.hashing import partition_keys
+from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin
 from dsv_platform.core.reproduction.build_pin import read_build_pin
 from dsv_platform.services.ingest.canonical_load import label_table_spec
@@ -207,8 +208,12 @@ def assembled(
     *,
     exclude_batches: Collection[str] = (),
     limits: EngineLimits | None = None,
+    progress: Progress = SILENT,
 ) -> Iterator[tuple[Examples, int]]:
-    """:func:`assemble`'s examples and population for the block: left in the build engine when it runs the definition, else in memory."""
+    """:func:`assemble`'s examples and population for the block: left in the build engine when it runs the definition, else in memory.
+
+    ``progress``: ``read inputs`` and ``assemble`` out of core; one ``assemble`` stage in memory.
+    """
     definition = inputs.definition
     if limits is not None and engine_refusal(definition, inputs.tables) is None:
         label = label_table_spec(inputs.label) if inputs.label is not None else None
@@ -216,11 +221,15 @@ def assembled(
         sources = {s: inputs.sources[s] for s in [definition.base, *(j.source for j in definition.as_of_joins)]}
         label_key = inputs.label.key if inputs.label is not None else None
         with examples_out_of_core(
-            tables, definition, sources, snapshots, watermark, label=label, label_key=label_key, limits=limits, exclude_batches=exclude_batches
+            tables, definition, sources, snapshots, watermark, label=label, label_key=label_key, limits=limits, exclude_batches=exclude_batches,
+            progress=progress,
         ) as (examples, population):
             yield examples, population
         return
+    progress.stage("assemble")
     table, population = assemble(tables, inputs, pins, watermark, exclude_batches=exclude_batches)
+    progress.advance(table.num_rows)
+    progress.done()
     yield TableExamples(table, definition.contract), population
 
 
