@@ -64,5 +64,6 @@ def test_status_with_only_a_warned_realization_says_why_none_is_usable_and_what_
         assert readable["ref"] == warned.realization.ref and readable["aliases"] == [f"{DEFINITION.ref}@production"]
         assert "publication_lag_seconds" in readable  # None here: these test manifests record no watermark
         first, second = _resolution_lines(doc)
-        assert first == f"{DEFINITION.ref}: usable: none passing every warning; newest readable {warned.realization.ref} ELIGIBLE, warn: integrity_exclusion_rules_changed"
-        assert second.startswith(f"  resolves to {warned.realization.ref} (ELIGIBLE, warn: integrity_exclusion_rules_changed; `dsv resolve {DEFINITION.ref}`; {DEFINITION.ref}@production): publication lag -")
+        ref, warn = warned.realization.ref, "warn: integrity_exclusion_rules_changed"
+        assert first == f"{DEFINITION.ref}: usable: none passing every warning; newest readable {ref} ELIGIBLE, {warn}"
+        assert second == f"  resolves to {ref} (ELIGIBLE, {warn}; `dsv resolve {DEFINITION.ref}`; {DEFINITION.ref}@production): publication lag -"
