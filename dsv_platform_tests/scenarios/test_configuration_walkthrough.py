@@ -123,6 +123,9 @@ def test_the_walkthrough_runs_as_written(landing: str, tmp_path: Path, monkeypat
     built = json.loads(session.printed["dsv build calibrated_readings:v1 --json"])
     resolved = session.printed["dsv resolve calibrated_readings:v1"]
     assert resolved.startswith(built["ref"]) and "state PUBLISHED" in resolved and built["content_hash"] in resolved
+    status = session.printed["dsv status"]  # 3 meters cannot split 50:50: a warning gate, and the status says so
+    assert f"usable: none passing every warning; newest readable {built['ref']} PUBLISHED, warn: proportions_within_tolerance" in status
+    assert f"  resolves to {built['ref']} (PUBLISHED, warn: proportions_within_tolerance; `dsv resolve calibrated_readings:v1`" in status
 
 
 def _same_build(printed: dict, documented: dict) -> None:
