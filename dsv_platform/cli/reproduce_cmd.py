@@ -143,6 +143,14 @@ def _resolution_lines(s: dict[str, Any]) -> list[str]:
     return [head, f"  resolves to {readable['ref']} ({readable['state']}{warn}; `dsv resolve {s['ref']}`{at}): publication lag {lag}"]
 
 
+def _build_line(s: dict[str, Any]) -> str:
+    """Build health; rows, bytes and stages are the usable realization's, so without one they are not printed as zeros."""
+    tried = f"{s['attempts']} attempts, {s['gate_failures']} gate failures"
+    if s["usable_ref"] is None:
+        return f"  build: no realization passing every gate yet (rows and stages: none); {tried}"
+    return f"  build: {s['rows']} rows, {s['bytes']} bytes, {tried}, {s['retries']} retries, stages {s['stage_seconds']}"
+
+
 @with_platform
 def _status(args: argparse.Namespace, platform: Platform) -> int:
     rows = [s.to_document() for s in platform_status(platform)]
@@ -154,10 +162,7 @@ def _status(args: argparse.Namespace, platform: Platform) -> int:
         if s["approval"]:
             a = s["approval"]
             print(f"  state {a['state']}" + (f", approved by {a['approved_by']}: {a['approval_reason']}" if a["approved_by"] else " (not approved)"))
-        print(
-            f"  build: {s['rows']} rows, {s['bytes']} bytes, {s['attempts']} attempts, {s['retries']} retries, "
-            f"{s['gate_failures']} gate failures, stages {s['stage_seconds']}"
-        )
+        print(_build_line(s))
         for version, c in sorted(s["consumption"].items()):
             print(f"  reads of {version}: {c['reads']} by {len(c['readers'])} readers, failed {c['failed'] or 0}")
         for q in s.get("quarantined", ()):

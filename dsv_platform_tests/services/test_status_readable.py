@@ -14,7 +14,7 @@ from typing import Any
 
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.adapters.registry.registry import Registry
-from dsv_platform.cli.reproduce_cmd import _resolution_lines
+from dsv_platform.cli.reproduce_cmd import _build_line, _resolution_lines
 from dsv_platform.core.publication.gates import GateResult, rows_at_least
 from dsv_platform.services.publication.status import definition_status
 from dsv_platform_tests.services import publisher_worker as pw
@@ -67,3 +67,4 @@ def test_status_with_only_a_warned_realization_says_why_none_is_usable_and_what_
         ref, warn = warned.realization.ref, "warn: integrity_exclusion_rules_changed"
         assert first == f"{DEFINITION.ref}: usable: none passing every warning; newest readable {ref} ELIGIBLE, {warn}"
         assert second == f"  resolves to {ref} (ELIGIBLE, {warn}; `dsv resolve {DEFINITION.ref}`; {DEFINITION.ref}@production): publication lag -"
+        assert _build_line(doc) == "  build: no realization passing every gate yet (rows and stages: none); 1 attempts, 0 gate failures"
