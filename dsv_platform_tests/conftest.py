@@ -41,6 +41,8 @@ SLOW_MODULES = frozenset(
         "cli/test_registry_cmd.py",
         # builds in a subprocess under a memory cgroup
         "services/test_build_memory.py",
+        # the configuration walkthrough, run literally on CSV and Parquet
+        "scenarios/test_configuration_walkthrough.py",
     }
 )
 """Test modules in the ``slow`` set, by path under dsv_platform_tests/ (``--durations`` in CI tells what to move here)."""

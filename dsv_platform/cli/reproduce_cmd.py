@@ -115,13 +115,40 @@ def _promote(args: argparse.Namespace, platform: Platform) -> int:
 
 
 STATUS_LEGEND = (
-    "usable: the newest readable realization whose quality report passed every gate, warnings included; "
-    "fresh: time since it was published; publication lag: its publication time minus its watermark (the newest recorded time it read)"
+    "usable: the newest readable realization whose quality report passed every gate, warnings included "
+    "('none passing every warning' when the newest readable one failed a warning gate: it still resolves); "
+    "resolves: what `dsv resolve NAME:VERSION` gives (the newest readable publication) and the aliases at it (@production); "
+    "fresh: time since it was published; publication lag: its publication time minus its watermark, the newest "
+    "recorded time (_recorded_at) among the rows it read: how long data waited between being recorded and being publishable"
 )
 
 
 def _fmt(seconds: Any) -> str:
     return "-" if seconds is None else f"{float(seconds) / 3600:.1f} h"
+
+
+def _resolution_lines(s: dict[str, Any]) -> list[str]:
+    """The first lines of one definition: usable, then what resolves when it is another realization (issue 23 item 7)."""
+    readable = s.get("readable")
+    head = f"{s['ref']}: usable: {s['usable_ref']}; fresh {_fmt(s['freshness_seconds'])}; publication lag {_fmt(s['publication_lag_seconds'])}"
+    if readable is None:
+        return [head if s["usable_ref"] else f"{s['ref']}: usable: none", "  resolves to nothing yet: no readable realization"]
+    warn = f", warn: {', '.join(readable['warnings'])}" if readable["warnings"] else ""
+    if s["usable_ref"] is None:
+        head = f"{s['ref']}: usable: none passing every warning; newest readable {readable['ref']} {readable['state']}{warn}"
+    elif readable["ref"] == s["usable_ref"]:
+        return [head] + ([f"  aliases: {', '.join(readable['aliases'])}"] if readable["aliases"] else [])
+    at = "".join(f"; {a}" for a in readable["aliases"])
+    lag = _fmt(readable["publication_lag_seconds"])
+    return [head, f"  resolves to {readable['ref']} ({readable['state']}{warn}; `dsv resolve {s['ref']}`{at}): publication lag {lag}"]
+
+
+def _build_line(s: dict[str, Any]) -> str:
+    """Build health; rows, bytes and stages are the usable realization's, so without one they are not printed as zeros."""
+    tried = f"{s['attempts']} attempts, {s['gate_failures']} gate failures"
+    if s["usable_ref"] is None:
+        return f"  build: no realization passing every gate yet (rows and stages: none); {tried}"
+    return f"  build: {s['rows']} rows, {s['bytes']} bytes, {tried}, {s['retries']} retries, stages {s['stage_seconds']}"
 
 
 @with_platform
@@ -131,21 +158,11 @@ def _status(args: argparse.Namespace, platform: Platform) -> int:
         print(json.dumps(rows, indent=2, default=str))
         return 0
     for s in rows:
-        readable = s.get("readable")
-        usable = s["usable_ref"] or "none passing every warning gate"
-        print(f"{s['ref']}: usable {usable}; fresh {_fmt(s['freshness_seconds'])}; publication lag {_fmt(s['publication_lag_seconds'])}")
-        if readable and readable["ref"] != s["usable_ref"]:
-            warn = f", warn: {', '.join(readable['warnings'])}" if readable["warnings"] else ""
-            print(f"  resolves to {readable['ref']} ({readable['state']}{warn}): the newest readable realization")
-        elif readable is None:
-            print("  resolves to nothing yet: no readable realization")
+        print("\n".join(_resolution_lines(s)))
         if s["approval"]:
             a = s["approval"]
             print(f"  state {a['state']}" + (f", approved by {a['approved_by']}: {a['approval_reason']}" if a["approved_by"] else " (not approved)"))
-        print(
-            f"  build: {s['rows']} rows, {s['bytes']} bytes, {s['attempts']} attempts, {s['retries']} retries, "
-            f"{s['gate_failures']} gate failures, stages {s['stage_seconds']}"
-        )
+        print(_build_line(s))
         for version, c in sorted(s["consumption"].items()):
             print(f"  reads of {version}: {c['reads']} by {len(c['readers'])} readers, failed {c['failed'] or 0}")
         for q in s.get("quarantined", ()):

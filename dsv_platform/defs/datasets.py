@@ -1,16 +1,19 @@
 """Dataset assets from declarative definitions: one `<name>_<version>_snapshot` per file, and `_splits` when it has a split policy."""
 
+from collections.abc import Sequence
 from typing import Any
 
 import dagster as dg
 
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
+from dsv_platform.core.publication.gates import GateResult
 from dsv_platform.defs.integrity_checks import build_quarantine_check, integrity_check_specs, with_integrity_checks
 from dsv_platform.defs.metadata import AssetResult, md_table
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.defs.semantic_checks import semantic_check_specs, with_semantic_checks
 from dsv_platform.services.publication.approval import approval_of_ref, approval_text
 from dsv_platform.services.publication.realization import RealizationBuild, SplitsCheck, build_realization, check_splits
+from dsv_platform.services.publication.semantic_gate import stored_gates
 
 SPLITS_ARE_ENTITY_DISJOINT = "splits_are_entity_disjoint"
 REF = "ref"
@@ -33,9 +36,11 @@ def snapshot_deps(definition: DatasetDefinition) -> list[dg.AssetDep]:
     return deps
 
 
-def snapshot_result(build: RealizationBuild, approval: dict[str, str | None] | None = None) -> AssetResult:
+def snapshot_result(build: RealizationBuild, approval: dict[str, str | None] | None = None, gates: Sequence[GateResult] | None = None) -> AssetResult:
+    """The snapshot's materialization; ``gates``: the gates to show (default the build's: a reused build passes its stored report's)."""
     m = build.manifest
     approval = approval or {"state": "PUBLISHED"}
+    gates = build.gates if gates is None else gates
     return dg.MaterializeResult(
         data_version=dg.DataVersion(build.manifest_hash),
         metadata={
@@ -52,8 +57,9 @@ def snapshot_result(build: RealizationBuild, approval: dict[str, str | None] | N
             "split_sizes": md_table(["split", "rows"], sorted(build.split_counts.items())),
             "split_counts": dg.MetadataValue.json(dict(sorted(build.split_counts.items()))),
             "partitions": md_table(["partition", "rows", "hash"], [(p.key, p.rows, p.hash[:16]) for p in m.partitions]),
-            "gates": md_table(["gate", "passed", "blocking"], [(g.name, g.passed, g.blocking) for g in build.gates]),
-            "gate_results": dg.MetadataValue.json([{"name": g.name, "passed": g.passed, "blocking": g.blocking} for g in build.gates]),
+            "gates": md_table(["gate", "passed", "blocking"], [(g.name, g.passed, g.blocking) for g in gates]),
+            "gate_results": dg.MetadataValue.json([{"name": g.name, "passed": g.passed, "blocking": g.blocking} for g in gates]),
+            "gates_of": dg.MetadataValue.text(f"{build.ref} (its stored quality report)" if build.reused else "this build"),
         },
     )
 
@@ -93,7 +99,8 @@ def build_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
     )
     def _snapshot(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
         build = build_realization(platform.get(), definition, progress=platform.progress(context, f"{definition.ref}: "))
-        result = with_semantic_checks(snapshot_result(build, approval_of_ref(platform.get().registry, build.ref)), definition, platform.get(), build)
+        gates = stored_gates(platform.get(), build.manifest_hash, None) if build.reused else build.gates  # reused: the gates it passed then
+        result = with_semantic_checks(snapshot_result(build, approval_of_ref(platform.get().registry, build.ref), gates), definition, platform.get(), build)
         return with_integrity_checks(result, platform.get(), build)  # poisoning signals (docs/quarantine.md)
 
     return _snapshot

@@ -85,8 +85,8 @@ def stored_semantic_gates(platform: Platform, manifest_hash: str) -> list[GateRe
     return stored_gates(platform, manifest_hash, GATE_PREFIX)
 
 
-def stored_gates(platform: Platform, manifest_hash: str, prefix: str) -> list[GateResult]:
-    """The gates named ``<prefix>:...`` of the quality report stored with a realization (empty when it has none)."""
+def stored_gates(platform: Platform, manifest_hash: str, prefix: str | None) -> list[GateResult]:
+    """The gates named ``<prefix>:...`` (``None``: every gate) of the quality report stored with a realization (empty when it has none)."""
     for edge in platform.registry.lineage_edges(node=("realization", manifest_hash)):
         if edge.relation != "reports_on" or edge.src_kind != "quality_report":
             continue
@@ -94,6 +94,6 @@ def stored_gates(platform: Platform, manifest_hash: str, prefix: str) -> list[Ga
             doc = json.loads(platform.store.get(edge.src_id))
         except ObjectStoreError:
             return []
-        gates = [g for g in doc.get("gates", []) if str(g.get("name", "")).startswith(f"{prefix}:")]
+        gates = [g for g in doc.get("gates", []) if prefix is None or str(g.get("name", "")).startswith(f"{prefix}:")]
         return [GateResult(g["name"], bool(g["passed"]), dict(g.get("detail", {})), blocking=bool(g.get("blocking", True))) for g in gates]
     return []

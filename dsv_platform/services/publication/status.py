@@ -2,7 +2,7 @@
 
 - usable freshness: age of the newest readable realization whose quality
   report passed every gate (blocking and warning);
-- publication lag: its publication time minus its watermark (source event time);
+- publication lag: its publication time minus its watermark (the newest recorded time it read);
 - build health: rows, bytes, retries (attempts beyond the first for the same
   logical key), gate failures (FAILED candidates), time per stage (staging ->
   sealed -> published, from the registry's events);
@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from dsv_platform.adapters.objects.object_store import ObjectStore
+from dsv_platform.adapters.registry.lineage import LineageQueries
 from dsv_platform.adapters.registry.quarantine import QuarantineRecords
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
@@ -49,7 +50,8 @@ class DefinitionStatus:
     quarantined: tuple[dict[str, Any], ...] = ()
     """Its QUARANTINED realizations: ref, and the quarantine holding it (id, of what, by whom, why, state); docs/quarantine.md."""
     readable: dict[str, Any] | None = None
-    """The newest readable realization (what ``name:version`` resolves to): ref, state and the gates it failed as warnings.
+    """What ``dsv resolve NAME:VERSION`` gives (the newest readable publication): ref, state, the gates it failed as
+    warnings, the aliases pointing at it (``NAME:VERSION@production``) and its publication lag.
 
     ``usable_ref`` is the newest that passed every gate, warnings included; when they differ, this says why."""
 
@@ -74,11 +76,27 @@ def _gates_all_passed(registry: Registry, store: ObjectStore, manifest_hash: str
     return _failed_gates(registry, store, manifest_hash) == []
 
 
-def _readable(registry: Registry, store: ObjectStore, every: list[Realization]) -> dict[str, Any] | None:
-    newest = next((r for r in every if is_readable(r.state) and r.manifest_hash), None)
+def _lag(registry: Registry, r: Realization) -> float | None:
+    """Publication lag of ``r``: its publication time minus its manifest's watermark (the newest recorded time it read)."""
+    manifest = Manifest.from_json(registry.get_manifest(r.manifest_hash or ""))
+    published = r.published_at or r.state_changed_at
+    return (published - dt.datetime.fromisoformat(manifest.watermark)).total_seconds() if manifest.watermark else None
+
+
+def _readable(registry: Registry, store: ObjectStore, name: str, version: str) -> dict[str, Any] | None:
+    """What ``dsv resolve NAME:VERSION`` gives: the newest published realization still readable, and the aliases at it."""
+    published = (r for r in registry.versions(name) if r.version == version)
+    newest = next((r for r in published if is_readable(r.state) and r.manifest_hash), None)
     if newest is None:
         return None
-    return {"ref": newest.ref, "state": newest.state.value, "warnings": _failed_gates(registry, store, newest.manifest_hash or "") or []}
+    digest = newest.manifest_hash or ""
+    return {
+        "ref": newest.ref,
+        "state": newest.state.value,
+        "warnings": _failed_gates(registry, store, digest) or [],
+        "aliases": LineageQueries(registry.engine).aliases_targeting(digest),
+        "publication_lag_seconds": _lag(registry, newest),
+    }
 
 
 def _stages(registry: Registry, r: Realization) -> dict[str, float]:
@@ -97,19 +115,18 @@ def definition_status(registry: Registry, store: ObjectStore, definition: Datase
     usable = next((r for r in every if is_readable(r.state) and r.manifest_hash and _gates_all_passed(registry, store, r.manifest_hash)), None)
     consumption = registry.consumption_summary()
     versions = {r.human_version or r.manifest_hash or str(r.id): consumption[r.manifest_hash] for r in every if r.manifest_hash in consumption}
-    readable = _readable(registry, store, every)
+    readable = _readable(registry, store, definition.name, definition.version)
     if usable is None:
         failures = sum(r.state is RealizationState.FAILED for r in every)
         return DefinitionStatus(definition.ref, None, None, None, 0, 0, len(every), 0, failures, {}, versions, readable=readable)
     manifest = Manifest.from_json(registry.get_manifest(usable.manifest_hash or ""))
     published = usable.published_at or usable.state_changed_at
-    lag = (published - dt.datetime.fromisoformat(manifest.watermark)).total_seconds() if manifest.watermark else None
     same_key = [r for r in every if r.logical_key == usable.logical_key]
     return DefinitionStatus(
         ref=definition.ref,
         usable_ref=usable.ref,
         freshness_seconds=(now - published).total_seconds(),
-        publication_lag_seconds=lag,
+        publication_lag_seconds=_lag(registry, usable),
         rows=manifest.rows,
         bytes=sum(p.bytes for p in manifest.partitions),
         attempts=len(every),
