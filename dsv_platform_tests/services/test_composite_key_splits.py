@@ -21,6 +21,7 @@ from dsv_platform.core.config_yaml import ConfigError
 from dsv_platform.core.splits.split_checks import assignment_hash
 from dsv_platform.services.publication.datasets import open_dataset
 from dsv_platform.services.publication.realization import build_realization, check_splits
+from dsv_platform.services.reproduction.raw_rebuild import rebuild_from_raw, split_of
 from dsv_platform_tests.core.config_support import DATASET, METERS, write_config
 from dsv_platform_tests.defs.support import settings_at
 from dsv_platform_tests.services.test_generic_realization import CALIBRATIONS, READINGS, at, calibration_table, land_and_load, meters_table
@@ -29,6 +30,7 @@ GROUP_BLOCK = DATASET[DATASET.index("split_policy:") : DATASET.index("watermark:
 GROUP = {"policy": "group-split/1", "group_column": "meter_id", "salt": "meters", "bounds": "train=50,test=100"}
 TIME = {"policy": "time-split/1", "column": "read_at", "train_until": "2026-01-04T00:00:00Z", "validation_until": "2026-01-05T00:00:00Z"}
 HASH = {"policy": "hash-split/1", "salt": "meters", "bounds": "train=50,test=100"}
+SEEDED = {"policy": "seeded-random/1", "seed": 3, "parts": {"train": 1, "test": 1}}  # key_column: the composite example id
 COMPOSITE = ("  key: [reading_id]\n  partition_by: read_day", "  key: [meter_id, read_at]\n  partition_by: read_day")
 
 
@@ -45,9 +47,9 @@ def composite_files(policy: dict, contract_edit: tuple[str, str] = ("", "")) -> 
 def make_platform(tmp_path: Path):
     opened = []
 
-    def make(files: dict[str, str]) -> Platform:
+    def make(files: dict[str, str], **changes: object) -> Platform:
         root = tmp_path / f"p{len(opened)}"
-        settings = dataclasses.replace(settings_at(root / "home"), config_dir=write_config(root / "config", files))
+        settings = dataclasses.replace(settings_at(root / "home"), config_dir=write_config(root / "config", files), **changes)
         context = build_platform(settings)
         opened.append(context)
         platform = context.__enter__()
@@ -72,9 +74,11 @@ def time_split(read_at) -> str:
     (GROUP, ["example_id", "meter_id", "read_at", "split", "bucket"]),
     (TIME, ["example_id", "meter_id", "read_at", "split"]),
     (HASH, ["example_id", "meter_id", "read_at", "split", "bucket"]),
-], ids=["group", "time", "hash"])
-def test_a_composite_key_dataset_builds_and_its_splits_check_and_read_back(make_platform, policy, columns):
-    platform = make_platform(composite_files(policy))
+    (SEEDED, ["example_id", "meter_id", "read_at", "split", "bucket"]),
+], ids=["group", "time", "hash", "seeded"])
+@pytest.mark.parametrize("engine", ["duckdb", "arrow"])
+def test_a_composite_key_dataset_builds_and_its_splits_check_and_read_back(make_platform, policy, columns, engine):
+    platform = make_platform(composite_files(policy), build_engine=engine)
     definition = platform.config.dataset("meter_readings", "v1")
     build = build_realization(platform, definition)
     assert build.manifest.rows == len(READINGS) and all(g.passed for g in build.gates if g.blocking)
@@ -103,6 +107,18 @@ def test_a_composite_key_dataset_builds_and_its_splits_check_and_read_back(make_
         assert batched.sort_by([("meter_id", "ascending"), ("read_at", "ascending")]).equals(rows)
         assert "example_id" not in rows.column_names
     assert sum(ds.to_arrow(split=s).num_rows for s in definition.policy().names) == len(READINGS)
+
+
+@pytest.mark.parametrize("policy", [GROUP, TIME], ids=["group", "time"])
+def test_a_composite_key_realization_rebuilds_from_raw_with_the_same_assignment(make_platform, tmp_path, policy):
+    platform = make_platform(composite_files(policy))
+    definition = platform.config.dataset("meter_readings", "v1")
+    build = build_realization(platform, definition)
+    rebuilt = rebuild_from_raw(platform, build.manifest, workdir=tmp_path / "scratch")
+    assert (rebuilt.content_hash, rebuilt.assignment_hash) == (build.content_hash, build.manifest.splits.assignment_hash)
+    ds = open_dataset(platform, build.ref)
+    for split in definition.policy().names:
+        assert split_of(rebuilt, split, definition.contract.key).equals(ds.to_arrow(split=split))
 
 
 GOLDEN = {  # one-column key [reading_id]: the assignment object's digest and the assignment hash, as on main before composite keys
