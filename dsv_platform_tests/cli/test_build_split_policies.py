@@ -126,7 +126,8 @@ def _definitions() -> dict[str, str]:
         if case.policy:
             text = DATASET.replace("name: meter_readings", f"name: {case.name}").replace(GROUP, yaml.safe_dump({"split_policy": case.policy}, sort_keys=False))
             files[f"datasets/{case.name}_v1.yaml"] = text
-    composite = DATASET.replace("name: meter_readings", f"name: {COMPOSITE}").replace("  key: [reading_id]\n  partition_by", "  key: [meter_id, read_at]\n  partition_by")
+    composite = DATASET.replace("name: meter_readings", f"name: {COMPOSITE}")
+    composite = composite.replace("  key: [reading_id]\n  partition_by", "  key: [meter_id, read_at]\n  partition_by")
     files[f"datasets/{COMPOSITE}_v1.yaml"] = composite  # group-split/1 on meter_id, keyed [meter_id, read_at] (issue 23, item 5)
     return files
 
