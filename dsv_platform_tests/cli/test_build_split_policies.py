@@ -4,6 +4,7 @@ One configuration (the meters dataset of config_support) carries one definition 
 go in once through `dsv ingest`. Each test builds its policy's definition with the real `dsv build` (one
 recorded Dagster run: snapshot and splits) and checks the assignment the realization stores: every example
 in exactly one split, and the policy's rule recomputed here from its spec (SHA-256 buckets, time bounds).
+One more definition is keyed [meter_id, read_at] (a composite key, split by its group; issue 23, item 5).
 """
 
 from __future__ import annotations
@@ -105,6 +106,9 @@ CASES = {
 }
 
 
+COMPOSITE = "readings_composite"
+
+
 def _readings() -> list[dict]:
     rows = []
     for day in (dt.date(2025, 12, 31), dt.date(2026, 1, 1), dt.date(2026, 1, 2), dt.date(2026, 1, 3)):
@@ -122,6 +126,9 @@ def _definitions() -> dict[str, str]:
         if case.policy:
             text = DATASET.replace("name: meter_readings", f"name: {case.name}").replace(GROUP, yaml.safe_dump({"split_policy": case.policy}, sort_keys=False))
             files[f"datasets/{case.name}_v1.yaml"] = text
+    composite = DATASET.replace("name: meter_readings", f"name: {COMPOSITE}")
+    composite = composite.replace("  key: [reading_id]\n  partition_by", "  key: [meter_id, read_at]\n  partition_by")
+    files[f"datasets/{COMPOSITE}_v1.yaml"] = composite  # group-split/1 on meter_id, keyed [meter_id, read_at] (issue 23, item 5)
     return files
 
 
@@ -204,3 +211,21 @@ def test_dsv_build_materializes_the_assignment_the_policy_says(dsv, policy):
         }
     if policy == "group-split/1":
         assert all(len({a["split"] for a in assigned if a["meter_id"] == m}) == 1 for m in {a["meter_id"] for a in assigned})
+
+
+def test_dsv_build_splits_a_composite_key_by_its_group(dsv):
+    built = dsv("build", f"{COMPOSITE}:v1")
+    assert built.code == 0, built.err[-3000:]
+    ref = re.search(r"^  ref\s+(\S+)", built.out, re.M)
+    assert ref is not None, built.out
+    assert f"check {COMPOSITE}_v1_splits.splits_are_entity_disjoint: passed" in built.out, built.out
+    with open_dataset(ref.group(1)) as ds:
+        rows = ds.to_arrow().to_pylist()
+        assignment = ds.split_assignment
+        by_split = {s: ds.to_arrow(split=s).to_pylist() for s in ("train", "test")}
+    assert assignment is not None and assignment.column_names == ["example_id", "meter_id", "read_at", "split", "bucket"]
+    for a in assignment.to_pylist():
+        assert a["example_id"] == f"{a['meter_id']}\t{int(a['read_at'].timestamp()) * 1_000_000}"
+        assert (a["split"], a["bucket"]) == _group_rule(a, a)
+    assert sorted(r["reading_id"] for split in by_split.values() for r in split) == sorted(r["reading_id"] for r in rows)
+    assert all(_group_rule(r, r)[0] == split for split, chosen in by_split.items() for r in chosen)

@@ -24,6 +24,7 @@ VECTORS = {v["id"]: v for v in DOC["vectors"]}
 ROW_VECTORS = [v for v in DOC["vectors"] if v["kind"] == "rows"]
 GOOD_ROW_VECTORS = [v for v in ROW_VECTORS if not v["id"].startswith("error-")]
 SPLIT_VECTORS = [v for v in DOC["vectors"] if v["kind"] == "hash-split/1"]
+ID_VECTORS = [v for v in DOC["vectors"] if v["kind"] == "example-id"]
 DSV = str(Path(sys.executable).with_name("dsv"))
 
 
@@ -325,6 +326,49 @@ def test_conformance_split_vectors_match_splits_module(vector: dict[str, Any]) -
     assert policy.buckets(ints).tolist() == [by_id[repr(i)] for i in ints]
     assigned = policy.assign_values(strings)
     assert assigned.splits.to_pylist() == [policy.split_of(s) for s in strings]
+
+
+def _ref_assignment_hash(ids: list[str], splits: list[str]) -> str:
+    """docs/hashing.md: lines ``escaped id TAB split LF`` sorted by id (UTF-8 bytes), then split."""
+    pairs = sorted(zip(ids, splits, strict=True), key=lambda p: (p[0].encode(), p[1].encode()))
+    text = "".join(f"{ref_text(i, {'type': 'string'})}\t{ref_text(s, {'type': 'string'})}\n" for i, s in pairs)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.parametrize("vector", ID_VECTORS, ids=[v["id"] for v in ID_VECTORS])
+def test_conformance_example_id_vectors_follow_the_spec(vector: dict[str, Any]) -> None:
+    contract, expected, policy = vector["contract"], vector["expected"], vector["policy"]
+    assert len(contract["key"]) > 1
+    by_name = {c["name"]: c for c in contract["columns"]}
+    try:
+        ids = ["\t".join(ref_text(row[k], by_name[k]) for k in contract["key"]) for row in vector["rows"]]
+    except ReferenceError_:
+        assert expected == {"error": "ContractViolationError"} and vector["id"].startswith("example-id-error-")
+        return
+    assert expected["example_ids"] == ids and len(set(ids)) == len(ids)
+    buckets = [_spec_bucket(policy["salt"], i, policy["modulus"]) for i in ids]
+    assert expected["buckets"] == buckets
+    assert expected["assignment_hash"] == _ref_assignment_hash(ids, expected["splits"])
+
+
+@pytest.mark.parametrize("vector", [v for v in ID_VECTORS if "error" not in v["expected"]], ids=lambda v: v["id"])
+def test_conformance_example_id_vectors_match_the_split_assignment(vector: dict[str, Any]) -> None:
+    from dsv_platform.core.contracts.contract import parse_contract
+    from dsv_platform.core.identity.conformance import table_from_rows
+    from dsv_platform.core.identity.example_id import assignment_key, with_example_id
+    from dsv_platform.core.splits.hash_split import HashSplitPolicy, SplitRange
+    from dsv_platform.core.splits.policy import assign_examples
+    from dsv_platform.core.splits.split_checks import assignment_hash
+
+    contract = parse_contract(vector["contract"], source="vector")
+    p = vector["policy"]
+    policy = HashSplitPolicy(p["salt"], tuple(SplitRange(s["name"], s["upper"]) for s in p["splits"]), p["modulus"])
+    table = with_example_id(table_from_rows(contract, vector["rows"]), contract)
+    _, stored = assign_examples(table, policy, "example_id", "example_id", assignment_key(contract))
+    assert stored.column_names == ["example_id", *contract.key, "split", "bucket"]
+    by_id = dict(zip(vector["expected"]["example_ids"], vector["expected"]["splits"], strict=True))
+    assert dict(zip(stored["example_id"].to_pylist(), stored["split"].to_pylist(), strict=True)) == by_id
+    assert assignment_hash(stored, "example_id") == vector["expected"]["assignment_hash"]
 
 
 # --- check_vectors and the command --------------------------------------------

@@ -91,6 +91,14 @@ def test_a_legacy_seeded_document_without_key_column_still_loads_and_draws_by_ro
     assert d.split_policy == doc and d.policy().column is None and d.entity_column == "reading_id"
 
 
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_every_policy_loads_on_a_composite_key(tmp_path, name):
+    (d,) = load_config(with_policy(tmp_path, SHAPES[name], ("  key: [reading_id]", "  key: [reading_id, meter_id]"))).datasets
+    assert d.contract.key == ("reading_id", "meter_id")
+    expected_entity = {"group-split/1": "meter_id", "seeded-random/1": "reading_id"}.get(name, "example_id")
+    assert d.entity_column == expected_entity
+
+
 TIME = SHAPES["time-split/1"]
 HASH = SHAPES["hash-split/1"]
 SEEDED = SHAPES["seeded-random/1"]
@@ -114,7 +122,7 @@ NULLABLE_READ_AT = ("{name: read_at, type: timestamp, resolution: us}", "{name: 
         ({**HASH, "modulus": "100"}, None, "split_policy.modulus", "must be an integer"),
         ({**HASH, "policy": "hash-split/2"}, None, "split_policy.policy", "unknown split policy 'hash-split/2'"),
         ({k: v for k, v in HASH.items() if k != "policy"}, None, "split_policy.policy", "is required"),
-        (HASH, ("  key: [reading_id]", "  key: [reading_id, meter_id]"), "contract.key", "one-column key"),
+        ({**TIME, "column": "example_id"}, ("  key: [reading_id]", "  key: [reading_id, meter_id]"), "split_policy.column", "composite example id"),
         (HASH, ("  key: [reading_id]", "  key: [kwh]"), "contract.key", "must be a string or integer column"),
         ({**SHAPES["group-split/1"], "group_column": "site"}, None, "split_policy.group_column", "'site' is not a column"),
         ({**SHAPES["group-split/1"], "group_column": "factor"}, None, "split_policy.group_column", "must be a string or integer column"),

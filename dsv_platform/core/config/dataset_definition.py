@@ -31,6 +31,7 @@ from dsv_platform.core.config.split_policy import parse_split_policy
 from dsv_platform.core.config_yaml import ConfigError, check_keys, names_list, need, read_yaml
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.contracts.integrity_signals import parse_integrity
+from dsv_platform.core.identity.example_id import example_id_column
 from dsv_platform.core.splits.policy import SplitPolicy, policy_from_document
 from dsv_platform.core.trust.access import parse_access
 
@@ -197,9 +198,10 @@ class DatasetDefinition:
 
     @property
     def entity_column(self) -> str:
-        """The column no value of which may appear in two splits: the policy's grouping column, else the example id."""
+        """The column no value of which may appear in two splits: the policy's grouping column, else the example id
+        (a composite key's is ``example_id``, see core/identity/example_id.py)."""
         grouped = self.policy().grouped_by if self.split_policy is not None else None
-        return grouped or self.contract.key[0]
+        return grouped or example_id_column(self.contract)
 
     @property
     def zones(self) -> tuple[str, ...]:

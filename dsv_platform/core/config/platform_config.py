@@ -23,6 +23,7 @@ from dsv_platform.core.config.platform_options import PlatformOptions, load_opti
 from dsv_platform.core.config.source import TIME_TYPES, SourceSpec, parse_source
 from dsv_platform.core.config_yaml import ConfigError, read_yaml
 from dsv_platform.core.contracts.contract import Column, LogicalType
+from dsv_platform.core.identity.example_id import example_id_column
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*\Z")
 _DATASET_FILE = re.compile(r"^(?P<name>[a-z][a-z0-9_]*)_(?P<version>[A-Za-z0-9][A-Za-z0-9.-]*)\Z")
@@ -188,7 +189,7 @@ def check_definition(
             raise ConfigError(f"{col!r} is not a column of a joined source (or is a base column)", file=file, key="features")
     _check_transforms(definition, provided)
     _check_label(definition, base, provided, label_files, labels)
-    if definition.entity_column not in definition.contract.column_names:
+    if definition.entity_column not in (*definition.contract.column_names, example_id_column(definition.contract)):
         raise ConfigError(f"{definition.entity_column!r} is not an output contract column", file=file, key="split_policy")
 
 

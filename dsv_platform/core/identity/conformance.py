@@ -1,4 +1,4 @@
-"""Conformance vectors for `dsv-canon/1` and `hash-split/1` (docs/canonical-encoding.md).
+"""Conformance vectors for `dsv-canon/1`, `hash-split/1` and composite example ids (docs/canonical-encoding.md).
 
 A vector is plain JSON that any implementation can read, encode and compare:
 :func:`build_vectors` computes the expected values with this package's encoder;
@@ -23,15 +23,18 @@ import pyarrow.compute as pc
 from dsv_platform.core import canonical_json
 from dsv_platform.core.contracts.contract import Contract, LogicalType, parse_contract
 from dsv_platform.core.errors import DsvError, SplitPolicyError
-from dsv_platform.core.identity.conformance_cases import ROW_CASES, SCHEMA_CASES, SPLIT_ALGORITHM, SPLIT_CASES
+from dsv_platform.core.identity.conformance_cases import EXAMPLE_ID_CASES, EXAMPLE_ID_KIND, ROW_CASES, SCHEMA_CASES, SPLIT_ALGORITHM, SPLIT_CASES
+from dsv_platform.core.identity.example_id import EXAMPLE_ID, composite_ids
 from dsv_platform.core.identity.hashing import canonical_bytes, hash_table, partition_keys
+from dsv_platform.core.splits.split_checks import assignment_hash
 
 FORMAT = "dsv-canon/1 conformance"
 ENCODING = "dsv-canon/1"
 NOTES = (
     "rows: typed JSON values (see dsv_platform/core/identity/conformance.py). "
     "expected.partitions[].lines: one entry per row without its LF; the partition text is every line + LF, "
-    "its hash the SHA-256 of that UTF-8 text. hash-split vectors: bucket = int(sha256(salt:NFC(id))) % modulus."
+    "its hash the SHA-256 of that UTF-8 text. hash-split vectors: bucket = int(sha256(salt:NFC(id))) % modulus. "
+    "example-id vectors: example_ids in row order, then their hash-split buckets and splits and the assignment hash."
 )
 
 
@@ -114,6 +117,17 @@ def _split_expected(vector: Mapping[str, Any]) -> dict[str, Any]:
     return {"identifier_bytes": [b.hex() for b in raw], "buckets": buckets, "splits": splits}
 
 
+def _example_id_expected(vector: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        contract = parse_contract(vector["contract"], source=f"vector {vector['id']}")
+        ids = composite_ids(table_from_rows(contract, vector["rows"]), contract).to_pylist()
+    except DsvError as exc:
+        return {"error": type(exc).__name__}
+    split = _split_expected({"policy": vector["policy"], "identifiers": ids})
+    chosen = pa.table({EXAMPLE_ID: pa.array(ids, pa.string()), "split": pa.array(split["splits"], pa.string())})
+    return {"example_ids": ids, **split, "assignment_hash": assignment_hash(chosen, EXAMPLE_ID)}
+
+
 def expected_of(vector: Mapping[str, Any]) -> dict[str, Any]:
     """Recompute a vector's ``expected`` block with this package's code."""
     kind = vector["kind"]
@@ -123,13 +137,15 @@ def expected_of(vector: Mapping[str, Any]) -> dict[str, Any]:
         return _schema_expected(vector)
     if kind == SPLIT_ALGORITHM:
         return _split_expected(vector)
+    if kind == EXAMPLE_ID_KIND:
+        return _example_id_expected(vector)
     raise ValueError(f"unknown vector kind {kind!r}")
 
 
 def build_vectors() -> dict[str, Any]:
     """The conformance document: every case with its expected outputs."""
     vectors = []
-    for case in (*ROW_CASES, *SCHEMA_CASES, *SPLIT_CASES):
+    for case in (*ROW_CASES, *SCHEMA_CASES, *SPLIT_CASES, *EXAMPLE_ID_CASES):
         vectors.append({**case, "expected": expected_of(case)})
     ids = [v["id"] for v in vectors]
     if len(set(ids)) != len(ids):
@@ -173,7 +189,7 @@ def check_vectors(doc: Any) -> list[str]:
             failures.append(f"vector {name}: cannot evaluate ({type(exc).__name__}: {exc})")
             continue
         _diff(f"vector {name}: expected", vector.get("expected"), actual, failures)
-    reference_ids = [c["id"] for c in (*ROW_CASES, *SCHEMA_CASES, *SPLIT_CASES)]
+    reference_ids = [c["id"] for c in (*ROW_CASES, *SCHEMA_CASES, *SPLIT_CASES, *EXAMPLE_ID_CASES)]
     failures += [f"vector {i}: missing from the file" for i in reference_ids if i not in seen]
     return failures
 
@@ -183,6 +199,7 @@ def check_vectors(doc: Any) -> list[str]:
 
 __all__ = [
     "ENCODING",
+    "EXAMPLE_ID_CASES",
     "FORMAT",
     "NOTES",
     "ROW_CASES",

@@ -220,3 +220,32 @@ SPLIT_CASES: tuple[dict[str, Any], ...] = (
     _split("split-error-bool", "a bool identifier is an error", _FRAUD_POLICY, [True]),
     _split("split-error-null", "a null identifier is an error", _FRAUD_POLICY, ["a", None]),
 )
+
+EXAMPLE_ID_KIND = "example-id"
+_METERS = _contract("readings", ["meter_id", "read_at"], [
+    {"name": "meter_id", "type": "string"}, {"name": "read_at", "type": "timestamp", "resolution": "us"}, {"name": "kwh", "type": "int64"}])
+_PAIRS = _contract("pairs", ["a", "b"], [{"name": "a", "type": "string"}, {"name": "b", "type": "string"}])
+_TYPED = _contract("typed", ["site", "day", "ok", "amount"], [
+    {"name": "site", "type": "int32"}, {"name": "day", "type": "date"}, {"name": "ok", "type": "bool"},
+    {"name": "amount", "type": "decimal", "precision": 9, "scale": 2}, {"name": "note", "type": "string", "nullable": True}])
+
+
+def _example_ids(ident: str, rule: str, contract: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"id": ident, "kind": EXAMPLE_ID_KIND, "rule": rule, "contract": contract, "rows": rows, "policy": _FRAUD_POLICY}
+
+
+EXAMPLE_ID_CASES: tuple[dict[str, Any], ...] = (
+    _example_ids("example-id-meters", "a composite key's example id: each key column's canonical text, in key order, joined by TAB; "
+                 "hash-split/1 hashes it as a string identifier; the assignment hash reads it as the id column", _METERS,
+                 [{"meter_id": "m-1", "read_at": _ts(1773446400000000, "us"), "kwh": 3},
+                  {"meter_id": "m-1", "read_at": _ts(1773450000000000, "us"), "kwh": 4},
+                  {"meter_id": "tab\there", "read_at": _ts(0, "us"), "kwh": 5},
+                  {"meter_id": "back\\slash lf\n", "read_at": _ts(-1, "us"), "kwh": 6},
+                  {"meter_id": "cafe\u0301", "read_at": _ts(1, "us"), "kwh": 7}]),
+    _example_ids("example-id-injective", "escapes keep the join injective: ('a\\tb', 'c') and ('a', 'b\\tc') differ", _PAIRS,
+                 [{"a": "a\tb", "b": "c"}, {"a": "a", "b": "b\tc"}, {"a": "", "b": ""}, {"a": "\\N", "b": "x"}]),
+    _example_ids("example-id-typed", "integer, date, bool and decimal key columns; non-key columns take no part", _TYPED,
+                 [{"site": -7, "day": "2026-03-14", "ok": True, "amount": "-0.50", "note": None},
+                  {"site": 12, "day": "1970-01-01", "ok": False, "amount": "1234.00", "note": "x"}]),
+    _example_ids("example-id-error-null", "a null key column is an error (no example id)", _PAIRS, [{"a": "a", "b": None}]),
+)

@@ -11,7 +11,7 @@ Details: docs/configuration.md (the ``split_policy`` shapes), docs/hashing.md
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -126,17 +126,20 @@ def assign(table: pa.Table, policy: SplitPolicy, id_column: str | None = None, *
     return out if result.buckets is None else out.append_column("bucket", result.buckets)
 
 
-def assign_examples(examples: pa.Table, policy: SplitPolicy, example_id: str, entity_column: str) -> tuple[pa.Table, pa.Table]:
-    """A dataset's split assignment, sorted by example id: ``(checked, stored)``.
+def assign_examples(
+    examples: pa.Table, policy: SplitPolicy, example_id: str, entity_column: str, key: Sequence[str] = ()
+) -> tuple[pa.Table, pa.Table]:
+    """A dataset's split assignment, sorted by example id (by ``key``, when given): ``(checked, stored)``.
 
     ``checked`` also holds the policy's column (what :meth:`SplitPolicy.checks` reads);
-    ``stored``, the assignment object, holds the example id, the entity column, the split
-    and the bucket (readers join it to the rows on every column but split and bucket).
+    ``stored``, the assignment object, holds the example id, the ``key`` columns (a composite
+    key's, so readers can join it to the rows), the entity column, the split and the bucket.
     """
     column = dataset_column(policy, example_id)
-    stored = list(dict.fromkeys([example_id, entity_column]))
+    stored = list(dict.fromkeys([example_id, *key, entity_column]))
     read = [*stored, column] if column is not None else stored
-    checked = assign(examples.select(list(dict.fromkeys(read))), policy, column).sort_by(example_id)
+    order = [(k, "ascending") for k in key] if key else example_id
+    checked = assign(examples.select(list(dict.fromkeys(read))), policy, column).sort_by(order)
     return checked, checked.select([c for c in checked.column_names if c in stored or c in ("split", "bucket")])
 
 

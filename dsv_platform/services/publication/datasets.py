@@ -145,7 +145,7 @@ class Dataset:
         assignment = self.split_assignment
         if assignment is None:
             raise DsvError(f"{self.ref}: this realization has no split assignment; call to_arrow() without split")
-        key = [c for c in assignment.column_names if c != "split" and c != "bucket"]
+        key = [c for c in assignment.column_names if c not in ("split", "bucket") and c in table.column_names]  # not a composite example_id
         chosen = assignment.filter(pc.equal(assignment.column("split"), split)).select(key)
         if chosen.num_rows == 0 and split not in (names := _split_names(assignment)):
             raise DsvError(f"{self.ref}: no split named {split!r}; the realization has {names}")

@@ -26,6 +26,7 @@ from dsv_platform.core.config.timezones import tz_database
 from dsv_platform.core.contracts.semantic_rules import declared_rules
 from dsv_platform.core.contracts.validation import validate
 from dsv_platform.core.errors import CorruptError
+from dsv_platform.core.identity.example_id import assignment_key, with_example_id
 from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.publication.gates import GateResult, rows_at_least
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin, LabelPin, Manifest, SourcePin, SplitsEntry
@@ -160,11 +161,13 @@ def split_assignment(platform: Platform, definition: DatasetDefinition, examples
     Returns the assignment with the policy's column (what the gates check) and the manifest's entry for the stored one.
     Only the columns the policy reads are read.
     """
-    key = example_id(definition.contract)
+    contract = definition.contract
+    key, stored_key = example_id(contract), assignment_key(contract)
     policy = definition.policy()
     column = dataset_column(policy, key)
-    narrow = examples.select([key, definition.entity_column, *([column] if column is not None else [])])
-    checked, assignment = assign_examples(narrow, policy, key, definition.entity_column)
+    read = [key, *stored_key, definition.entity_column, *([column] if column is not None else [])]
+    narrow = with_example_id(examples.select([c for c in read if c in contract.column_names]), contract, source=definition.ref)
+    checked, assignment = assign_examples(narrow, policy, key, definition.entity_column, stored_key)
     splits = SplitsEntry(
         policy=policy.to_document(),
         assignment_object=platform.store.put(parquet_bytes(assignment)),

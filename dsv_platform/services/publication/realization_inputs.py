@@ -35,6 +35,7 @@ from dsv_platform.core.config.source import SourceSpec, TableSpecLike
 from dsv_platform.core.config.timezones import zone
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.errors import DsvError
+from dsv_platform.core.identity.example_id import example_id_column
 from dsv_platform.core.identity.hashing import partition_keys
 from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin
@@ -73,10 +74,8 @@ class Inputs:
 
 
 def example_id(contract: Contract) -> str:
-    """The column identifying one example: the output contract's key (split assignments hash one id column)."""
-    if len(contract.key) != 1:
-        raise RealizationBuildError(f"{contract.name}: split assignments need a one-column key, the contract's key is {list(contract.key)}")
-    return contract.key[0]
+    """The column identifying one example: the output contract's one-column key, or a composite key's ``example_id``."""
+    return example_id_column(contract)
 
 
 def inputs_of(config: PlatformConfig, definition: DatasetDefinition) -> Inputs:

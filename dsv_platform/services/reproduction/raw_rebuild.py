@@ -24,6 +24,7 @@ from dsv_platform.core.config.dataset_definition import DatasetDefinition, parse
 from dsv_platform.core.config.platform_config import PlatformConfig
 from dsv_platform.core.config.source import SourceSpec
 from dsv_platform.core.errors import DsvError, ObjectNotFoundError, ObjectVerificationError
+from dsv_platform.core.identity.example_id import assignment_key, with_example_id
 from dsv_platform.core.identity.hashing import digest_of, hash_partition
 from dsv_platform.core.ingest.batch import prepare_batch
 from dsv_platform.core.publication.manifest import Manifest
@@ -144,12 +145,13 @@ def rebuild_from_raw(platform: Platform, manifest: Manifest, *, workdir: Path) -
     if definition.split_policy is None:  # a dataset without splits (e.g. readings_hourly): no assignment to rebuild
         return RebuiltInput(content, "", table, table.select([]), batches)
     ident = example_id(contract)
-    _, assignment = assign_examples(examples, definition.policy(), ident, definition.entity_column)
+    ided = with_example_id(examples, contract, source=definition.ref)
+    _, assignment = assign_examples(ided, definition.policy(), ident, definition.entity_column, assignment_key(contract))
     return RebuiltInput(content, assignment_hash(assignment, ident), table, assignment, batches)
 
 
 def split_of(rebuilt: RebuiltInput, split: str, key: tuple[str, ...]) -> pa.Table:
     """The rebuilt rows of one split, as :meth:`Dataset.to_arrow` returns them."""
-    ids = [c for c in rebuilt.assignment.column_names if c not in ("split", "bucket")]
+    ids = [c for c in rebuilt.assignment.column_names if c not in ("split", "bucket") and c in rebuilt.examples.column_names]
     chosen = rebuilt.assignment.filter(pc.equal(rebuilt.assignment.column("split"), split)).select(ids)
     return rebuilt.examples.join(chosen, keys=ids, join_type="inner").sort_by([(k, "ascending") for k in key])
