@@ -71,14 +71,14 @@ def canonical_result(loads: Sequence[PartitionLoad], families: dict[str, bool] |
     )
 
 
-def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
+def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition | None) -> dg.AssetsDefinition:
     name = f"canonical_{spec.name}"
     families = load_families(spec.contract)  # empty without semantic keys: no semantic checks
 
     @dg.asset(
         name=name,
         partitions_def=partitions,
-        backfill_policy=dg.BackfillPolicy.single_run(),
+        backfill_policy=dg.BackfillPolicy.single_run() if partitions is not None else None,
         group_name="canonical",
         kinds={"iceberg"},
         deps=[dg.AssetKey(f"raw_{spec.name}")],

@@ -9,6 +9,7 @@ plus the entity (subject) column and how batches arrive. A source file
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,12 @@ LANDING_KEYS = frozenset({"format", "null_values"})
 DEFAULT_NULL_VALUES: tuple[str, ...] = ("",)
 """A CSV cell is null only when it is empty and unquoted; ``NA``, ``N/A``, ``null`` and ``NULL`` are text (docs/configuration.md)."""
 TIME_TYPES = (LogicalType.TIMESTAMP, LogicalType.DATE)
+UNPARTITIONED_DAY = dt.date.min
+"""The one landing-index day of every batch of a source without ``partition_by`` (a reference table: one partition ``all``)."""
+VALID_TIME_NEEDED = (
+    "is required: the date or timestamp column from which a row is valid (a reference table with no date of its own "
+    "declares one, e.g. valid_from, with the day its values took effect; docs/configuration.md)"
+)
 
 
 class TableSpecLike(Protocol):
@@ -74,10 +81,13 @@ class SourceSpec:
             raise ConfigError(message, file=self.source_file or f"source {self.name}", key=key)
 
     @property
-    def partition_by(self) -> str:
-        part = self.contract.partition_by
-        assert part is not None, f"source {self.name} declares no partition_by"  # checked in __post_init__
-        return part
+    def partition_by(self) -> str | None:
+        """The contract's partition column; None for a reference table (one partition ``all``, loaded whole per batch)."""
+        return self.contract.partition_by
+
+    @property
+    def partitioned(self) -> bool:
+        return self.contract.partition_by is not None
 
     @property
     def contract_file(self) -> str:
@@ -96,8 +106,6 @@ def spec_problem(spec: SourceSpec) -> tuple[str, str] | None:
         return "valid_time", f"{spec.valid_time!r} must be a timestamp or date column"
     if spec.entity is not None and spec.entity not in columns:
         return "entity", f"{spec.entity!r} is not a column of the contract"
-    if spec.contract.partition_by is None:
-        return "partition_by", "a source needs the contract's partition_by"
     for sent, target in spec.aliases.items():
         if target not in columns:
             return f"aliases.{sent}", f"{target!r} is not a column of the contract"
@@ -148,7 +156,9 @@ def _null_values(landing: Mapping[str, Any], fmt: str, file: Path) -> tuple[str,
 
 def parse_source(doc: Any, *, file: Path) -> SourceSpec:
     """A :class:`SourceSpec` from a ``sources/<name>.yaml`` document (the file stem must be the name)."""
-    doc = check_keys(doc, file=file, where=None, allowed=CONTRACT_KEYS | SOURCE_KEYS, required=("name", "landing", "valid_time", "partition_by"))
+    doc = check_keys(doc, file=file, where=None, allowed=CONTRACT_KEYS | SOURCE_KEYS, required=("name", "landing"))
+    if "valid_time" not in doc:
+        raise ConfigError(VALID_TIME_NEEDED, file=file, key="valid_time")
     contract = contract_of({k: v for k, v in doc.items() if k in CONTRACT_KEYS}, file)
     if contract.name != file.stem:
         raise ConfigError(f"the file of source {contract.name!r} must be named {contract.name}.yaml", file=file, key="name")
