@@ -91,7 +91,7 @@ def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition 
             *family_check_specs(families, name, "the source contract's per-load"),
         ],
         description=f"{spec.contract.description or spec.name} Parsed, deduplicated and contract-checked; "
-        f"valid time `{spec.valid_time}`, recorded time `_recorded_at`. Corrections and late events are new rows: "
+        f"valid time `{spec.valid_time or 'none (valid at any time)'}`, recorded time `_recorded_at`. Corrections and late events are new rows: "
         "read as known at T or as corrected now. Data version = content hash of the partition as corrected now.",
     )
     def _canonical(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:

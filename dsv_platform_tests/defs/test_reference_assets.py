@@ -25,7 +25,7 @@ from dsv_platform.defs.automation import REFERENCE_JOB, drop_request
 from dsv_platform.defs.partitions import daily_partitions
 from dsv_platform_tests.core.config_support import write_config
 from dsv_platform_tests.defs.support import settings_at
-from dsv_platform_tests.scenarios.test_reference_source import FIRST, REFERENCE, SCHEMA
+from dsv_platform_tests.scenarios.test_reference_source import FIRST, LOOKUP, REFERENCE, REGIONS, SCHEMA
 
 
 @pytest.fixture
@@ -80,7 +80,8 @@ def test_a_reference_drop_file_runs_the_reference_job(world, tmp_path):
 @pytest.mark.parametrize(
     ("change", "key"),
     [
-        (lambda t: t.replace("valid_time: calibrated_at\n", ""), "valid_time"),
+        (lambda t: t.replace("valid_time: calibrated_at\n", "") + "partition_by: calibrated_at\n", "valid_time"),
+        (lambda t: t.replace("valid_time: calibrated_at", "valid_time: factor"), "valid_time"),
         (lambda t: t + "partition_by: valid_from\n", "partition_by"),
         (lambda t: t.replace("landing: {format: parquet}\n", ""), "landing"),
     ],
@@ -91,5 +92,23 @@ def test_a_bad_reference_source_names_the_file_and_key(tmp_path, change, key):
         load_config(config)
     text = str(err.value)
     assert "calibration.yaml" in text and key in text and "\n" not in text, text
-    if key == "valid_time":
-        assert "valid_from" in text and "reference table" in text, "the error says a reference table declares its valid-from column"
+    if "partition_by: calibrated_at" in change(REFERENCE):
+        assert "partitioned source" in text and "reference table" in text, "the error says only a reference table may omit valid_time"
+
+
+@pytest.mark.parametrize(
+    ("join", "key", "words"),
+    [
+        ("{source: regions, on: [meter_id], time: read_at, max_age: 1d}", "as_of_joins[1].max_age", "has none"),
+        ("{source: calibration, on: [meter_id]}", "as_of_joins[1].time", "has valid time 'calibrated_at'"),
+    ],
+)
+def test_a_join_that_cannot_work_on_a_reference_table_names_the_file_and_key(tmp_path, join, key, words):
+
+
+    dataset = LOOKUP.replace("  - {source: regions, on: [meter_id]}\n", f"  - {join}\n")
+    files = {"sources/calibration.yaml": REFERENCE.replace("FORMAT", "parquet"), "sources/regions.yaml": REGIONS, "datasets/meter_readings_v1.yaml": dataset}
+    with pytest.raises(ConfigError) as err:
+        load_config(write_config(tmp_path / "config", files))
+    text = str(err.value)
+    assert "meter_readings_v1.yaml" in text and f"key {key!r}" in text and words in text and "\n" not in text, text

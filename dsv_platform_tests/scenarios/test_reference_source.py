@@ -123,3 +123,45 @@ def test_a_reference_source_lands_corrects_and_joins(tmp_path, capsys, monkeypat
 
 
     assert UNPARTITIONED_KEY == "all"
+
+
+REGIONS = """\
+name: regions
+owner: grid
+key: [meter_id]
+landing: {format: csv}
+columns:
+  - {name: meter_id, type: string}
+  - {name: region, type: string}
+"""
+JOIN = "  - {source: calibration, on: [meter_id], time: read_at, lag: 0d}\n"
+FACTOR = "    - {name: factor, type: float64, scale: 4, nullable: true}\n"
+REGION = "    - {name: region, type: string, nullable: true}\n"
+LOOKUP = DATASET.replace(JOIN, JOIN + "  - {source: regions, on: [meter_id]}\n").replace(FACTOR, FACTOR + REGION)
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "arrow"])
+def test_a_reference_table_without_valid_time_is_a_lookup_of_its_latest_version(tmp_path, capsys, monkeypatch, engine):
+    """No date column at all: its rows are valid at any time; the join takes the latest version recorded by the watermark (both engines)."""
+    files = {"sources/calibration.yaml": REFERENCE.replace("FORMAT", "parquet"), "sources/regions.yaml": REGIONS, "datasets/meter_readings_v1.yaml": LOOKUP}
+    config = write_config(tmp_path / "config", files)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.setenv("DSV_BUILD_ENGINE", engine)
+    dsv = DsvCli(capsys, monkeypatch, {"DSV_HOME": str(tmp_path / "home"), "DSV_CONFIG_DIR": str(config)})
+    pq.write_table(pa.Table.from_pylist(_readings(), schema=READING), tmp_path / "readings.parquet")
+    assert dsv("ingest", "meters", str(tmp_path / "readings.parquet")).code == 0
+    assert dsv("ingest", "calibration", str(_write(tmp_path / "cal.parquet", FIRST, "parquet")), "--recorded-at", "2026-01-05T00:00:00+00:00").code == 0
+    (tmp_path / "regions-1.csv").write_text("meter_id,region\nm-A,north\nm-B,south\n")
+    (tmp_path / "regions-2.csv").write_text("meter_id,region\nm-B,east\n")  # m-B moved: a new version
+    assert dsv("ingest", "regions", str(tmp_path / "regions-1.csv"), "--recorded-at", "2026-01-05T00:00:00+00:00").code == 0
+    assert dsv("ingest", "regions", str(tmp_path / "regions-2.csv"), "--recorded-at", "2026-01-06T00:00:00+00:00").code == 0
+    build = dsv("build", "meter_readings:v1", "--json")
+    assert build.code == 0, build.err
+    region = {"m-A": "north", "m-B": "east", "m-C": None}
+    expected = [{**r, "region": region[r["meter_id"]]} for r in _expected(FIRST)]
+    schema = pa.schema([*OUTPUT, ("region", pa.string())])
+    pq.write_table(pa.Table.from_pylist(expected, schema=schema), tmp_path / "expected.parquet")
+    (tmp_path / "contract.yaml").write_text(yaml.safe_dump(yaml.safe_load(LOOKUP)["contract"]), encoding="utf-8")
+    hashed = dsv("hash", str(tmp_path / "expected.parquet"), "--contract", str(tmp_path / "contract.yaml"), "--json")
+    assert hashed.code == 0, hashed.err
+    assert json.loads(build.out)["content_hash"] == json.loads(hashed.out)["content_hash"]

@@ -30,8 +30,8 @@ TIME_TYPES = (LogicalType.TIMESTAMP, LogicalType.DATE)
 UNPARTITIONED_DAY = dt.date.min
 """The one landing-index day of every batch of a source without ``partition_by`` (a reference table: one partition ``all``)."""
 VALID_TIME_NEEDED = (
-    "is required: the date or timestamp column from which a row is valid (a reference table with no date of its own "
-    "declares one, e.g. valid_from, with the day its values took effect; docs/configuration.md)"
+    "is required for a partitioned source: the date or timestamp column from which a row is valid (a reference table, "
+    "a source without partition_by, may omit it: its rows are valid at any time; docs/configuration.md)"
 )
 
 
@@ -63,7 +63,7 @@ class SourceSpec:
 
     name: str
     contract: Contract
-    valid_time: str
+    valid_time: str | None  # None: a reference table's rows are valid at any time (a join on it is a lookup of the latest version)
     entity: str | None = None
     aliases: Mapping[str, str] = field(default_factory=dict, hash=False)
     landing_format: LandingFormat = "csv"
@@ -100,9 +100,11 @@ def spec_problem(spec: SourceSpec) -> tuple[str, str] | None:
     columns = set(spec.contract.column_names)
     if spec.landing_format not in LANDING_FORMATS:
         return "landing.format", f"must be one of {list(LANDING_FORMATS)}, got {spec.landing_format!r}"
-    if spec.valid_time not in columns:
+    if spec.valid_time is None and spec.contract.partition_by is not None:
+        return "valid_time", VALID_TIME_NEEDED
+    if spec.valid_time is not None and spec.valid_time not in columns:
         return "valid_time", f"{spec.valid_time!r} is not a column of the contract"
-    if spec.contract.column(spec.valid_time).type not in TIME_TYPES:
+    if spec.valid_time is not None and spec.contract.column(spec.valid_time).type not in TIME_TYPES:
         return "valid_time", f"{spec.valid_time!r} must be a timestamp or date column"
     if spec.entity is not None and spec.entity not in columns:
         return "entity", f"{spec.entity!r} is not a column of the contract"
@@ -157,8 +159,6 @@ def _null_values(landing: Mapping[str, Any], fmt: str, file: Path) -> tuple[str,
 def parse_source(doc: Any, *, file: Path) -> SourceSpec:
     """A :class:`SourceSpec` from a ``sources/<name>.yaml`` document (the file stem must be the name)."""
     doc = check_keys(doc, file=file, where=None, allowed=CONTRACT_KEYS | SOURCE_KEYS, required=("name", "landing"))
-    if "valid_time" not in doc:
-        raise ConfigError(VALID_TIME_NEEDED, file=file, key="valid_time")
     contract = contract_of({k: v for k, v in doc.items() if k in CONTRACT_KEYS}, file)
     if contract.name != file.stem:
         raise ConfigError(f"the file of source {contract.name!r} must be named {contract.name}.yaml", file=file, key="name")
@@ -171,7 +171,7 @@ def parse_source(doc: Any, *, file: Path) -> SourceSpec:
     return SourceSpec(
         name=contract.name,
         contract=contract,
-        valid_time=need(doc, "valid_time", str, file=file),
+        valid_time=need(doc, "valid_time", str, file=file) if "valid_time" in doc else None,
         entity=entity,
         aliases=_aliases(doc, file),
         landing_format=cast(LandingFormat, fmt),
