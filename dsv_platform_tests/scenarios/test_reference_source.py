@@ -3,7 +3,8 @@
 Before, ``sources/calibration.yaml`` without ``partition_by`` was refused (``key 'partition_by': is required``).
 Now its raw and canonical assets are unpartitioned, every batch loads whole into the one partition ``all``,
 a correction is a new version (two clocks; the same batch again appends nothing), and the dataset that joins it
-as of each reading builds with the content hash of the rows computed here in plain Python.
+as of each reading builds with the content hash of the rows computed here in plain Python. A reference table with no
+date column at all (no ``valid_time``) is a lookup of its latest version, in both build engines.
 """
 
 from __future__ import annotations
