@@ -15,7 +15,7 @@ from dsv_platform.adapters.objects.landing import file_digest, file_opener, inde
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.cli.runs import Runner, UnknownNameError, check_lines
-from dsv_platform.core.config.source import UNPARTITIONED_DAY, SourceSpec
+from dsv_platform.core.config.source import SourceSpec, partition_text
 from dsv_platform.core.contracts.validation import FailureCase
 from dsv_platform.core.errors import ConfigurationError, FailureKind
 from dsv_platform.core.ingest.batch_stream import scan_batch
@@ -73,13 +73,8 @@ def _batch_ids(platform: Platform, source: str, item: IngestFile) -> list[str]:
     return sorted({r.batch_id for d in item.days for r in platform.landing.records(source, d) if r.digest == item.digest})
 
 
-def _day_text(day: dt.date) -> str:
-    """A partition day, or ``all``: the one partition of a reference table (no ``partition_by``)."""
-    return "all" if day == UNPARTITIONED_DAY else day.isoformat()
-
-
 def _file_report(platform: Platform, source: str, item: IngestFile, rejected_file: Path | None) -> dict[str, object]:
-    days = [_day_text(d) for d in item.days]
+    days = [partition_text(d) for d in item.days]
     ids = _batch_ids(platform, source, item)
     doc: dict[str, object] = {"file": str(item.path), "batch_ids": ids, "digest": item.digest, "days": days}
     doc |= {"rows_accepted": item.accepted, "rows_rejected": item.rejected}
@@ -134,8 +129,8 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
     code = FailureKind.ROWS_REJECTED.exit_code if rejected else 0  # accepted rows stay landed (append-only); the caller is told
     if args.json:
         report = [_file_report(platform, spec.name, i, rejected_files[i.path]) for i in items]
-        doc = {"run_id": result.run_id if result else None, "source": spec.name, "first_day": _day_text(days[0]) if days else None,
-               "last_day": _day_text(days[-1]) if days else None, "files": report,
+        doc = {"run_id": result.run_id if result else None, "source": spec.name, "first_day": partition_text(days[0]) if days else None,
+               "last_day": partition_text(days[-1]) if days else None, "files": report,
                "schema_changes": [c.to_document() for c in changes] if result else []}  # fmt: skip
         print(json.dumps(doc, indent=2))
         return code
@@ -152,11 +147,11 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
 def _print_report(platform: Platform, source: str, items: list[IngestFile], result: Any, days: list[dt.date], rejected_files: dict[Path, Path | None]) -> None:
     if result is not None:
         landed = sum(1 for i in items if i.accepted)
-        span = f"{_day_text(days[0])}..{_day_text(days[-1])}"
+        span = f"{partition_text(days[0])}..{partition_text(days[-1])}"
         print(f"ingested {landed} file(s) of {source} in run {result.run_id} (raw_{source}, canonical_{source} over {span})")
     for i in items:
         print(f"  {i.path}\n    batch {', '.join(_batch_ids(platform, source, i)) or '(not landed: no row satisfies the contract)'}  sha256 {i.digest}")
-        print(f"    days {', '.join(_day_text(d) for d in i.days) if i.accepted else '-'}  rows accepted {i.accepted}, rejected {i.rejected}")
+        print(f"    days {', '.join(partition_text(d) for d in i.days) if i.accepted else '-'}  rows accepted {i.accepted}, rejected {i.rejected}")
     for line in check_lines(result) if result is not None else ():
         print(f"  check {line}")
     for i in items:

@@ -8,7 +8,7 @@ import dagster as dg
 from pydantic import Field
 
 from dsv_platform.adapters.objects.landing import LandingRecord, LandingStatus, LandingZone
-from dsv_platform.core.config.source import SourceSpec
+from dsv_platform.core.config.source import SourceSpec, partition_text
 from dsv_platform.core.errors import ConfigurationError
 from dsv_platform.core.identity.hashing import content_hash
 from dsv_platform.core.ingest.batch import parse_batch_file
@@ -92,13 +92,13 @@ def land_files(zone: LandingZone, spec: SourceSpec, files: Sequence[Path], confi
 
 def raw_result(landed: Sequence[LandingRecord], every: Sequence[LandingRecord]) -> AssetResult:
     quarantined = [r for r in landed if r.status is LandingStatus.QUARANTINED]
-    landed_now = ", ".join(f"`{r.batch_id}` ({r.day}): {r.status.value}" for r in landed) or "none"
+    landed_now = ", ".join(f"`{r.batch_id}` ({partition_text(r.day)}): {r.status.value}" for r in landed) or "none"
     version = content_hash((f"{r.day}/{r.batch_ref}", r.digest) for r in every if r.loadable)
     return dg.MaterializeResult(
         data_version=dg.DataVersion(version),
         metadata={
             "batches_landed_now": dg.MetadataValue.md(landed_now),
-            "object_digests": md_table(DIGEST_COLUMNS, [(r.batch_id, r.day, r.digest, r.rows, r.recorded_at, r.status.value) for r in every]),
+            "object_digests": md_table(DIGEST_COLUMNS, [(r.batch_id, partition_text(r.day), r.digest, r.rows, r.recorded_at, r.status.value) for r in every]),
             "rows": dg.MetadataValue.int(sum(r.rows for r in every if r.loadable)),
             "partition_version": dg.MetadataValue.text(version),
         },

@@ -29,6 +29,13 @@ DEFAULT_NULL_VALUES: tuple[str, ...] = ("",)
 TIME_TYPES = (LogicalType.TIMESTAMP, LogicalType.DATE)
 UNPARTITIONED_DAY = dt.date.min
 """The one landing-index day of every batch of a source without ``partition_by`` (a reference table: one partition ``all``)."""
+
+
+def partition_text(day: dt.date) -> str:
+    """A landing-index day as shown: ISO, or ``all`` for :data:`UNPARTITIONED_DAY` (a reference table's one partition)."""
+    return "all" if day == UNPARTITIONED_DAY else day.isoformat()
+
+
 VALID_TIME_NEEDED = (
     "is required for a partitioned source: the date or timestamp column from which a row is valid (a reference table, "
     "a source without partition_by, may omit it: its rows are valid at any time; docs/configuration.md)"
