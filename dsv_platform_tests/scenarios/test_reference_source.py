@@ -109,6 +109,14 @@ def test_a_reference_source_lands_corrects_and_joins(tmp_path, capsys, monkeypat
     with build_platform(settings) as p:
         tbl = p.tables.table(p.config.sources["calibration"])
         assert p.tables.current_snapshot_id(p.config.sources["calibration"]) == snapshot, [(s.snapshot_id, s.summary) for s in tbl.snapshots()]
+    copy = tmp_path / f"cal-copy.{ext}"
+    copy.write_bytes(fix.read_bytes())
+    renamed = dsv("ingest", "calibration", str(copy), "--recorded-at", "2026-01-07T00:00:00+00:00")
+    assert renamed.code == 0, renamed.err
+    with build_platform(settings) as p:
+        spec = p.config.sources["calibration"]
+        history = p.tables.read(spec, history=True)
+        assert history.num_rows == 5, history.to_pylist()
 
     build = dsv("build", "meter_readings:v1", "--json")
     assert build.code == 0, build.err
