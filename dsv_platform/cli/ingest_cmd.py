@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from dsv_platform.adapters.iceberg.iceberg_schema import check_evolution
-from dsv_platform.adapters.objects.landing import file_digest, file_opener, scan_days
+from dsv_platform.adapters.objects.landing import file_digest, file_opener, index_day, scan_days
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.cli.progress import stage_progress
 from dsv_platform.cli.runs import Runner, UnknownNameError, check_lines
-from dsv_platform.core.config.source import SourceSpec
+from dsv_platform.core.config.source import SourceSpec, partition_text
 from dsv_platform.core.contracts.validation import FailureCase
 from dsv_platform.core.errors import ConfigurationError, FailureKind
 from dsv_platform.core.ingest.batch_stream import scan_batch
@@ -55,7 +55,7 @@ def check_file(path: Path, spec: SourceSpec, config: RawBatchConfig, progress: P
     if scan.malformed:
         raise BatchFileError(f"{path}: {scan.malformed_reason}")
     _, recorded_at = file_batch(path, config)
-    days = tuple(scan_days(scan, recorded_at.date()))
+    days = tuple(scan_days(scan, index_day(spec, recorded_at.date())))
     failures = scan.failures if scan.rejected else ()
     return IngestFile(path, file_digest(path), days, scan.accepted, scan.rejected, failures)
 
@@ -76,7 +76,7 @@ def _batch_ids(platform: Platform, source: str, item: IngestFile) -> list[str]:
 
 
 def _file_report(platform: Platform, source: str, item: IngestFile, rejected_file: Path | None) -> dict[str, object]:
-    days = [d.isoformat() for d in item.days]
+    days = [partition_text(d) for d in item.days]
     ids = _batch_ids(platform, source, item)
     doc: dict[str, object] = {"file": str(item.path), "batch_ids": ids, "digest": item.digest, "days": days}
     doc |= {"rows_accepted": item.accepted, "rows_rejected": item.rejected}
@@ -117,7 +117,7 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
     landable = [i for i in items if i.accepted]  # a file none of whose rows satisfy the contract lands nothing (all reported)
     days = sorted({d for item in landable for d in item.days})
     start = config.options.partitions_start
-    if days and days[0] < start:
+    if days and days[0] < start and spec.partitioned:
         raise BatchFileError(f"rows fall on {days[0]}, before the first partition {start} (platform.yaml partitions.start)")
     raw = f"raw_{spec.name}"
     result = None
@@ -125,7 +125,8 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
         raw_config = _config(args, [i.path for i in landable])
         runner = Runner.open(platform.settings, config, progress=progress)
         try:
-            result = runner.run([raw, f"canonical_{spec.name}"], days=(days[0], days[-1]), run_config={"ops": {raw: {"config": raw_config.model_dump()}}})
+            span = (days[0], days[-1]) if spec.partitioned else None  # a reference table's assets are unpartitioned
+            result = runner.run([raw, f"canonical_{spec.name}"], days=span, run_config={"ops": {raw: {"config": raw_config.model_dump()}}})
         finally:
             runner.close()
     rejected_files = {i.path: write_rejected(platform.settings.home, spec.name, i) for i in items}
@@ -133,8 +134,8 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
     code = FailureKind.ROWS_REJECTED.exit_code if rejected else 0  # accepted rows stay landed (append-only); the caller is told
     if args.json:
         report = [_file_report(platform, spec.name, i, rejected_files[i.path]) for i in items]
-        doc = {"run_id": result.run_id if result else None, "source": spec.name, "first_day": days[0].isoformat() if days else None,
-               "last_day": days[-1].isoformat() if days else None, "files": report,
+        doc = {"run_id": result.run_id if result else None, "source": spec.name, "first_day": partition_text(days[0]) if days else None,
+               "last_day": partition_text(days[-1]) if days else None, "files": report,
                "schema_changes": [c.to_document() for c in changes] if result else []}  # fmt: skip
         print(json.dumps(doc, indent=2))
         return code
@@ -151,10 +152,11 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
 def _print_report(platform: Platform, source: str, items: list[IngestFile], result: Any, days: list[dt.date], rejected_files: dict[Path, Path | None]) -> None:
     if result is not None:
         landed = sum(1 for i in items if i.accepted)
-        print(f"ingested {landed} file(s) of {source} in run {result.run_id} (raw_{source}, canonical_{source} over {days[0]}..{days[-1]})")
+        span = f"{partition_text(days[0])}..{partition_text(days[-1])}"
+        print(f"ingested {landed} file(s) of {source} in run {result.run_id} (raw_{source}, canonical_{source} over {span})")
     for i in items:
         print(f"  {i.path}\n    batch {', '.join(_batch_ids(platform, source, i)) or '(not landed: no row satisfies the contract)'}  sha256 {i.digest}")
-        print(f"    days {', '.join(d.isoformat() for d in i.days) if i.accepted else '-'}  rows accepted {i.accepted}, rejected {i.rejected}")
+        print(f"    days {', '.join(partition_text(d) for d in i.days) if i.accepted else '-'}  rows accepted {i.accepted}, rejected {i.rejected}")
     for line in check_lines(result) if result is not None else ():
         print(f"  check {line}")
     for i in items:

@@ -25,7 +25,8 @@ def config_assets(config: PlatformConfig) -> list[dg.AssetsDefinition]:
     from dsv_platform.defs.raw import build_raw_asset
 
     daily = daily_partitions(partitions_start(config))
-    assets = [a for spec in config.sources.values() for a in (build_raw_asset(spec, daily), build_canonical_asset(spec, daily))]
+    parts = {name: daily if spec.partitioned else None for name, spec in config.sources.items()}  # a reference table: unpartitioned assets
+    assets = [a for spec in config.sources.values() for a in (build_raw_asset(spec, parts[spec.name]), build_canonical_asset(spec, parts[spec.name]))]
     assets += [build_label_asset(name, versions) for name, versions in sorted(config.labels.items())]
     assets += [a for d in config.datasets for a in build_dataset_assets(d)]
     return assets

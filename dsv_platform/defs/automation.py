@@ -14,6 +14,10 @@ from dsv_platform.core.ingest.batch import parse_batch_file
 from dsv_platform.defs.raw import RawBatchConfig, outside_reason
 from dsv_platform.defs.resources import PlatformResource
 
+DAILY_JOB = "daily_ingest_job"
+REFERENCE_JOB = "reference_ingest_job"
+"""The job landing and loading the sources without ``partition_by`` (unpartitioned assets)."""
+
 
 @dataclass(frozen=True)
 class Automation:
@@ -35,22 +39,24 @@ def drop_request(path: Path, digest: str, sources: Mapping[str, SourceSpec], par
     parsed = parse_batch_file(path.name)
     if parsed is None or parsed.source not in sources or sources[parsed.source].landing_format != parsed.format:
         return None
-    if not partitions.has_partition_key(parsed.day.isoformat()):
+    partitioned = sources[parsed.source].partitioned  # a reference table's file lands whatever its day, in REFERENCE_JOB
+    if partitioned and not partitions.has_partition_key(parsed.day.isoformat()):
         return None
     raw = f"raw_{parsed.source}"
     return dg.RunRequest(
         run_key=f"{path.name}@{digest}",
-        partition_key=parsed.day.isoformat(),
+        partition_key=parsed.day.isoformat() if partitioned else None,
+        job_name=DAILY_JOB if partitioned else REFERENCE_JOB,
         asset_selection=[dg.AssetKey(raw), dg.AssetKey(f"canonical_{parsed.source}")],
         run_config=dg.RunConfig(ops={raw: RawBatchConfig(files=[path.name])}),
         tags={"dsv/drop_file": path.name, "dsv/digest": digest},
     )
 
 
-def build_drop_folder_sensor(job: Any, sources: Mapping[str, SourceSpec], partitions: dg.PartitionsDefinition) -> dg.SensorDefinition:
+def build_drop_folder_sensor(jobs: list[Any], sources: Mapping[str, SourceSpec], partitions: dg.PartitionsDefinition) -> dg.SensorDefinition:
     @dg.sensor(
         name="drop_folder_sensor",
-        job=job,
+        jobs=jobs,
         minimum_interval_seconds=30,
         description="Lands and loads a batch file as soon as it appears (or changes) in the drop folder.",
     )
@@ -85,11 +91,21 @@ def build_drop_folder_sensor(job: Any, sources: Mapping[str, SourceSpec], partit
 
 
 def build_automation(sources: Mapping[str, SourceSpec], partitions: dg.PartitionsDefinition) -> Automation:
-    landing_job = dg.define_asset_job("landing_job", selection=dg.AssetSelection.groups("raw"))
+    """The daily jobs over the partitioned sources; reference tables (no ``partition_by``) have their own unpartitioned job."""
+    reference = [s.name for s in sources.values() if not s.partitioned]
+    keys = dg.AssetSelection.assets(*(f"{kind}_{name}" for name in reference for kind in ("raw", "canonical")))
+    landing_job = dg.define_asset_job("landing_job", selection=dg.AssetSelection.groups("raw") - keys)
     daily_ingest_job = dg.define_asset_job(
-        "daily_ingest_job",
-        selection=dg.AssetSelection.groups("raw", "canonical"),
+        DAILY_JOB,
+        selection=dg.AssetSelection.groups("raw", "canonical") - keys,
         description="Land a day's batches (the drop-folder files of the day) and load them into the canonical tables.",
     )
     schedule = dg.build_schedule_from_partitioned_job(daily_ingest_job, hour_of_day=3, name="daily_ingest_schedule")
-    return Automation([landing_job, daily_ingest_job], [schedule], [build_drop_folder_sensor(daily_ingest_job, sources, partitions)])
+    jobs = [landing_job, daily_ingest_job]
+    if reference:
+        jobs.append(
+            dg.define_asset_job(
+                REFERENCE_JOB, selection=keys, description="Land the reference tables' drop-folder files (unpartitioned) and load them whole."
+            )
+        )
+    return Automation(jobs, [schedule], [build_drop_folder_sensor(jobs[1:], sources, partitions)])

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import dagster as dg
 
-from dsv_platform.core.config.source import SourceSpec
+from dsv_platform.core.config.source import SourceSpec, partition_text
 from dsv_platform.core.contracts.semantic_rules import load_families
 from dsv_platform.core.identity.hashing import content_hash
 from dsv_platform.core.publication.gates import GateResult
@@ -18,7 +18,7 @@ from dsv_platform.defs.metadata import AssetResult, failure_cases, md_table
 from dsv_platform.defs.partitions import partition_days
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.defs.semantic_checks import family_check_results, family_check_specs
-from dsv_platform.services.ingest.canonical_load import PartitionLoad, load_partitions
+from dsv_platform.services.ingest.canonical_load import BatchLoad, PartitionLoad, load_partitions
 from dsv_platform.services.publication.semantic_gate import gates_of
 
 ROWS_SATISFY_CONTRACT = "rows_satisfy_contract"
@@ -36,6 +36,10 @@ def semantic_gates(loads: Sequence[PartitionLoad]) -> list[GateResult]:
     return [replace(g, detail={"day": load.day.isoformat(), **g.detail}) for load in loads for g in gates_of(load.semantic)]
 
 
+def _batch_row(load: PartitionLoad, b: BatchLoad) -> tuple[object, ...]:
+    return (partition_text(load.day), b.record.batch_id, b.record.recorded_at, b.outcome.appended, b.outcome.unchanged, b.rejected, b.outcome.already_applied)
+
+
 def canonical_result(loads: Sequence[PartitionLoad], families: dict[str, bool] | None = None) -> AssetResult:
     failures = [f for load in loads for f in load.failures]
     rejected = sum(load.rejected_rows for load in loads)
@@ -48,14 +52,12 @@ def canonical_result(loads: Sequence[PartitionLoad], families: dict[str, bool] |
             "schema_hash": dg.MetadataValue.text(last.digest.schema_hash),
             "snapshot_id": dg.MetadataValue.text(str(last.snapshot_id)),
             "rows_rejected": dg.MetadataValue.int(rejected),
-            "days": md_table(["day", "rows", "content hash", "rejected"], [(x.day, x.rows, x.digest.content_hash[:16], x.rejected_rows) for x in loads]),
+            "days": md_table(
+                ["day", "rows", "content hash", "rejected"], [(partition_text(x.day), x.rows, x.digest.content_hash[:16], x.rejected_rows) for x in loads]
+            ),
             "batches": md_table(
                 ["day", "batch", "recorded_at", "appended", "unchanged", "rejected", "already applied"],
-                [
-                    (x.day, b.record.batch_id, b.record.recorded_at, b.outcome.appended, b.outcome.unchanged, b.rejected, b.outcome.already_applied)
-                    for x in loads
-                    for b in x.batches
-                ],
+                [_batch_row(x, b) for x in loads for b in x.batches],
             ),
             "quarantined_batches": md_table(["batch", "digest", "reason"], [(r.batch_id, r.digest, r.reason) for load in loads for r in load.quarantined]),
         },
@@ -71,14 +73,14 @@ def canonical_result(loads: Sequence[PartitionLoad], families: dict[str, bool] |
     )
 
 
-def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
+def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition | None) -> dg.AssetsDefinition:
     name = f"canonical_{spec.name}"
     families = load_families(spec.contract)  # empty without semantic keys: no semantic checks
 
     @dg.asset(
         name=name,
         partitions_def=partitions,
-        backfill_policy=dg.BackfillPolicy.single_run(),
+        backfill_policy=dg.BackfillPolicy.single_run() if partitions is not None else None,
         group_name="canonical",
         kinds={"iceberg"},
         deps=[dg.AssetKey(f"raw_{spec.name}")],
@@ -91,7 +93,7 @@ def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition)
             *family_check_specs(families, name, "the source contract's per-load"),
         ],
         description=f"{spec.contract.description or spec.name} Parsed, deduplicated and contract-checked; "
-        f"valid time `{spec.valid_time}`, recorded time `_recorded_at`. Corrections and late events are new rows: "
+        f"valid time `{spec.valid_time or 'none (valid at any time)'}`, recorded time `_recorded_at`. Corrections and late events are new rows: "
         "read as known at T or as corrected now. Data version = content hash of the partition as corrected now.",
     )
     def _canonical(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 
 import dagster as dg
 
+from dsv_platform.core.config.source import UNPARTITIONED_DAY
+
 
 def daily_partitions(start: dt.date) -> dg.DailyPartitionsDefinition:
     return dg.DailyPartitionsDefinition(start_date=start.isoformat())
@@ -17,7 +19,9 @@ def label_version_partitions(versions: Iterable[int]) -> dg.StaticPartitionsDefi
 
 
 def partition_days(context: dg.AssetExecutionContext) -> list[dt.date]:
-    """The days of this run: one partition, or every partition of a ranged (single-run backfill) run."""
+    """The days of this run: one partition, every partition of a ranged (single-run backfill) run, or the one index day of an unpartitioned asset."""
+    if context.assets_def.partitions_def is None:
+        return [UNPARTITIONED_DAY]
     return [dt.date.fromisoformat(k) for k in context.partition_keys]
 
 

@@ -8,7 +8,7 @@ import dagster as dg
 from pydantic import Field
 
 from dsv_platform.adapters.objects.landing import LandingRecord, LandingStatus, LandingZone
-from dsv_platform.core.config.source import SourceSpec
+from dsv_platform.core.config.source import SourceSpec, partition_text
 from dsv_platform.core.errors import ConfigurationError
 from dsv_platform.core.identity.hashing import content_hash
 from dsv_platform.core.ingest.batch import parse_batch_file
@@ -58,7 +58,8 @@ def batch_files(spec: SourceSpec, config: RawBatchConfig, drop_folder: Path, day
     if not drop_folder.is_dir():
         return []
     ext = EXTENSIONS[spec.landing_format]
-    found = [p for d in days for p in sorted(drop_folder.glob(f"{spec.name}__{d.isoformat()}__*.{ext}"))]
+    stamps = [d.isoformat() for d in days] if spec.partitioned else ["*"]  # a reference table: every drop-folder file of the source
+    found = [p for d in stamps for p in sorted(drop_folder.glob(f"{spec.name}__{d}__*.{ext}"))]
     reasons = {p: outside_reason(p, drop_folder) for p in found}
     if skipped is not None:
         skipped.extend(r for r in reasons.values() if r)
@@ -98,13 +99,13 @@ def land_files(
 
 def raw_result(landed: Sequence[LandingRecord], every: Sequence[LandingRecord]) -> AssetResult:
     quarantined = [r for r in landed if r.status is LandingStatus.QUARANTINED]
-    landed_now = ", ".join(f"`{r.batch_id}` ({r.day}): {r.status.value}" for r in landed) or "none"
+    landed_now = ", ".join(f"`{r.batch_id}` ({partition_text(r.day)}): {r.status.value}" for r in landed) or "none"
     version = content_hash((f"{r.day}/{r.batch_ref}", r.digest) for r in every if r.loadable)
     return dg.MaterializeResult(
         data_version=dg.DataVersion(version),
         metadata={
             "batches_landed_now": dg.MetadataValue.md(landed_now),
-            "object_digests": md_table(DIGEST_COLUMNS, [(r.batch_id, r.day, r.digest, r.rows, r.recorded_at, r.status.value) for r in every]),
+            "object_digests": md_table(DIGEST_COLUMNS, [(r.batch_id, partition_text(r.day), r.digest, r.rows, r.recorded_at, r.status.value) for r in every]),
             "rows": dg.MetadataValue.int(sum(r.rows for r in every if r.loadable)),
             "partition_version": dg.MetadataValue.text(version),
         },
@@ -119,17 +120,18 @@ def raw_result(landed: Sequence[LandingRecord], every: Sequence[LandingRecord]) 
     )
 
 
-def build_raw_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition) -> dg.AssetsDefinition:
+def build_raw_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition | None) -> dg.AssetsDefinition:
     name = f"raw_{spec.name}"
 
     @dg.asset(
         name=name,
         partitions_def=partitions,
-        backfill_policy=dg.BackfillPolicy.single_run(),
+        backfill_policy=dg.BackfillPolicy.single_run() if partitions is not None else None,
         group_name="raw",
         kinds={spec.landing_format},
         check_specs=[dg.AssetCheckSpec(BATCH_IS_READABLE, asset=name, description=f"every landed batch parses as {spec.landing_format}")],
-        description=f"{spec.name} source batches ({spec.landing_format}) as they arrived, one day per partition, stored write-once under "
+        description=f"{spec.name} source batches ({spec.landing_format}) as they arrived, "
+        f"{'one day per partition' if spec.partitioned else 'unpartitioned (a reference table)'}, stored write-once under "
         "their SHA-256. Landing the same bytes again is a no-op; new bytes for a batch id are a new object; unreadable batches are quarantined.",
     )
     def _raw(context: dg.AssetExecutionContext, config: RawBatchConfig, platform: PlatformResource) -> AssetResult:

@@ -58,7 +58,7 @@ def _one_line_error(tmp_path, files, file, key):
         (lambda t: t.replace("entity: meter_id", "entity: meter"), "entity"),
         (lambda t: t.replace("{kwh_total: kwh}", "{kwh_total: kwh2}"), "aliases.kwh_total"),
         (lambda t: t.replace("{kwh_total: kwh}", "{site: kwh}"), "aliases.site"),
-        (lambda t: t.replace("partition_by: read_day\n", ""), "partition_by"),
+        (lambda t: t.replace("partition_by: read_day\n", "partition_by: read_dya\n"), "columns.read_dya"),  # without one: a reference table
         (lambda t: t.replace("type: decimal, precision: 12, scale: 3", "type: money"), "columns.kwh"),
         (lambda t: t.replace("name: meters", "name: meter"), "name"),
         (lambda t: t.replace("entity: meter_id", "entity: meter_id\nentity: site"), "entity"),

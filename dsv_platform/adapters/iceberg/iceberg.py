@@ -141,7 +141,7 @@ class CanonicalTables:
             txn, seen, new = tbl.transaction(), dict[Any, int](), dict[Any, int]()
             with txn.update_snapshot().fast_append() as files:
                 for day, chunk in chunks():
-                    if day in applied:
+                    if day in applied or (None in applied and contract.partition_by is None):  # unpartitioned: the batch is in its one partition
                         continue
                     fresh = changed_rows(chunk.select(contract.column_names).cast(contract.arrow_schema), latest, contract)
                     seen[day], new[day] = seen.get(day, 0) + chunk.num_rows, new.get(day, 0) + fresh.num_rows

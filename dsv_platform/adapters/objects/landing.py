@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 from dsv_platform.adapters.objects.object_store import ObjectStore
-from dsv_platform.core.config.source import LandingFormat, SourceSpec
+from dsv_platform.core.config.source import UNPARTITIONED_DAY, LandingFormat, SourceSpec
 from dsv_platform.core.errors import DsvError
 from dsv_platform.core.ingest.batch import PreparedBatch, RawBatch, parse_batch_file, prepare_batch
 from dsv_platform.core.ingest.batch_stream import BatchScan, day_counts, scan_batch
@@ -160,7 +160,7 @@ class LandingZone:
         if self.redaction(digest) is None:  # a redacted batch's bytes are never stored again
             self.store.put(batch.data)
         prepared = prepared or prepare_batch(batch.data, spec)  # ``prepared``: the caller read these very bytes already
-        rows = rows_per_day(prepared, spec, batch.day)
+        rows = rows_per_day(prepared, spec, index_day(spec, batch.day))
         return self._index_days(batch, rows, digest, len(batch.data), landed_at, prepared.malformed_reason)
 
     def land_path(self, path: Path, spec: SourceSpec, batch: RawBatch, scan: BatchScan, *, landed_at: dt.datetime | None = None) -> list[LandingRecord]:
@@ -171,7 +171,7 @@ class LandingZone:
         digest = file_digest(path)
         if self.redaction(digest) is None:  # a redacted batch's bytes are never stored again
             self.store.put_file(path)
-        return self._index_days(batch, scan_days(scan, batch.day), digest, path.stat().st_size, landed_at, scan.malformed_reason)
+        return self._index_days(batch, scan_days(scan, index_day(spec, batch.day)), digest, path.stat().st_size, landed_at, scan.malformed_reason)
 
     def _index_days(
         self, batch: RawBatch, rows: dict[dt.date, int], digest: str, size: int, landed_at: dt.datetime | None, reason: str | None
@@ -240,7 +240,7 @@ class LandingZone:
             raise LandingError(f"{path.name}: source {spec.name!r} lands {spec.landing_format} files, not {ext}")
         when = recorded_at or dt.datetime.now(dt.UTC)
         scan = scan_batch(file_opener(path), spec)
-        days = scan_days(scan, when.astimezone(dt.UTC).date())
+        days = scan_days(scan, index_day(spec, when.astimezone(dt.UTC).date()))
         ident = batch_id or sanitize_batch_id(path.stem)
         return self.land_path(path, spec, RawBatch(spec.name, min(days), ident, when, b"", spec.landing_format), scan)
 
@@ -313,8 +313,16 @@ def rows_per_day(prepared: PreparedBatch, spec: SourceSpec, day: dt.date) -> dic
 
     A batch with no accepted rows (malformed, or every row rejected) is ``{day: rows read}``.
     """
-    counts = day_counts(prepared.accepted.column(spec.partition_by))
+    accepted = prepared.accepted
+    counts: dict[dt.date | None, int] = {None: accepted.num_rows} if accepted.num_rows else {}
+    if spec.partition_by:
+        counts = day_counts(accepted.column(spec.partition_by))
     return _ordered_days(counts, prepared.report.rows, prepared.rejected.num_rows, day)
+
+
+def index_day(spec: SourceSpec, day: dt.date) -> dt.date:
+    """The landing-index day of a batch of ``spec`` arriving on ``day``: :data:`UNPARTITIONED_DAY` for a source without ``partition_by``."""
+    return day if spec.partitioned else UNPARTITIONED_DAY
 
 
 def scan_days(scan: BatchScan, day: dt.date) -> dict[dt.date, int]:

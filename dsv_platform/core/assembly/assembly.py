@@ -78,12 +78,20 @@ def _key_ranks(table: pa.Table, key: Sequence[str]) -> Ints:
     return ranks
 
 
-def as_of_indices(left: pa.Table, right: pa.Table, join: AsOfJoin, valid_time: str, key: Sequence[str]) -> pa.Array:
-    """Per left row, the index of its as-of row in ``right`` (null when there is none)."""
-    unit = unit_of(left.schema.field(join.time).type, right.schema.field(valid_time).type)
-    cutoff, left_ok = instants(left.column(join.time), unit)
-    cutoff = cutoff - int(join.lag.total_seconds() * (PER_DAY[unit] // 86_400))
-    valid, right_ok = instants(right.column(valid_time), unit)
+def as_of_indices(left: pa.Table, right: pa.Table, join: AsOfJoin, valid_time: str | None, key: Sequence[str]) -> pa.Array:
+    """Per left row, the index of its as-of row in ``right`` (null when there is none).
+
+    Without ``valid_time`` (a reference table) every right row is valid at any time: the row of the same entity with the largest key.
+    """
+    if valid_time is None or join.time is None:
+        unit = "s"
+        cutoff, left_ok = np.zeros(left.num_rows, dtype=np.int64), np.ones(left.num_rows, dtype=bool)
+        valid, right_ok = np.zeros(right.num_rows, dtype=np.int64), np.ones(right.num_rows, dtype=bool)
+    else:
+        unit = unit_of(left.schema.field(join.time).type, right.schema.field(valid_time).type)
+        cutoff, left_ok = instants(left.column(join.time), unit)
+        cutoff = cutoff - int(join.lag.total_seconds() * (PER_DAY[unit] // 86_400))
+        valid, right_ok = instants(right.column(valid_time), unit)
     lcode, rcode = entity_codes(left, right, join.on)
     left_ok &= lcode >= 0
     right_ok &= rcode >= 0
@@ -107,7 +115,7 @@ def as_of_indices(left: pa.Table, right: pa.Table, join: AsOfJoin, valid_time: s
 
 def as_of_join(left: pa.Table, right: pa.Table, join: AsOfJoin, spec: SourceSpec, columns: Sequence[str]) -> pa.Table:
     """``left`` with ``columns`` of ``right`` (source ``spec``) joined as of each left row (see the module docstring)."""
-    missing = [c for c in [*join.on, spec.valid_time, *columns] if c not in right.column_names]
+    missing = [c for c in [*join.on, *([spec.valid_time] if spec.valid_time else []), *columns] if c not in right.column_names]
     if missing:
         raise AssemblyError(f"the {spec.name} table lacks column(s) {missing}")
     taken = right.select(list(columns)).take(as_of_indices(left, right, join, spec.valid_time, spec.contract.key))

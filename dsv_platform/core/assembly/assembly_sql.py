@@ -102,9 +102,12 @@ def _window(definition: DatasetDefinition, schema: pa.Schema, zone_of: ZoneOf) -
 def _join(left: str, right: str, join: AsOfJoin, spec: SourceSpec, schemas: Mapping[str, pa.Schema], columns: Sequence[str]) -> tuple[str, str]:
     """``(the right side deduplicated on (on, valid time), the as-of join)`` of one join."""
     lschema, rschema = schemas["__rows"], schemas[join.source]
-    unit = unit_of(lschema.field(join.time).type, rschema.field(spec.valid_time).type)
-    valid = instant_sql(quote(spec.valid_time), rschema.field(spec.valid_time).type, unit)
-    cut = instant_sql(quote(join.time), lschema.field(join.time).type, unit)
+    if spec.valid_time is None or join.time is None:  # a reference table: every row valid at any time, a lookup by ``on``
+        unit, valid, cut = "s", "0", f"0 + {_ticks(join.lag, 's')}"
+    else:
+        unit = unit_of(lschema.field(join.time).type, rschema.field(spec.valid_time).type)
+        valid = instant_sql(quote(spec.valid_time), rschema.field(spec.valid_time).type, unit)
+        cut = instant_sql(quote(join.time), lschema.field(join.time).type, unit)
     on = list(join.on)
     present = " AND ".join(f"{quote(c)} IS NOT NULL" for c in on)
     largest_key = ", ".join(f"{quote(k)} DESC" for k in spec.contract.key)
@@ -145,7 +148,8 @@ def plan_assembly(
     for i, join in enumerate(definition.as_of_joins):
         right = schemas[join.source]
         columns = [c for c, source in provided.items() if source == join.source and c not in row_schema.names]
-        missing = [c for c in [*join.on, specs[join.source].valid_time, *columns] if c not in right.names]
+        valid_time = specs[join.source].valid_time
+        missing = [c for c in [*join.on, *([valid_time] if valid_time else []), *columns] if c not in right.names]
         if missing:
             raise AssemblyError(f"the {join.source} table lacks column(s) {missing}")
         if not columns:  # a join that adds no column changes no row (it is a left join)

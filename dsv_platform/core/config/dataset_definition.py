@@ -131,7 +131,7 @@ class AsOfJoin:
 
     source: str
     on: tuple[str, ...]
-    time: str
+    time: str | None  # None only for a source without valid_time (a reference table: a lookup by ``on``)
     lag: dt.timedelta
     max_age: dt.timedelta | None = None
 
@@ -310,13 +310,13 @@ def _joins(doc: Mapping[str, Any], file: str | Path) -> tuple[AsOfJoin, ...]:
     out = []
     for i, item in enumerate(raw):
         where = f"as_of_joins[{i}]"
-        join = check_keys(item, file=file, where=where, allowed=JOIN_KEYS, required={"source", "on", "time"})
+        join = check_keys(item, file=file, where=where, allowed=JOIN_KEYS, required={"source", "on"})  # time: checked against the source
         max_age = parse_duration(join["max_age"], file=file, key=f"{where}.max_age") if "max_age" in join else None
         out.append(
             AsOfJoin(
                 source=need(join, "source", str, file=file, where=where),
                 on=names_list(join, "on", file=file, where=where),
-                time=need(join, "time", str, file=file, where=where),
+                time=need(join, "time", str, file=file, where=where) if "time" in join else None,
                 lag=parse_duration(join.get("lag", "0d"), file=file, key=f"{where}.lag"),
                 max_age=max_age,
             )

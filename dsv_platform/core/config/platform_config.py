@@ -142,6 +142,13 @@ def _check_join(definition: DatasetDefinition, i: int, join: AsOfJoin, base: Sou
                 raise ConfigError(f"{col!r} is not a column of source {spec.name!r}", file=file, key=f"{where}.on")
         if arrow_identity(base.contract.column(col)) != arrow_identity(other.contract.column(col)):
             raise ConfigError(f"{col!r} has different types in {base.name!r} and {other.name!r}", file=file, key=f"{where}.on")
+    if other.valid_time is None:  # a reference table without valid time: a lookup of the latest version by ``on``
+        if join.max_age is not None:
+            raise ConfigError(f"needs a valid time; source {other.name!r} has none (its rows are valid at any time)", file=file, key=f"{where}.max_age")
+        if join.time is None:
+            return
+    if join.time is None:
+        raise ConfigError(f"is required: source {other.name!r} has valid time {other.valid_time!r}", file=file, key=f"{where}.time")
     if join.time not in base.contract.column_names or base.contract.column(join.time).type not in TIME_TYPES:
         raise ConfigError(f"{join.time!r} must be a timestamp or date column of the base source {base.name!r}", file=file, key=f"{where}.time")
 

@@ -9,6 +9,7 @@ plus the entity (subject) column and how batches arrive. A source file
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,19 @@ LANDING_KEYS = frozenset({"format", "null_values"})
 DEFAULT_NULL_VALUES: tuple[str, ...] = ("",)
 """A CSV cell is null only when it is empty and unquoted; ``NA``, ``N/A``, ``null`` and ``NULL`` are text (docs/configuration.md)."""
 TIME_TYPES = (LogicalType.TIMESTAMP, LogicalType.DATE)
+UNPARTITIONED_DAY = dt.date.min
+"""The one landing-index day of every batch of a source without ``partition_by`` (a reference table: one partition ``all``)."""
+
+
+def partition_text(day: dt.date) -> str:
+    """A landing-index day as shown: ISO, or ``all`` for :data:`UNPARTITIONED_DAY` (a reference table's one partition)."""
+    return "all" if day == UNPARTITIONED_DAY else day.isoformat()
+
+
+VALID_TIME_NEEDED = (
+    "is required for a partitioned source: the date or timestamp column from which a row is valid (a reference table, "
+    "a source without partition_by, may omit it: its rows are valid at any time; docs/configuration.md)"
+)
 
 
 class TableSpecLike(Protocol):
@@ -56,7 +70,7 @@ class SourceSpec:
 
     name: str
     contract: Contract
-    valid_time: str
+    valid_time: str | None  # None: a reference table's rows are valid at any time (a join on it is a lookup of the latest version)
     entity: str | None = None
     aliases: Mapping[str, str] = field(default_factory=dict, hash=False)
     landing_format: LandingFormat = "csv"
@@ -74,10 +88,13 @@ class SourceSpec:
             raise ConfigError(message, file=self.source_file or f"source {self.name}", key=key)
 
     @property
-    def partition_by(self) -> str:
-        part = self.contract.partition_by
-        assert part is not None, f"source {self.name} declares no partition_by"  # checked in __post_init__
-        return part
+    def partition_by(self) -> str | None:
+        """The contract's partition column; None for a reference table (one partition ``all``, loaded whole per batch)."""
+        return self.contract.partition_by
+
+    @property
+    def partitioned(self) -> bool:
+        return self.contract.partition_by is not None
 
     @property
     def contract_file(self) -> str:
@@ -90,14 +107,14 @@ def spec_problem(spec: SourceSpec) -> tuple[str, str] | None:
     columns = set(spec.contract.column_names)
     if spec.landing_format not in LANDING_FORMATS:
         return "landing.format", f"must be one of {list(LANDING_FORMATS)}, got {spec.landing_format!r}"
-    if spec.valid_time not in columns:
+    if spec.valid_time is None and spec.contract.partition_by is not None:
+        return "valid_time", VALID_TIME_NEEDED
+    if spec.valid_time is not None and spec.valid_time not in columns:
         return "valid_time", f"{spec.valid_time!r} is not a column of the contract"
-    if spec.contract.column(spec.valid_time).type not in TIME_TYPES:
+    if spec.valid_time is not None and spec.contract.column(spec.valid_time).type not in TIME_TYPES:
         return "valid_time", f"{spec.valid_time!r} must be a timestamp or date column"
     if spec.entity is not None and spec.entity not in columns:
         return "entity", f"{spec.entity!r} is not a column of the contract"
-    if spec.contract.partition_by is None:
-        return "partition_by", "a source needs the contract's partition_by"
     for sent, target in spec.aliases.items():
         if target not in columns:
             return f"aliases.{sent}", f"{target!r} is not a column of the contract"
@@ -148,7 +165,7 @@ def _null_values(landing: Mapping[str, Any], fmt: str, file: Path) -> tuple[str,
 
 def parse_source(doc: Any, *, file: Path) -> SourceSpec:
     """A :class:`SourceSpec` from a ``sources/<name>.yaml`` document (the file stem must be the name)."""
-    doc = check_keys(doc, file=file, where=None, allowed=CONTRACT_KEYS | SOURCE_KEYS, required=("name", "landing", "valid_time", "partition_by"))
+    doc = check_keys(doc, file=file, where=None, allowed=CONTRACT_KEYS | SOURCE_KEYS, required=("name", "landing"))
     contract = contract_of({k: v for k, v in doc.items() if k in CONTRACT_KEYS}, file)
     if contract.name != file.stem:
         raise ConfigError(f"the file of source {contract.name!r} must be named {contract.name}.yaml", file=file, key="name")
@@ -161,7 +178,7 @@ def parse_source(doc: Any, *, file: Path) -> SourceSpec:
     return SourceSpec(
         name=contract.name,
         contract=contract,
-        valid_time=need(doc, "valid_time", str, file=file),
+        valid_time=need(doc, "valid_time", str, file=file) if "valid_time" in doc else None,
         entity=entity,
         aliases=_aliases(doc, file),
         landing_format=cast(LandingFormat, fmt),

@@ -147,7 +147,9 @@ def held_batches(platform: Platform, sources: Collection[str]) -> tuple[str, ...
 
 
 def rows_of_day(rows: pa.Table, spec: SourceSpec, day: dt.date) -> pa.Table:
-    """The rows whose partition column (``spec.partition_by``) falls on ``day``."""
+    """The rows whose partition column (``spec.partition_by``) falls on ``day``; every row of a source without one."""
+    if spec.partition_by is None:
+        return rows
     column = rows.column(spec.partition_by)
     if pa.types.is_timestamp(column.type):
         column = pc.cast(pc.cast(column, pa.timestamp(column.type.unit)), pa.date32())  # a timestamp's UTC day
