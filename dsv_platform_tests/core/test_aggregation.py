@@ -109,4 +109,4 @@ def test_the_readings_definition_records_its_time_zone_and_has_no_split_policy()
     definition = load_definition(CONFIG_DIR / "datasets" / "readings_hourly_v1.yaml")
     assert definition.zones == ("Europe/Berlin",) and definition.split_policy is None
     assert definition.recipe()["aggregate"]["bucket"]["timezone"] == "Europe/Berlin"
-    assert definition.entity_column == "meter_id"
+    assert definition.entity_column == "example_id"  # a composite key's example id (core/identity/example_id.py)

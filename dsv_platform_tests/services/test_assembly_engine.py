@@ -157,3 +157,26 @@ def test_the_latest_row_per_key_as_known_at_the_watermark_agrees(versions, water
         load_table(con, "excluded", pa.table({"batch": pa.array(sorted(excluded), pa.string())}))
         got = con.sql(latest_sql("raw", ("k",), ("k", "value"), watermark, excluding="excluded")).to_arrow_table().sort_by("k")
     assert got.to_pylist() == expected.to_pylist()
+
+
+def test_the_build_folder_is_gone_after_the_build_and_a_killed_builds_folder_is_swept(tmp_path):
+    """A build's database holds example rows (subjects too): it must not outlive the build, nor a killed one."""
+    import os
+    import subprocess
+
+    from dsv_platform.adapters.engine.duckdb_engine import OWNER, EngineLimits, engine, load_table
+
+    spill = tmp_path / "spill"
+    with engine(EngineLimits(memory=64 << 20, spill_root=spill)) as con:
+        load_table(con, "t", pa.table({"subject": ["acct_1"] * 1000}))
+        con.cursor().sql("SELECT count(*) FROM t").fetchall()  # a cursor left open must not keep the folder alive
+    assert list(spill.iterdir()) == []
+    gone = subprocess.Popen(["true"])  # a process that has exited: its pid names no live process
+    gone.wait()
+    (spill / "build-killed").mkdir()
+    (spill / "build-killed" / OWNER).write_text(str(gone.pid))
+    (spill / "build-killed" / "build.duckdb.wal").write_text("acct_1")
+    (spill / "build-live").mkdir()
+    (spill / "build-live" / OWNER).write_text(str(os.getpid()))
+    with engine(EngineLimits(memory=64 << 20, spill_root=spill)):
+        assert not (spill / "build-killed").exists() and (spill / "build-live").exists()

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     Connection = duckdb.DuckDBPyConnection
 
 LOAD_ROWS = 1 << 16
+OWNER = "owner.pid"
 DEFAULT_MEMORY = 1 << 30  # 1 GiB: DuckDB's buffer pool; a build's own batches come on top (docs/scale.md)
 
 
@@ -47,7 +48,9 @@ def engine(limits: EngineLimits) -> Iterator[duckdb.DuckDBPyConnection]:
         raise EnvironmentSetupError(f"the build engine needs DuckDB: {exc}") from None
     if limits.spill_root is not None:
         limits.spill_root.mkdir(parents=True, exist_ok=True)
+        sweep_stale(limits.spill_root)
     folder = Path(tempfile.mkdtemp(prefix="build-", dir=limits.spill_root))
+    (folder / OWNER).write_text(str(os.getpid()))
     config: dict[str, str | bool | int | float | list[str]] = {
         "memory_limit": f"{max(limits.memory >> 20, 64)}MiB",
         "temp_directory": str(folder / "spill"),
@@ -63,6 +66,34 @@ def engine(limits: EngineLimits) -> Iterator[duckdb.DuckDBPyConnection]:
     finally:
         con.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def sweep_stale(root: Path) -> list[Path]:
+    """Remove the build folders under ``root`` whose process is gone (a killed build's rows must not outlive it)."""
+    removed = []
+    for folder in sorted(root.glob("build-*")) if root.is_dir() else []:
+        try:
+            pid = int((folder / OWNER).read_text())
+        except (OSError, ValueError):
+            pid = None  # no owner recorded: a folder from before owners were written, or half made
+        if pid is not None and _alive(pid):
+            continue
+        try:
+            shutil.rmtree(folder)
+        except OSError as exc:  # fail closed: the privacy deletion relies on this
+            raise EnvironmentSetupError(f"cannot remove the stale build folder {folder}: {exc}") from exc
+        removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def load(con: duckdb.DuckDBPyConnection, name: str, batches: pa.RecordBatchReader, *, rows: int = LOAD_ROWS) -> None:
@@ -90,4 +121,4 @@ def load_table(con: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> No
     load(con, name, pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
 
 
-__all__ = ["DEFAULT_MEMORY", "EngineLimits", "engine", "load", "load_table"]
+__all__ = ["DEFAULT_MEMORY", "EngineLimits", "engine", "load", "load_table", "sweep_stale"]

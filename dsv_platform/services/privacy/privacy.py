@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dsv_platform.adapters.engine.duckdb_engine import sweep_stale
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
 from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore
 from dsv_platform.adapters.objects.landing import LandingZone
@@ -384,6 +385,7 @@ __all__ = [
 
 def build_coordinator(platform: Platform, *, actor: str | None = None) -> PrivacyCoordinator:
     """The coordinator over everything a subject can be in: realizations, raw landing and canonical tables."""
+    sweep_stale(platform.settings.spill_dir)  # a killed build's engine folder holds example rows, subjects included
     return PrivacyCoordinator(
         platform.registry,
         platform.store,

@@ -84,7 +84,11 @@ class EngineExamples:
 
     def _read(self, sql: str, columns: Sequence[str]) -> pa.Table:
         schema = pa.schema([self.contract.arrow_schema.field(c) for c in columns])
-        return self.con.cursor().sql(sql).to_arrow_table().cast(schema)
+        cursor = self.con.cursor()  # one per read: the publisher reads parts on worker threads
+        try:
+            return cursor.sql(sql).to_arrow_table().cast(schema)
+        finally:
+            cursor.close()  # an open cursor keeps the database alive (and writing its WAL) after the build removed it
 
     def select(self, columns: Sequence[str]) -> pa.Table:
         wanted = list(dict.fromkeys(columns))
@@ -114,7 +118,8 @@ class EngineExamples:
     def filtered(self, keep: Callable[[pa.Table], pa.Table]) -> Examples:
         """The rows ``keep`` keeps, streamed through it batch by batch into a new table."""
         target = f"{self.name}_kept"
-        reader = self.con.cursor().sql(f"SELECT {', '.join(quote(c) for c in self.contract.column_names)} FROM {self.name}").fetch_record_batch(BATCH_ROWS)
+        cursor = self.con.cursor()
+        reader = cursor.sql(f"SELECT {', '.join(quote(c) for c in self.contract.column_names)} FROM {self.name}").fetch_record_batch(BATCH_ROWS)
         schema = self.contract.arrow_schema
 
         def kept() -> Iterator[pa.RecordBatch]:
@@ -126,6 +131,7 @@ class EngineExamples:
             self.con.execute(f"CREATE TABLE {target} AS SELECT * FROM __kept")
         finally:
             self.con.unregister("__kept")
+            cursor.close()
         return EngineExamples(self.con, target, self.contract)
 
 
