@@ -104,3 +104,25 @@ def test_concurrent_appends_retry_and_all_land(tables):
         t.join()
     assert not errors
     assert tables.read(TRANSACTIONS).num_rows == 800
+
+
+def test_a_batch_appended_in_several_record_batches_keeps_every_row_in_its_own_file(tables):
+    """Each chunk of a streamed append is its own data file: a shared file number made every chunk overwrite the last."""
+    days = [DAY, DAY + dt.timedelta(days=1)]
+    rows = {d: prepare_batch(events.daily_batch(DOMAIN, "transactions", d).data, TRANSACTIONS).accepted for d in days}
+
+    def chunks():
+        for start in (0, 70, 140):  # three record batches per day, the last one shorter
+            for d in days:
+                yield d, rows[d].slice(start, 70)
+
+    recorded = events.daily_batch(DOMAIN, "transactions", DAY).recorded_at
+    outcomes = tables.append_days(TRANSACTIONS, chunks, recorded_at=recorded, batch="streamed", row_filter=tables.partition_filter(TRANSACTIONS, days))
+    assert {d: o.appended for d, o in outcomes.items()} == dict.fromkeys(days, 200)
+    for d in days:
+        read = tables.read(TRANSACTIONS, partition=d)
+        assert read.num_rows == 200 and pc.count_distinct(read.column("transaction_id")).as_py() == 200
+        assert sorted(read.column("transaction_id").to_pylist()) == sorted(rows[d].column("transaction_id").to_pylist())
+    files = [t.file for t in tables.table(TRANSACTIONS).scan().plan_files()]
+    assert len({f.file_path for f in files}) == len(files) == 6
+    assert sum(f.record_count for f in files) == 400

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import itertools
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
@@ -139,6 +140,7 @@ class CanonicalTables:
         for attempt in range(1, self.commit_attempts + 1):
             applied, latest = applied_and_latest(self._scan(tbl, contract, row_filter, None), contract, batch, by_day=by_day)
             txn, seen, new = tbl.transaction(), dict[Any, int](), dict[Any, int]()
+            counter, paths = itertools.count(0), set[str]()  # one file counter per snapshot: else every chunk's file is named 00000-0-<uuid>
             with txn.update_snapshot().fast_append() as files:
                 for day, chunk in chunks():
                     if day in applied or (None in applied and contract.partition_by is None):  # unpartitioned: the batch is in its one partition
@@ -148,7 +150,10 @@ class CanonicalTables:
                     if fresh.num_rows:
                         df, meta = stamped(fresh, recorded_at, batch), txn.table_metadata
                         _check_pyarrow_schema_compatible(meta.schema(), provided_schema=df.schema, format_version=meta.format_version)
-                        for data_file in _dataframe_to_data_files(table_metadata=meta, write_uuid=files.commit_uuid, df=df, io=tbl.io):
+                        for data_file in _dataframe_to_data_files(table_metadata=meta, write_uuid=files.commit_uuid, df=df, io=tbl.io, counter=counter):
+                            if data_file.file_path in paths:  # a later chunk replaced an earlier one's bytes: never commit that
+                                raise CanonicalTableError(f"append to {self.identifier(spec)}: data file {data_file.file_path} written twice")
+                            paths.add(data_file.file_path)
                             files.append_data_file(data_file)
             if sum(new.values()):  # else nothing was written: the transaction is dropped uncommitted
                 try:
