@@ -1,6 +1,8 @@
-"""`dsv diff REF_A REF_B [--json]`: what changed between two realizations, for an auditor.
+"""`dsv diff REF_A REF_B [--json]`: what changed between two realizations, or two model runs or artifacts, for an auditor.
 
-Exit 0 whether or not they differ; resolution failures keep their exit codes (3-7).
+Exit 0 whether or not they differ; resolution failures keep their exit codes (3-7). Two model runs or
+artifacts (``model_run:...``, ``artifact:...``, or a name or hash) are compared manifest against manifest
+first (:mod:`dsv_platform.cli.diff_runs`).
 
 Details: docs/diff.md
 """
@@ -17,8 +19,10 @@ from dsv_platform.core.diff.diff import DEFAULT_EXAMPLES
 from dsv_platform.core.diff.diff_report import RealizationDiff
 from dsv_platform.core.errors import ConfigurationError, ResolutionError
 from dsv_platform.services.publication.diff import diff_realizations
+from dsv_platform.services.reproduction.run_diff import is_run_target
 
 TOP_COLUMNS = 8
+HELP = "rows added/removed/changed, partitions, columns, label flips and split moves between two realizations; or two model runs' manifests"
 
 
 def _keys(sample: dict[str, Any]) -> str:
@@ -89,6 +93,15 @@ def _failure_json(exc: ResolutionError) -> str:
 def _diff(args: argparse.Namespace, platform: Platform) -> int:
     if args.examples < 0:
         raise ConfigurationError(f"--examples {args.examples}: must be 0 or more")
+    runs = [is_run_target(r) for r in (args.ref_a, args.ref_b)]
+    if any(runs):
+        if not all(runs):
+            raise ConfigurationError(f"dsv diff {args.ref_a} {args.ref_b}: compare two realizations, or two model runs or artifacts, not one of each")
+        from dsv_platform.cli.diff_runs import diff_run_command
+
+        return diff_run_command(args, platform)
+    if args.data:
+        raise ConfigurationError("--data compares the realizations two model runs or artifacts read; REF_A and REF_B are realizations")
     try:
         diff = diff_realizations(platform, args.ref_a, args.ref_b, label_columns=args.label, examples=args.examples, actor=platform.actor)
     except ResolutionError as exc:
@@ -100,12 +113,18 @@ def _diff(args: argparse.Namespace, platform: Platform) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("diff", help="rows added/removed/changed, partitions, columns, label flips and split moves between two realizations")
-    p.add_argument("ref_a", metavar="REF_A", help="the old realization: NAME:VERSION, NAME:VERSION@sha256:<hash> or NAME:VERSION@ALIAS")
-    p.add_argument("ref_b", metavar="REF_B", help="the new realization")
+    p = sub.add_parser("diff", help=HELP)
+    p.add_argument(
+        "ref_a",
+        metavar="REF_A",
+        help="the old realization (NAME:VERSION, NAME:VERSION@sha256:<hash>, NAME:VERSION@ALIAS), or a model run or artifact "
+        "(model_run:<hash|name>, artifact:<hash|footer|name>)",
+    )
+    p.add_argument("ref_b", metavar="REF_B", help="the new realization, model run or artifact")
     p.add_argument("--json", action="store_true", help="one JSON object (docs/diff.md)")
     p.add_argument("--examples", type=int, default=DEFAULT_EXAMPLES, metavar="N", help=f"example keys per count (default {DEFAULT_EXAMPLES})")
     p.add_argument(
         "--label", action="append", metavar="COLUMN", help="a 0/1 label column to count flips of (repeatable; default: the pinned label's bool columns)"
     )
+    p.add_argument("--data", action="store_true", help="with two model runs or artifacts: also diff each realization they read that differs")
     p.set_defaults(handler=_diff)

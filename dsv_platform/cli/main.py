@@ -73,7 +73,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lineage": ("dsv_platform.cli.lineage_cmd", "provenance of a model, report or realization; --impact: everything depending on a node"),
     "diff": (
         "dsv_platform.cli.diff_cmd",
-        "rows added/removed/changed, partitions, columns, label flips and split moves between two realizations",
+        "rows added/removed/changed, partitions, columns, label flips and split moves between two realizations; or two model runs' manifests",
     ),
     "schema": ("dsv_platform.cli.schema_cmd", "schema evolution: classify the changes between two contracts"),
     "consumers": ("dsv_platform.cli.consumers_cmd", "register who reads a definition and which columns"),
