@@ -1,4 +1,9 @@
-"""Streaming a canonical table's pinned snapshot as Arrow record batches, one data file at a time, never whole in memory."""
+"""Streaming a canonical table's pinned snapshot as Arrow record batches, one data file at a time, never whole in memory.
+
+A snapshot that lists one data file twice, or a file holding other than the rows its manifest entry counts, is
+refused as CORRUPT naming the table and the file (a streamed append before 2026-12-02 could write such snapshots:
+each record batch overwrote the file before it under the same name).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from pyiceberg.io.pyarrow import ArrowScan
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTableError, CanonicalTables
 from dsv_platform.adapters.iceberg.iceberg_values import table_schema
 from dsv_platform.core.config.source import TableSpecLike
+from dsv_platform.core.errors import CorruptError
 
 
 def scan_batches(tables: CanonicalTables, spec: TableSpecLike, *, snapshot_id: int | None) -> pa.RecordBatchReader:
@@ -26,11 +32,20 @@ def scan_batches(tables: CanonicalTables, spec: TableSpecLike, *, snapshot_id: i
     projected = scan.projection()
     reader = ArrowScan(scan.table_metadata, scan.io, projected, scan.row_filter, scan.case_sensitive, scan.limit)
 
+    name, seen = tables.identifier(spec), set[str]()
+
     def cast() -> Iterator[pa.RecordBatch]:
         for task in scan.plan_files():  # one data file at a time: pyiceberg's own reader reads every file at once
+            path, rows = task.file.file_path, 0
+            if path in seen:
+                raise CorruptError(f"table {name} snapshot {snapshot_id}: data file {path} is listed twice (rows of an append were overwritten)")
+            seen.add(path)
             for batch in reader.to_record_batches([task]):
+                rows += batch.num_rows
                 if batch.num_rows:
                     yield from pa.Table.from_batches([batch]).select(schema.names).cast(schema).to_batches()
+            if not task.delete_files and rows != task.file.record_count:
+                raise CorruptError(f"table {name} snapshot {snapshot_id}: data file {path} holds {rows} rows, its manifest counts {task.file.record_count}")
 
     return pa.RecordBatchReader.from_batches(schema, cast())
 
