@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -83,3 +84,6 @@ def test_a_batch_larger_than_the_cap_is_ingested_under_it(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     (report,) = json.loads(done.stdout)["files"]
     assert report["rows_accepted"] == ROWS and report["rows_rejected"] == 0 and len(report["days"]) == DAYS
+    files = str(tmp_path / "home" / "warehouse" / "canonical" / "events" / "data" / "*" / "*.parquet")
+    stored = duckdb.sql(f"SELECT count(*), count(DISTINCT event_id) FROM read_parquet('{files}', hive_partitioning = false)").fetchone()
+    assert stored == (ROWS, ROWS), "every accepted row is in the canonical table's files, once (each record batch its own file)"
