@@ -1,4 +1,7 @@
-"""`dsv table-location TABLE [--snapshot ID | --tag TAG] [--json]`: where DuckDB (or any Iceberg reader) finds a canonical table."""
+"""`dsv table-location TABLE [--snapshot ID | --tag TAG] [--json]`: where DuckDB (or any Iceberg reader) finds a canonical table.
+
+It needs a consumer grant on the table's source without a purpose, or operator (exit 7 otherwise), and is audited.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +11,12 @@ import json
 from dsv_platform.adapters.iceberg.duckdb_iceberg import table_location
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
+from dsv_platform.services.trust.access import authorize_table
 
 
 @with_platform
 def _table_location(args: argparse.Namespace, platform: Platform) -> int:
+    authorize_table(platform, args.table)  # the location reads every row and column: a grant on the table, audited
     location = table_location(platform.tables, args.table, snapshot_id=args.snapshot, ref=args.tag)
     if args.json:
         print(json.dumps(location.as_dict(), indent=2))

@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import select
 
 from dsv_platform.adapters.registry import schema as s
+from dsv_platform.adapters.registry import schema_trust as st
 from dsv_platform.bootstrap import build_platform
 from dsv_platform.core.config_yaml import ConfigError
 from dsv_platform.core.errors import AccessDeniedError
@@ -132,3 +133,28 @@ def test_the_fraud_model_asset_is_refused_without_a_training_grant(world: World)
     assert not result.success
     cause = next(e for e in result.all_events if e.is_step_failure).step_failure_data.error.cause  # type: ignore[union-attr]
     assert cause is not None and cause.cls_name == "AccessDeniedError" and "purpose=training" in cause.message
+
+
+def test_dsv_table_location_needs_a_grant_on_the_table_and_is_audited(world: World) -> None:
+    """A purpose-scoped consumer reads through open_dataset only: the table's location would give every row and column."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("DSV_")},
+        "DSV_HOME": str(world.settings.home),
+        "DSV_CONFIG_DIR": str(world.settings.config_dir),
+        "DSV_IDENTITY": "analyst",
+    }
+    denied = subprocess.run([DSV, "table-location", "transactions"], env=env, capture_output=True, text=True, timeout=300)
+    assert denied.returncode == 7 and denied.stderr.strip().count("\n") == 0, denied.stderr
+    assert "'analyst' may not read canonical table 'transactions' directly" in denied.stderr and "source=transactions" in denied.stderr
+    engineer, _ = trust.create_identity(world.platform, "table_reader", by="test")
+    trust.change_grant(world.platform, Grant(engineer.name, Role.CONSUMER, source="transactions"), add=True, reason="feature engineering")
+    reader = env | {"DSV_IDENTITY": "table_reader"}
+    ok = subprocess.run([DSV, "table-location", "transactions", "--json"], env=reader, capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr
+    assert "metadata_location" in json.loads(ok.stdout)
+    other = subprocess.run([DSV, "table-location", "chargebacks"], env=reader, capture_output=True, text=True, timeout=300)
+    assert other.returncode == 7, "a grant on one source is not a grant on another"
+    with world.registry.engine.connect() as conn:
+        log = st.audit_log
+        rows = conn.execute(select(log.c.identity, log.c.action, log.c.target).where(log.c.action == "table.location")).all()
+    assert [tuple(r) for r in rows] == [("table_reader", "table.location", "table:transactions")]

@@ -99,3 +99,26 @@ def authorize(platform: Platform, name: str, version: str, *, purpose: str | Non
 def _scoped(platform: Platform, identity: str, definition: str) -> bool:
     """Whether ``identity`` holds a consumer grant on ``definition`` for some named purpose."""
     return any(g.purpose is not None and grant_covers(g, Role.CONSUMER, definition=definition, purpose=g.purpose) for g in trust.grants_of(platform, identity))
+
+
+def authorize_table(platform: Platform, table: str) -> str:
+    """The current identity, allowed to read canonical table ``table`` directly (every row and column, no access policy).
+
+    That needs a ``consumer`` grant without a purpose on ``source=<table>`` (or unscoped), or ``operator``; a purpose-scoped
+    consumer reads through ``open_dataset`` only. Audited (``table.location``); else AccessDeniedError naming both.
+    """
+    identity = trust.current_identity(platform).name
+    for role, source in ((Role.CONSUMER, table), (Role.OPERATOR, None)):
+        try:
+            trust.require(platform, role, source=source, identity=identity)
+        except AccessDeniedError:
+            continue
+        trust.audit(platform, "table.location", f"table:{table}", detail={"role": role.value})
+        return identity
+    detail: dict[str, object] = {"identity": identity, "role": Role.CONSUMER.value, "source": table}
+    raise AccessDeniedError(
+        f"identity {identity!r} may not read canonical table {table!r} directly: it needs a consumer grant on source={table} "
+        "without a purpose, or operator (a purpose-scoped grant reads through open_dataset)",
+        ref=f"table:{table}",
+        detail=detail,
+    )
