@@ -85,21 +85,20 @@ def assign_splits(
     wanted = [c for c in columns.read if c in contract.column_names]
     tally = SplitTally(policy)
     with examples.scratch(limits) as con, _scratch_file(limits.spill_root) as path:
+        con.execute(f"DROP TABLE IF EXISTS {ROWS}")
         writer = _RowGroups(path)
         try:
             for batch, positions in examples.ordered(wanted, columns.order, positions=columns.column is None):
                 checked, stored = assign_in_order(with_example_id(batch, contract, source=split.source), policy, columns, positions)
                 tally.add(checked)
                 writer.write(stored)
-                rows = pa.table({"id": checked.column(ident), "entity": checked.column(entity), "split": checked.column("split")})
-                _insert(con, rows)
+                _insert(con, pa.table({"id": checked.column(ident), "entity": checked.column(entity), "split": checked.column("split")}))
                 progress.advance(checked.num_rows)
-        finally:
             writer.close()
-        try:
             disjoint = _entity_disjoint(con, entity, writer.entity_type(entity))
             digest = _assignment_hash(con, ident)
         finally:
+            writer.close()
             con.execute(f"DROP TABLE IF EXISTS {ROWS}")
         entry = SplitsEntry(
             policy=policy.to_document(),
@@ -119,6 +118,7 @@ class _RowGroups:
         self.writer: pq.ParquetWriter | None = None
         self.pending: list[pa.Table] = []
         self.held = self.written = 0
+        self.closed = False
 
     def write(self, table: pa.Table) -> None:
         if self.writer is None:
@@ -134,8 +134,9 @@ class _RowGroups:
             self.pending, self.held = [rest], rest.num_rows
 
     def close(self) -> None:
-        if self.writer is None:
+        if self.writer is None or self.closed:
             return
+        self.closed = True
         if self.held or not self.written:  # the last rows; an empty assignment is one empty row group, as write_table writes it
             self.writer.write_table(pa.concat_tables(self.pending).combine_chunks(), row_group_size=self.size)
         self.pending, self.held = [], 0
