@@ -11,6 +11,7 @@ from dsv_platform.core import canonical_json
 from dsv_platform.core.splits.hash_split import HashSplitPolicy, as_identifier_array, cumulative_parts, hash_from_config
 from dsv_platform.core.splits.split_common import (
     GROUP_SPLIT,
+    CheckTally,
     ColumnNeed,
     PolicyCheck,
     SplitAssignment,
@@ -78,6 +79,9 @@ class GroupSplitPolicy:
 
     def checks(self, assignment: pa.Table, split_column: str = "split") -> tuple[PolicyCheck, ...]:
         return ()  # every build checks entity disjointness on grouped_by
+
+    def check_tallies(self, split_column: str = "split") -> tuple[CheckTally, ...]:
+        return ()
 
     def assign_values(self, groups: Any) -> SplitAssignment:
         import pyarrow as pa

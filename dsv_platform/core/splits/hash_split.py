@@ -22,6 +22,7 @@ from dsv_platform.core.splits.split_common import (
     ALGORITHM,
     HASH_SPLIT,
     IDENTIFIER_ENCODING,
+    CheckTally,
     ColumnNeed,
     PolicyCheck,
     SplitAssignment,
@@ -168,6 +169,9 @@ class HashSplitPolicy:
         return cumulative_parts(self.ranges)
 
     def checks(self, assignment: pa.Table, split_column: str = "split") -> tuple[PolicyCheck, ...]:
+        return ()
+
+    def check_tallies(self, split_column: str = "split") -> tuple[CheckTally, ...]:
         return ()
 
     def bucket_of(self, identifier: str | int) -> int:

@@ -20,7 +20,7 @@ from dsv_platform.core.errors import SplitPolicyError
 from dsv_platform.core.splits.group_split import GroupSplitPolicy
 from dsv_platform.core.splits.hash_split import HashSplitPolicy
 from dsv_platform.core.splits.seeded_random import SeededRandomSplitPolicy
-from dsv_platform.core.splits.split_common import ColumnNeed, PolicyCheck, SplitAssignment
+from dsv_platform.core.splits.split_common import CheckTally, ColumnNeed, PolicyCheck, SplitAssignment
 from dsv_platform.core.splits.time_split import TimeSplitPolicy
 
 if TYPE_CHECKING:  # imported where used: loading a split policy (`dsv resolve`) needs neither numpy nor pyarrow
@@ -69,6 +69,9 @@ class SplitPolicy(Protocol):
     def checks(self, assignment: pa.Table, split_column: str = "split") -> tuple[PolicyCheck, ...]:
         """The policy's own rules checked on ``assignment`` (its column and the split column)."""
 
+    def check_tallies(self, split_column: str = "split") -> tuple[CheckTally, ...]:
+        """:meth:`checks` as tallies fed an assignment batch by batch, in row order (a build's streamed assignment)."""
+
 
 REGISTRY: dict[str, type[SplitPolicy]] = {cls.policy_name: cls for cls in (HashSplitPolicy, GroupSplitPolicy, TimeSplitPolicy, SeededRandomSplitPolicy)}
 """Every policy by its document's ``policy`` name."""
@@ -100,11 +103,12 @@ def dataset_column(policy: SplitPolicy, example_id: str) -> str | None:
     return policy.input_column(example_id if policy.column_key is None else None)
 
 
-def assign(table: pa.Table, policy: SplitPolicy, id_column: str | None = None, *, split_column: str = "split") -> pa.Table:
+def assign(table: pa.Table, policy: SplitPolicy, id_column: str | None = None, *, split_column: str = "split", positions: Any = None) -> pa.Table:
     """``table`` plus a string ``split_column`` (and an int64 ``bucket`` column for hash-based policies).
 
     ``id_column`` names the identifier column of a policy that records none (``hash-split/1``);
-    the other policies record their column, and ``id_column``, if given, must match it.
+    the other policies record their column, and ``id_column``, if given, must match it. A policy
+    drawing by row position reads ``positions`` (default 0, 1, ...: the rows of a batch read in order).
     """
     import numpy as np
     import pyarrow as pa
@@ -116,7 +120,7 @@ def assign(table: pa.Table, policy: SplitPolicy, id_column: str | None = None, *
     if clashes:
         raise SplitPolicyError(f"table already has a column {clashes[0]!r}; pass another split_column or drop it")
     if column is None:
-        values: Any = pa.array(np.arange(table.num_rows, dtype=np.int64))
+        values: Any = pa.array(np.arange(table.num_rows, dtype=np.int64)) if positions is None else positions
     elif column not in table.column_names:
         raise SplitPolicyError(f"split column {column!r} is not in the table (columns: {table.column_names})")
     else:
@@ -126,9 +130,7 @@ def assign(table: pa.Table, policy: SplitPolicy, id_column: str | None = None, *
     return out if result.buckets is None else out.append_column("bucket", result.buckets)
 
 
-def assign_examples(
-    examples: pa.Table, policy: SplitPolicy, example_id: str, entity_column: str, key: Sequence[str] = ()
-) -> tuple[pa.Table, pa.Table]:
+def assign_examples(examples: pa.Table, policy: SplitPolicy, example_id: str, entity_column: str, key: Sequence[str] = ()) -> tuple[pa.Table, pa.Table]:
     """A dataset's split assignment, sorted by example id (by ``key``, when given): ``(checked, stored)``.
 
     ``checked`` also holds the policy's column (what :meth:`SplitPolicy.checks` reads);
@@ -145,6 +147,7 @@ def assign_examples(
 
 __all__ = [
     "REGISTRY",
+    "CheckTally",
     "ColumnNeed",
     "PolicyCheck",
     "SplitPolicy",

@@ -14,6 +14,7 @@ from dsv_platform.core.splits.hash_split import HashSplitPolicy
 from dsv_platform.core.splits.split_common import (
     ALGORITHM,
     SEEDED_RANDOM,
+    CheckTally,
     ColumnNeed,
     PolicyCheck,
     SplitAssignment,
@@ -133,6 +134,9 @@ class SeededRandomSplitPolicy:
         return {p.name: p.upper for p in self.parts}
 
     def checks(self, assignment: pa.Table, split_column: str = "split") -> tuple[PolicyCheck, ...]:
+        return ()
+
+    def check_tallies(self, split_column: str = "split") -> tuple[CheckTally, ...]:
         return ()
 
     def assign_values(self, keys: Any) -> SplitAssignment:

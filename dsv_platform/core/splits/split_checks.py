@@ -79,22 +79,49 @@ def splits_are_entity_disjoint(table: pa.Table, entity_column: str, split_column
 
 def time_boundaries_respected(table: pa.Table, policy: TimeSplitPolicy, split_column: str = "split") -> CheckReport:
     """One finding per split present: every row's time lies in its split's range of ``policy``."""
-    times = _column(table, policy.column)
-    expected = np.array(policy.names, dtype=object)[policy.split_indices(times)]
-    actual = np.array(_split_text(table, split_column).to_pylist(), dtype=object)
-    bounds = {"train": ("", utc_text(policy.train_until)), "validation": (utc_text(policy.train_until), utc_text(policy.validation_until))}
-    bounds["test"] = (utc_text(policy.validation_until), "")
-    findings = []
-    for name in list(policy.names) + sorted(set(actual.tolist()) - set(policy.names), key=str):
-        rows = np.flatnonzero(actual == name)
-        bad = rows[expected[rows] != name]
-        lower, upper = bounds.get(name, ("unknown split", "unknown split"))
-        detail: dict[str, int | str] = {"rows": len(rows), "violations": len(bad), "from": lower, "until": upper}
-        if len(bad):
-            detail["first_violation_row"] = int(bad[0])
-            detail["first_violation_time"] = utc_text(times[int(bad[0])].as_py())
-        findings.append(CheckFinding(f"time_boundaries_respected[{name}]", len(bad) == 0, detail))
-    return CheckReport(tuple(findings))
+    tally = TimeBoundaryTally(policy, split_column)
+    tally.add(table)
+    return tally.report()
+
+
+class TimeBoundaryTally:
+    """:func:`time_boundaries_respected` over an assignment read batch by batch, in row order (rows counted across batches)."""
+
+    name = "time_boundaries_respected"
+    blocking = True
+
+    def __init__(self, policy: TimeSplitPolicy, split_column: str = "split") -> None:
+        self.policy, self.split_column, self.offset = policy, split_column, 0
+        self.rows: dict[str, int] = {}
+        self.violations: dict[str, int] = {}
+        self.first: dict[str, tuple[int, str]] = {}
+
+    def add(self, table: pa.Table) -> None:
+        times = _column(table, self.policy.column)
+        expected = np.array(self.policy.names, dtype=object)[self.policy.split_indices(times)]
+        actual = np.array(_split_text(table, self.split_column).to_pylist(), dtype=object)
+        for name in set(actual.tolist()):
+            rows = np.flatnonzero(actual == name)
+            bad = rows[expected[rows] != name]
+            self.rows[name] = self.rows.get(name, 0) + len(rows)
+            self.violations[name] = self.violations.get(name, 0) + len(bad)
+            if len(bad) and name not in self.first:
+                self.first[name] = (self.offset + int(bad[0]), utc_text(times[int(bad[0])].as_py()))
+        self.offset += table.num_rows
+
+    def report(self) -> CheckReport:
+        policy = self.policy
+        bounds = {"train": ("", utc_text(policy.train_until)), "validation": (utc_text(policy.train_until), utc_text(policy.validation_until))}
+        bounds["test"] = (utc_text(policy.validation_until), "")
+        findings = []
+        for name in list(policy.names) + sorted(set(self.rows) - set(policy.names), key=str):
+            bad = self.violations.get(name, 0)
+            lower, upper = bounds.get(name, ("unknown split", "unknown split"))
+            detail: dict[str, int | str] = {"rows": self.rows.get(name, 0), "violations": bad, "from": lower, "until": upper}
+            if bad:
+                detail["first_violation_row"], detail["first_violation_time"] = self.first[name]
+            findings.append(CheckFinding(f"time_boundaries_respected[{name}]", bad == 0, detail))
+        return CheckReport(tuple(findings))
 
 
 def expected_parts(policy: SplitPolicy) -> dict[str, int]:
@@ -105,23 +132,30 @@ def expected_parts(policy: SplitPolicy) -> dict[str, int]:
     return parts
 
 
-def proportions_within_tolerance(
-    table: pa.Table, expected: Mapping[str, int], tolerance_bp: int, split_column: str = "split"
-) -> CheckReport:
+def proportions_within_tolerance(table: pa.Table, expected: Mapping[str, int], tolerance_bp: int, split_column: str = "split") -> CheckReport:
     """Each split's observed fraction is within ``tolerance_bp`` basis points (1/10000) of its expected share.
 
     ``expected`` maps split names to integer shares (percent, parts, buckets). A split
     present in the data but not expected fails its own finding whatever the tolerance;
     an empty table fails every finding.
     """
-    if isinstance(tolerance_bp, bool) or not isinstance(tolerance_bp, int) or tolerance_bp < 0:
-        raise SplitPolicyError(f"tolerance_bp {tolerance_bp!r} must be a non-negative integer (basis points)")
-    total_parts = sum(expected.values())
-    if total_parts <= 0 or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in expected.values()):
-        raise SplitPolicyError(f"expected shares {dict(expected)!r} must be non-negative integers with a positive sum")
+    _check_shares(expected, tolerance_bp)
     counts_table = pa.table({"split": _split_text(table, split_column)}).group_by("split").aggregate([("split", "count")])
     counts = dict(zip(counts_table["split"].to_pylist(), counts_table["split_count"].to_pylist(), strict=True))
-    rows = table.num_rows
+    return proportions_of_counts(counts, table.num_rows, expected, tolerance_bp)
+
+
+def _check_shares(expected: Mapping[str, int], tolerance_bp: int) -> None:
+    if isinstance(tolerance_bp, bool) or not isinstance(tolerance_bp, int) or tolerance_bp < 0:
+        raise SplitPolicyError(f"tolerance_bp {tolerance_bp!r} must be a non-negative integer (basis points)")
+    if sum(expected.values()) <= 0 or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in expected.values()):
+        raise SplitPolicyError(f"expected shares {dict(expected)!r} must be non-negative integers with a positive sum")
+
+
+def proportions_of_counts(counts: Mapping[str, int], rows: int, expected: Mapping[str, int], tolerance_bp: int) -> CheckReport:
+    """:func:`proportions_within_tolerance` from each split's row count (``rows`` in all)."""
+    _check_shares(expected, tolerance_bp)
+    total_parts = sum(expected.values())
     findings = []
     for name in list(expected) + sorted(set(counts) - set(expected), key=str):
         want = Fraction(expected.get(name, 0), total_parts)
@@ -148,22 +182,35 @@ def assignment_hash(table: pa.Table, id_column: str, split_column: str = "split"
     so a TAB or LF inside an id cannot forge a line. Nulls are an error.
     """
     ids = _column(table, id_column)
+    _check_ids(ids, id_column)
+    pairs = pa.table({"id": ids, "split": _split_text(table, split_column)})
+    pairs = pairs.take(pc.sort_indices(pairs, sort_keys=[("id", "ascending"), ("split", "ascending")]))
+    digest = hashlib.sha256()
+    hash_sorted_lines(digest, pairs["id"], pairs["split"])
+    return digest.hexdigest()
+
+
+def _check_ids(ids: pa.ChunkedArray | pa.Array, id_column: str) -> None:
     if ids.null_count:
         raise SplitPolicyError(f"id column {id_column!r} holds {ids.null_count} nulls; cannot hash the assignment")
     if not (pa.types.is_integer(ids.type) or pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type)):
         raise SplitPolicyError(f"id column {id_column!r} has type {ids.type}; assignment hashes need strings or integers")
-    pairs = pa.table({"id": ids, "split": _split_text(table, split_column)})
-    pairs = pairs.take(pc.sort_indices(pairs, sort_keys=[("id", "ascending"), ("split", "ascending")]))
-    columns = [pc.cast(pairs["id"], pa.large_string()), pc.cast(pairs["split"], pa.large_string())]
+
+
+def hash_sorted_lines(digest: Any, ids: pa.ChunkedArray | pa.Array, splits: pa.ChunkedArray | pa.Array, id_column: str = "id") -> None:
+    """Feed ``digest`` the lines ``id TAB split LF`` of :func:`assignment_hash`, for pairs already in its order.
+
+    An assignment read batch by batch in that order (sorted by id, then split) hashes like :func:`assignment_hash` of the whole.
+    """
+    _check_ids(ids, id_column)
+    columns = [pc.cast(ids, pa.large_string()), pc.cast(splits, pa.large_string())]
     for i, column in enumerate(columns):
         for raw, escaped in _ESCAPES:
             column = pc.replace_substring(column, raw, escaped)
         columns[i] = column
     tab, newline, nothing = (pa.scalar(t, pa.large_string()) for t in ("\t", "\n", ""))
     lines = pc.binary_join_element_wise(pc.binary_join_element_wise(columns[0], columns[1], tab), nothing, newline)
-    digest = hashlib.sha256()
-    for chunk in lines.chunks:
+    for chunk in lines.chunks if isinstance(lines, pa.ChunkedArray) else [lines]:
         if len(chunk):
             offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64)[chunk.offset : chunk.offset + len(chunk) + 1]
             digest.update(memoryview(chunk.buffers()[2])[int(offsets[0]) : int(offsets[-1])])
-    return digest.hexdigest()

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dsv_platform.core.config_yaml import ConfigError
 from dsv_platform.core.errors import SplitPolicyError
@@ -122,6 +122,17 @@ class ColumnNeed(str, enum.Enum):
 
     IDENTIFIER = "identifier"  # strings or integers, never null
     TIME = "time"  # timezone-aware timestamps, never null
+
+
+class CheckTally(Protocol):
+    """A policy's rule checked on an assignment fed batch by batch in row order; its report once every batch is in."""
+
+    name: str
+    blocking: bool
+
+    def add(self, table: pa.Table) -> None: ...
+
+    def report(self) -> CheckReport: ...
 
 
 @dataclass(frozen=True)

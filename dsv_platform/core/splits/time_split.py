@@ -12,6 +12,7 @@ from dsv_platform.core import canonical_json
 from dsv_platform.core.errors import SplitPolicyError
 from dsv_platform.core.splits.split_common import (
     TIME_SPLIT,
+    CheckTally,
     ColumnNeed,
     PolicyCheck,
     SplitAssignment,
@@ -106,6 +107,12 @@ class TimeSplitPolicy:
         from dsv_platform.core.splits.split_checks import time_boundaries_respected
 
         return (PolicyCheck("time_boundaries_respected", time_boundaries_respected(assignment, self, split_column)),)
+
+    def check_tallies(self, split_column: str = "split") -> tuple[CheckTally, ...]:
+        """Every row's time lies in its split's range, tallied batch by batch."""
+        from dsv_platform.core.splits.split_checks import TimeBoundaryTally
+
+        return (TimeBoundaryTally(self, split_column),)
 
     def split_indices(self, times: pa.Array | pa.ChunkedArray) -> np.ndarray:
         """0 train, 1 validation, 2 test for a timezone-aware timestamp column without nulls."""

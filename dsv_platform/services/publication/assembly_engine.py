@@ -51,30 +51,6 @@ def engine_refusal(definition: DatasetDefinition, specs: Collection[TableSpecLik
     return None
 
 
-def assemble_out_of_core(
-    tables: CanonicalTables,
-    definition: DatasetDefinition,
-    inputs: Mapping[str, SourceSpec],
-    snapshots: Mapping[str, int],
-    watermark: dt.datetime,
-    *,
-    label: TableSpecLike | None = None,
-    label_key: tuple[str, ...] | None = None,
-    limits: EngineLimits | None = None,
-    zone_of: ZoneOf = zone,
-    exclude_batches: Collection[str] = (),
-) -> tuple[pa.Table, int]:
-    """The examples (contract columns, sorted by its key) and the population before the label join.
-
-    ``inputs`` are the base and joined sources by name, ``label`` the label version's table;
-    ``snapshots`` the pinned snapshot of each (by table name).
-    """
-    with examples_out_of_core(
-        tables, definition, inputs, snapshots, watermark, label=label, label_key=label_key, limits=limits, zone_of=zone_of, exclude_batches=exclude_batches
-    ) as (examples, population):
-        return _sorted(examples.whole(), definition), population
-
-
 @contextmanager
 def examples_out_of_core(
     tables: CanonicalTables,
@@ -90,8 +66,10 @@ def examples_out_of_core(
     exclude_batches: Collection[str] = (),
     progress: Progress = SILENT,
 ) -> Iterator[tuple[EngineExamples, int]]:
-    """:func:`assemble_out_of_core`'s examples left in the engine (read per partition), for the duration of the block.
+    """The examples (contract columns) left in the engine, read per partition, and the population before the label join, for the block.
 
+    ``inputs`` are the base and joined sources by name, ``label`` the label version's table;
+    ``snapshots`` the pinned snapshot of each (by table name).
     ``progress``: the stages ``read inputs`` (every input row streamed into the engine) and ``assemble`` (the examples).
     """
     with engine(limits or EngineLimits()) as con:
@@ -180,4 +158,4 @@ def _sorted(table: pa.Table, definition: DatasetDefinition) -> pa.Table:
     return table.sort_by([(k, "ascending") for k in definition.contract.key])
 
 
-__all__ = ["assemble_out_of_core", "assemble_tables", "engine_limits", "engine_refusal", "examples_out_of_core"]
+__all__ = ["assemble_tables", "engine_limits", "engine_refusal", "examples_out_of_core"]

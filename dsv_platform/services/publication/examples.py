@@ -8,14 +8,17 @@ the build's DuckDB database, so a build without such gates holds one partition a
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dsv_platform.adapters.engine.duckdb_engine import load_table
+from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine, load_table
 from dsv_platform.core.assembly.assembly_sql import quote
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.identity.hashing import UNPARTITIONED_KEY, partition_keys
@@ -24,7 +27,9 @@ if TYPE_CHECKING:
     from dsv_platform.adapters.engine.duckdb_engine import Connection
 
 Part = tuple[str, Callable[[], pa.Table]]
+Ordered = tuple[pa.Table, pa.Array | None]  # a batch of rows, and each one's position when asked
 BATCH_ROWS = 1 << 16
+POSITION = "__position"
 
 
 class Examples(Protocol):
@@ -34,6 +39,12 @@ class Examples(Protocol):
     def num_rows(self) -> int: ...
 
     def select(self, columns: Sequence[str]) -> pa.Table: ...
+
+    def ordered(self, columns: Sequence[str], order: Sequence[str], *, positions: bool = False) -> Iterator[Ordered]:
+        """``columns`` sorted by ``order`` (ascending), batch by batch (at least one, maybe empty), with each row's position when asked."""
+
+    def scratch(self, limits: EngineLimits) -> AbstractContextManager[Connection]:
+        """A DuckDB database for work beside the examples: the engine's own, else a fresh one under ``limits``."""
 
     def whole(self) -> pa.Table: ...
 
@@ -54,6 +65,17 @@ class TableExamples:
 
     def select(self, columns: Sequence[str]) -> pa.Table:
         return self.table.select(list(dict.fromkeys(columns)))
+
+    def ordered(self, columns: Sequence[str], order: Sequence[str], *, positions: bool = False) -> Iterator[Ordered]:
+        narrow = self.select(columns)
+        if positions:
+            narrow = narrow.append_column(POSITION, pa.array(np.arange(narrow.num_rows, dtype=np.int64)))
+        narrow = narrow.sort_by([(k, "ascending") for k in order])
+        for start in range(0, max(narrow.num_rows, 1), BATCH_ROWS):
+            yield _positioned(narrow.slice(start, BATCH_ROWS).combine_chunks(), positions)
+
+    def scratch(self, limits: EngineLimits) -> AbstractContextManager[Connection]:
+        return engine(limits)
 
     def whole(self) -> pa.Table:
         return self.table
@@ -94,6 +116,26 @@ class EngineExamples:
         wanted = list(dict.fromkeys(columns))
         return self._read(f"SELECT {', '.join(quote(c) for c in wanted)} FROM {self.name}", wanted)
 
+    def ordered(self, columns: Sequence[str], order: Sequence[str], *, positions: bool = False) -> Iterator[Ordered]:
+        """Sorted in the engine (spilling past its memory limit); a row's position is its place in the table (``rowid``)."""
+        wanted = list(dict.fromkeys(columns))
+        fields = [self.contract.arrow_schema.field(c) for c in wanted] + ([pa.field(POSITION, pa.int64())] if positions else [])
+        position = f", row_number() OVER (ORDER BY rowid) - 1 AS {POSITION}" if positions else ""
+        sql = f"SELECT {', '.join(quote(c) for c in wanted)}{position} FROM {self.name} ORDER BY {', '.join(quote(k) for k in order)}"
+        cursor = self.con.cursor()
+        try:
+            empty = True
+            for batch in cursor.sql(sql).to_arrow_reader(BATCH_ROWS):
+                empty = False
+                yield _positioned(pa.Table.from_batches([batch]).cast(pa.schema(fields)), positions)
+            if empty:
+                yield _positioned(pa.schema(fields).empty_table(), positions)
+        finally:
+            cursor.close()
+
+    def scratch(self, limits: EngineLimits) -> AbstractContextManager[Connection]:
+        return contextlib.nullcontext(self.con)
+
     def whole(self) -> pa.Table:
         return self.select(self.contract.column_names)
 
@@ -119,7 +161,7 @@ class EngineExamples:
         """The rows ``keep`` keeps, streamed through it batch by batch into a new table."""
         target = f"{self.name}_kept"
         cursor = self.con.cursor()
-        reader = cursor.sql(f"SELECT {', '.join(quote(c) for c in self.contract.column_names)} FROM {self.name}").fetch_record_batch(BATCH_ROWS)
+        reader = cursor.sql(f"SELECT {', '.join(quote(c) for c in self.contract.column_names)} FROM {self.name}").to_arrow_reader(BATCH_ROWS)
         schema = self.contract.arrow_schema
 
         def kept() -> Iterator[pa.RecordBatch]:
@@ -135,4 +177,10 @@ class EngineExamples:
         return EngineExamples(self.con, target, self.contract)
 
 
-__all__ = ["EngineExamples", "Examples", "Part", "TableExamples"]
+def _positioned(table: pa.Table, positions: bool) -> Ordered:
+    if not positions:
+        return table, None
+    return table.drop_columns([POSITION]), table.column(POSITION).combine_chunks()
+
+
+__all__ = ["EngineExamples", "Examples", "Ordered", "Part", "TableExamples"]

@@ -14,9 +14,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from dsv_platform.adapters.lineage.openlineage import LineageDataset
 from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore
 from dsv_platform.core import canonical_json
@@ -26,13 +23,11 @@ from dsv_platform.core.config.timezones import tz_database
 from dsv_platform.core.contracts.semantic_rules import declared_rules
 from dsv_platform.core.contracts.validation import validate
 from dsv_platform.core.errors import CorruptError
-from dsv_platform.core.identity.example_id import assignment_key, with_example_id
 from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.publication.gates import GateResult, rows_at_least
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin, LabelPin, Manifest, SourcePin, SplitsEntry
 from dsv_platform.core.publication.records import Realization
-from dsv_platform.core.splits.policy import assign_examples, dataset_column
-from dsv_platform.core.splits.split_checks import CheckReport, assignment_hash, proportions_within_tolerance, splits_are_entity_disjoint
+from dsv_platform.core.splits.split_checks import CheckReport, assignment_hash, proportions_of_counts, splits_are_entity_disjoint
 from dsv_platform.services.ingest.canonical_load import held_batches, label_table_spec
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.privacy.privacy import PrivacyCoordinator
@@ -41,7 +36,7 @@ from dsv_platform.services.publication.assembly_engine import engine_limits
 from dsv_platform.services.publication.datasets import load_manifest, open_dataset
 from dsv_platform.services.publication.examples import Examples
 from dsv_platform.services.publication.integrity_signals import integrity_gates
-from dsv_platform.services.publication.publisher import BuildRequest, BuildStep, Publisher, parquet_bytes
+from dsv_platform.services.publication.publisher import BuildRequest, BuildStep, Publisher
 from dsv_platform.services.publication.realization_inputs import (
     REPO,
     Inputs,
@@ -59,6 +54,7 @@ from dsv_platform.services.publication.realization_inputs import (
     runner_timezone,
 )
 from dsv_platform.services.publication.semantic_gate import semantic_gates
+from dsv_platform.services.publication.split_assignment import SplitSummary, split_assignment
 from dsv_platform.services.trust.signing import signer_of
 from dsv_platform.services.trust.trust import gatekeeper
 
@@ -91,20 +87,20 @@ class RealizationBuild:
         return dict(self.manifest.splits.counts) if self.manifest.splits else {}
 
 
-def _gates(definition: DatasetDefinition, assignment: pa.Table | None, rows: int, population: int) -> list[GateResult]:
+def _gates(definition: DatasetDefinition, assignment: SplitSummary | None, rows: int, population: int) -> list[GateResult]:
     """Entity disjointness, the proportions (when the policy fixes them), the row count, the policy's own rules, label coverage."""
     if assignment is None:  # no splits: the row count (and label coverage) gate the examples themselves
         return [rows_at_least(rows, definition.gates.rows_at_least), *_coverage(definition, rows, population)]
     policy = definition.policy()
-    disjoint = splits_are_entity_disjoint(assignment, definition.entity_column)
+    disjoint = assignment.disjoint
     gates = [GateResult("splits_are_entity_disjoint", disjoint.passed, {f.name: str(dict(f.detail)) for f in disjoint.findings})]
     parts = policy.expected_parts()
     if parts is not None:
-        proportions = proportions_within_tolerance(assignment, parts, definition.gates.proportion_tolerance_bp)
+        proportions = proportions_of_counts(assignment.counts, assignment.rows, parts, definition.gates.proportion_tolerance_bp)
         observed = {f.name: str(f.detail.get("observed")) for f in proportions.findings}
         gates.append(GateResult("proportions_within_tolerance", proportions.passed, observed, blocking=False))
-    gates.append(rows_at_least(assignment.num_rows, definition.gates.rows_at_least))
-    for check in policy.checks(assignment):
+    gates.append(rows_at_least(assignment.rows, definition.gates.rows_at_least))
+    for check in assignment.checks:
         gates.append(GateResult(check.name, check.report.passed, {f.name: str(dict(f.detail)) for f in check.report.findings}, blocking=check.blocking))
     return gates + _coverage(definition, rows, population)
 
@@ -153,28 +149,6 @@ def _manifest_fields(
         "parameters": parameters,
         "seed": definition.seed,
     }
-
-
-def split_assignment(platform: Platform, definition: DatasetDefinition, examples: Examples) -> tuple[pa.Table, SplitsEntry]:
-    """The split assignment of ``examples`` (by the output contract's key), stored as a content-addressed object.
-
-    Returns the assignment with the policy's column (what the gates check) and the manifest's entry for the stored one.
-    Only the columns the policy reads are read.
-    """
-    contract = definition.contract
-    key, stored_key = example_id(contract), assignment_key(contract)
-    policy = definition.policy()
-    column = dataset_column(policy, key)
-    read = [key, *stored_key, definition.entity_column, *([column] if column is not None else [])]
-    narrow = with_example_id(examples.select([c for c in read if c in contract.column_names]), contract, source=definition.ref)
-    checked, assignment = assign_examples(narrow, policy, key, definition.entity_column, stored_key)
-    splits = SplitsEntry(
-        policy=policy.to_document(),
-        assignment_object=platform.store.put(parquet_bytes(assignment)),
-        assignment_hash=assignment_hash(assignment, key),
-        counts={s: int(pc.sum(pc.equal(assignment.column("split"), s)).as_py() or 0) for s in policy.names},
-    )
-    return checked, splits
 
 
 # ---------------------------------------------------------------- lineage descriptors (services/lineage/openlineage.py emits them)
@@ -284,8 +258,7 @@ def _split_and_gates(
     assignment, splits = None, None
     if definition.split_policy is not None:
         progress.stage("split")
-        assignment, splits = split_assignment(platform, definition, examples)
-        progress.advance(assignment.num_rows)
+        assignment, splits = split_assignment(platform, definition, examples, progress)
     progress.stage("gates", unit="gates")
     gates = _gates(definition, assignment, examples.num_rows, population)
     if definition.derive or definition.aggregate is not None:  # values the recipe computed: Pandera checks them against the output contract

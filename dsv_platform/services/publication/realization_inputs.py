@@ -41,7 +41,7 @@ from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin
 from dsv_platform.core.reproduction.build_pin import read_build_pin
 from dsv_platform.services.ingest.canonical_load import label_table_spec
-from dsv_platform.services.publication.assembly_engine import assemble_out_of_core, engine_refusal, examples_out_of_core
+from dsv_platform.services.publication.assembly_engine import engine_refusal, examples_out_of_core
 from dsv_platform.services.publication.examples import Examples, TableExamples
 
 REPO = Path(__file__).resolve().parents[3]
@@ -171,31 +171,9 @@ def assemble(
     exclude_batches: Collection[str] = (),
     limits: EngineLimits | None = None,
 ) -> tuple[pa.Table, int]:
-    """The examples (contract columns, sorted by its key) and the population size before the label join.
-
-    With ``limits`` the relational work runs out of core in DuckDB when the definition allows it
-    (:func:`engine_refusal`), else in memory; both give the same rows.
-
-    ``zone_of`` gives the time zone rules of local-time windows and buckets (default: the pinned tzdata package);
-    ``exclude_batches``: quarantined raw batches whose rows are not read.
-    """
-    definition = inputs.definition
-    label_key = inputs.label.key if inputs.label is not None else None
-    if limits is not None and engine_refusal(definition, inputs.tables) is None:  # out of core (services/publication/assembly_engine.py)
-        label = label_table_spec(inputs.label) if inputs.label is not None else None
-        snapshots = {name: pin.snapshot_id for name, pin in pins.items()}
-        sources = {s: inputs.sources[s] for s in [definition.base, *(j.source for j in definition.as_of_joins)]}
-        return assemble_out_of_core(
-            tables, definition, sources, snapshots, watermark, label=label, label_key=label_key, limits=limits, zone_of=zone_of, exclude_batches=exclude_batches
-        )
-
-    def read(spec: TableSpecLike) -> pa.Table:
-        return tables.read(spec, snapshot_id=pins[spec.name].snapshot_id, as_of=watermark, exclude_batches=exclude_batches)
-
-    base = read(inputs.sources[definition.base])
-    joined = {j.source: read(inputs.sources[j.source]) for j in definition.as_of_joins}
-    labels = read(label_table_spec(inputs.label)) if inputs.label is not None else None
-    return assemble_examples(definition, base, joined, inputs.sources, labels, label_key=label_key, zone_of=zone_of)
+    """:func:`assembled`'s examples whole in memory (contract columns, sorted by its key) and the population before the label join."""
+    with assembled(tables, inputs, pins, watermark, zone_of=zone_of, exclude_batches=exclude_batches, limits=limits) as (examples, population):
+        return examples.whole().sort_by([(k, "ascending") for k in inputs.definition.contract.key]), population
 
 
 @contextmanager
@@ -205,28 +183,40 @@ def assembled(
     pins: Mapping[str, Pin],
     watermark: dt.datetime,
     *,
+    zone_of: ZoneOf = zone,
     exclude_batches: Collection[str] = (),
     limits: EngineLimits | None = None,
     progress: Progress = SILENT,
 ) -> Iterator[tuple[Examples, int]]:
-    """:func:`assemble`'s examples and population for the block: left in the build engine when it runs the definition, else in memory.
+    """The examples and the population size before the label join, for the block.
 
+    With ``limits`` the relational work runs out of core in DuckDB when the definition allows it
+    (:func:`engine_refusal`) and the examples stay in the engine; else they are assembled in memory.
+    Both give the same rows. ``zone_of`` gives the time zone rules of local-time windows and buckets
+    (default: the pinned tzdata package); ``exclude_batches``: quarantined raw batches whose rows are not read.
     ``progress``: ``read inputs`` and ``assemble`` out of core; one ``assemble`` stage in memory.
     """
     definition = inputs.definition
-    if limits is not None and engine_refusal(definition, inputs.tables) is None:
+    label_key = inputs.label.key if inputs.label is not None else None
+    if limits is not None and engine_refusal(definition, inputs.tables) is None:  # out of core (services/publication/assembly_engine.py)
         label = label_table_spec(inputs.label) if inputs.label is not None else None
         snapshots = {name: pin.snapshot_id for name, pin in pins.items()}
         sources = {s: inputs.sources[s] for s in [definition.base, *(j.source for j in definition.as_of_joins)]}
-        label_key = inputs.label.key if inputs.label is not None else None
         with examples_out_of_core(
-            tables, definition, sources, snapshots, watermark, label=label, label_key=label_key, limits=limits, exclude_batches=exclude_batches,
-            progress=progress,
-        ) as (examples, population):
+            tables, definition, sources, snapshots, watermark, label=label, label_key=label_key, limits=limits, zone_of=zone_of,
+            exclude_batches=exclude_batches, progress=progress,
+        ) as (examples, population):  # fmt: skip
             yield examples, population
         return
     progress.stage("assemble")
-    table, population = assemble(tables, inputs, pins, watermark, exclude_batches=exclude_batches)
+
+    def read(spec: TableSpecLike) -> pa.Table:
+        return tables.read(spec, snapshot_id=pins[spec.name].snapshot_id, as_of=watermark, exclude_batches=exclude_batches)
+
+    base = read(inputs.sources[definition.base])
+    joined = {j.source: read(inputs.sources[j.source]) for j in definition.as_of_joins}
+    labels = read(label_table_spec(inputs.label)) if inputs.label is not None else None
+    table, population = assemble_examples(definition, base, joined, inputs.sources, labels, label_key=label_key, zone_of=zone_of)
     progress.advance(table.num_rows)
     progress.done()
     yield TableExamples(table, definition.contract), population
