@@ -20,12 +20,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
-from pyiceberg.expressions import AlwaysTrue, BooleanExpression, EqualTo, In
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression, In
 from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to_data_files
 from pyiceberg.table import Table
 
 from dsv_platform.adapters.iceberg.iceberg_catalog import build_catalog
-from dsv_platform.adapters.iceberg.iceberg_schema import scan_arrow
+from dsv_platform.adapters.iceberg.iceberg_schema import equal, scan_arrow, where
 from dsv_platform.adapters.iceberg.iceberg_values import (
     BATCH,
     RECORDED_AT,
@@ -108,7 +108,7 @@ class CanonicalTables:
         tbl = self.catalog.load_table(self.identifier(spec))
         if tbl.current_snapshot() is None:
             return 0
-        return int(tbl.scan(row_filter=_equal(column, value), selected_fields=(column,)).to_arrow().num_rows)
+        return int(tbl.scan(row_filter=equal(column, value), selected_fields=(column,)).to_arrow().num_rows)
 
     # -- writes ---------------------------------------------------------------
     def append(self, spec: TableSpecLike, rows: pa.Table, *, recorded_at: dt.datetime, batch: str) -> AppendOutcome:
@@ -174,7 +174,7 @@ class CanonicalTables:
         The new current snapshot no longer holds them; older snapshots still do
         until they are expired (see :meth:`snapshots_matching` and :meth:`expire`).
         """
-        delete_filter = _where(delete_filter)
+        delete_filter = where(delete_filter)
         if not self.exists(spec):
             return RowDeletion(spec.name, None, None, 0, ())
         tbl = self.catalog.load_table(self.identifier(spec))
@@ -217,7 +217,7 @@ class CanonicalTables:
 
     def snapshots_matching(self, spec: TableSpecLike, row_filter: BooleanExpression | tuple[str, object]) -> list[int]:
         """Ids of the snapshots (the current one included) that still hold a row matching ``row_filter`` (an expression or ``(column, value)``)."""
-        row_filter = _where(row_filter)
+        row_filter = where(row_filter)
         if not self.exists(spec):
             return []
         tbl = self.catalog.load_table(self.identifier(spec))
@@ -288,7 +288,7 @@ class CanonicalTables:
             raise CanonicalTableError(f"table {self.identifier(spec)} has no snapshot {snapshot_id} (expired?)")
         row_filter: BooleanExpression = AlwaysTrue()
         if partition is not None and contract.partition_by:
-            row_filter = _equal(contract.partition_by, literal(partition))
+            row_filter = equal(contract.partition_by, literal(partition))
         wanted = None if columns is None or not history else [*dict.fromkeys([*contract.key, *columns, RECORDED_AT, BATCH])]
         rows = self._scan(tbl, contract, row_filter, snapshot_id, wanted)
         if exclude_batches:
@@ -317,7 +317,7 @@ class CanonicalTables:
         if part is None or not values:
             return AlwaysTrue()
         if len(values) == 1:
-            return _equal(part, literal(next(iter(values))))
+            return equal(part, literal(next(iter(values))))
         return In(part, {literal(v) for v in values})  # type: ignore[call-arg, arg-type]
 
     @staticmethod
@@ -329,7 +329,7 @@ class CanonicalTables:
         if any(v is None for v in values):
             return AlwaysTrue()
         if len(values) == 1:
-            return _equal(part, literal(values[0]))
+            return equal(part, literal(values[0]))
         return In(part, {literal(v) for v in values})  # type: ignore[call-arg, arg-type]  # only the partitions the batch touches
 
     # -- snapshots and tags ---------------------------------------------------
@@ -382,15 +382,6 @@ class CanonicalTables:
             )
             for s in tbl.snapshots()
         ]
-
-
-def _equal(column: str, value: object) -> BooleanExpression:
-    """``column == value`` (pyiceberg's runtime signature; its typed model signature differs)."""
-    return EqualTo(column, value)  # type: ignore[call-arg, arg-type]
-
-
-def _where(condition: BooleanExpression | tuple[str, object]) -> BooleanExpression:
-    return _equal(condition[0], condition[1]) if isinstance(condition, tuple) else condition
 
 
 def _snapshot_id(tbl: Table) -> int | None:
