@@ -28,12 +28,14 @@ from dsv_platform.adapters.iceberg.iceberg_catalog import build_catalog
 from dsv_platform.adapters.iceberg.iceberg_schema import equal, scan_arrow, where
 from dsv_platform.adapters.iceberg.iceberg_values import (
     BATCH,
+    BATCH_METRICS,
     RECORDED_AT,
     AppendOutcome,
     PinnedSnapshot,
     RowDeletion,
     SnapshotInfo,
     applied_and_latest,
+    batch_properties,
     changed_rows,
     latest_per_key,
     literal,
@@ -79,7 +81,7 @@ class CanonicalTables:
         with contextlib.suppress(NamespaceAlreadyExistsError):
             self.catalog.create_namespace(self.namespace)
         try:
-            with self.catalog.create_table_transaction(ident, schema=table_schema(spec.contract)) as txn:
+            with self.catalog.create_table_transaction(ident, schema=table_schema(spec.contract), properties=BATCH_METRICS) as txn:
                 if spec.contract.partition_by:
                     with txn.update_spec() as update:
                         update.add_identity(spec.contract.partition_by)
@@ -133,6 +135,7 @@ class CanonicalTables:
         One snapshot, one outcome per day; ``row_filter`` names the partitions the rows fall in. ``by_day``: a day that
         holds the batch already is skipped, a row equal to its key's latest version in its day is not appended again
         (an anti-join per record batch); else the same over all of ``row_filter`` at once (day None).
+        The snapshot summary names the batch (``dsv.batches``); ``_batch`` keeps whole manifest bounds (iceberg_batches.py).
         """
         if recorded_at.tzinfo is None:
             raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
@@ -141,7 +144,9 @@ class CanonicalTables:
             applied, latest = applied_and_latest(self._scan(tbl, contract, row_filter, None), contract, batch, by_day=by_day)
             txn, seen, new = tbl.transaction(), dict[Any, int](), dict[Any, int]()
             counter, paths = itertools.count(0), set[str]()  # one file counter per snapshot: else every chunk's file is named 00000-0-<uuid>
-            with txn.update_snapshot().fast_append() as files:
+            if any(tbl.properties.get(k) != v for k, v in BATCH_METRICS.items()):
+                txn.set_properties(BATCH_METRICS)
+            with txn.update_snapshot(snapshot_properties=batch_properties(batch)).fast_append() as files:
                 for day, chunk in chunks():
                     if day in applied or (None in applied and contract.partition_by is None):  # unpartitioned: the batch is in its one partition
                         continue
