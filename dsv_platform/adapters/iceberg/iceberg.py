@@ -129,25 +129,32 @@ class CanonicalTables:
         batch: str,
         row_filter: BooleanExpression,
         by_day: bool = True,
+        each_partition: bool = False,
     ) -> dict[Any, AppendOutcome]:
         """:meth:`append` of rows given a record batch at a time, as ``(day, rows)`` (``chunks()`` gives them anew on each attempt).
 
         One snapshot, one outcome per day; ``row_filter`` names the partitions the rows fall in. ``by_day``: a day that
         holds the batch already is skipped, a row equal to its key's latest version in its day is not appended again
-        (an anti-join per record batch); else the same over all of ``row_filter`` at once (day None).
+        (an anti-join per record batch); else the same over all of ``row_filter`` at once (day None). ``each_partition``:
+        each chunk is one whole partition (its ``partition_by`` value as the day), read from the table when it comes.
         The snapshot summary names the batch (``dsv.batches``); ``_batch`` keeps whole manifest bounds (iceberg_batches.py).
         """
         if recorded_at.tzinfo is None:
             raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
         contract, tbl = spec.contract, self.table(spec)
         for attempt in range(1, self.commit_attempts + 1):
-            applied, latest = applied_and_latest(self._scan(tbl, contract, row_filter, None), contract, batch, by_day=by_day)
+            scanned = table_schema(contract).empty_table() if each_partition else self._scan(tbl, contract, row_filter, None)
+            applied, latest = applied_and_latest(scanned, contract, batch, by_day=by_day)
             txn, seen, new = tbl.transaction(), dict[Any, int](), dict[Any, int]()
             counter, paths = itertools.count(0), set[str]()  # one file counter per snapshot: else every chunk's file is named 00000-0-<uuid>
             if any(tbl.properties.get(k) != v for k, v in BATCH_METRICS.items()):
                 txn.set_properties(BATCH_METRICS)
             with txn.update_snapshot(snapshot_properties=batch_properties(batch)).fast_append() as files:
                 for day, chunk in chunks():
+                    if each_partition:  # this partition's rows only: memory bounded by the largest partition
+                        scanned = self._scan(tbl, contract, self.partition_filter(spec, [day]), None)
+                        held, latest = applied_and_latest(scanned, contract, batch, by_day=False)
+                        applied |= {day} if held else set()
                     if day in applied or (None in applied and contract.partition_by is None):  # unpartitioned: the batch is in its one partition
                         continue
                     fresh = changed_rows(chunk.select(contract.column_names).cast(contract.arrow_schema), latest, contract)
