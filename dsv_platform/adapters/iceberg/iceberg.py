@@ -147,8 +147,7 @@ class CanonicalTables:
             applied, latest = applied_and_latest(scanned, contract, batch, by_day=by_day)
             txn, seen, new = tbl.transaction(), dict[Any, int](), dict[Any, int]()
             counter, paths = itertools.count(0), set[str]()  # one file counter per snapshot: else every chunk's file is named 00000-0-<uuid>
-            if any(tbl.properties.get(k) != v for k, v in BATCH_METRICS.items()):
-                txn.set_properties(BATCH_METRICS)
+            txn = txn.set_properties(BATCH_METRICS) if any(tbl.properties.get(k) != v for k, v in BATCH_METRICS.items()) else txn
             with txn.update_snapshot(snapshot_properties=batch_properties(batch)).fast_append() as files:
                 for day, chunk in chunks():
                     if each_partition:  # this partition's rows only: memory bounded by the largest partition
