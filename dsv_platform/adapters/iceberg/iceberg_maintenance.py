@@ -38,9 +38,15 @@ def local_key(uri: str) -> str:
     return str(local) if local is not None else uri
 
 
-def _entries(tbl: Any, snap: Any) -> Iterable[Any]:
+def _entries(tbl: Any, snap: Any, cache: dict[str, list[Any]] | None = None) -> Iterable[Any]:
+    """The live entries of ``snap``'s manifests; ``cache``: by manifest path (a manifest file is never rewritten)."""
     for manifest in snap.manifests(tbl.io):
-        yield from manifest.fetch_manifest_entry(tbl.io, discard_deleted=True)
+        if cache is None:
+            yield from manifest.fetch_manifest_entry(tbl.io, discard_deleted=True)
+            continue
+        if manifest.manifest_path not in cache:
+            cache[manifest.manifest_path] = manifest.fetch_manifest_entry(tbl.io, discard_deleted=True)
+        yield from cache[manifest.manifest_path]
 
 
 def _data_files(tbl: Any, snap: Any) -> Iterable[Any]:
@@ -101,9 +107,10 @@ def inventory(tables: CanonicalTables) -> tuple[list[SnapshotInfo], list[TagInfo
         tbl = tables.load(name)
         current = tbl.current_snapshot()
         referenced: dict[str, Any] = {}
+        cache: dict[str, list[Any]] = {}  # each snapshot lists its parent's manifests again: read each once
         for snap in tbl.snapshots():
             paths = []
-            for entry in _entries(tbl, snap):
+            for entry in _entries(tbl, snap, cache):
                 paths.append(entry.data_file.file_path)
                 referenced.setdefault(entry.data_file.file_path, entry)
             is_current = current is not None and snap.snapshot_id == current.snapshot_id
