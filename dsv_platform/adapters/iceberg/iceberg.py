@@ -20,20 +20,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
-from pyiceberg.expressions import AlwaysTrue, BooleanExpression, EqualTo, In
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression, In
 from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to_data_files
 from pyiceberg.table import Table
 
 from dsv_platform.adapters.iceberg.iceberg_catalog import build_catalog
-from dsv_platform.adapters.iceberg.iceberg_schema import scan_arrow
+from dsv_platform.adapters.iceberg.iceberg_schema import equal, scan_arrow, where
 from dsv_platform.adapters.iceberg.iceberg_values import (
     BATCH,
+    BATCH_METRICS,
     RECORDED_AT,
     AppendOutcome,
     PinnedSnapshot,
     RowDeletion,
     SnapshotInfo,
     applied_and_latest,
+    batch_properties,
     changed_rows,
     latest_per_key,
     literal,
@@ -79,7 +81,7 @@ class CanonicalTables:
         with contextlib.suppress(NamespaceAlreadyExistsError):
             self.catalog.create_namespace(self.namespace)
         try:
-            with self.catalog.create_table_transaction(ident, schema=table_schema(spec.contract)) as txn:
+            with self.catalog.create_table_transaction(ident, schema=table_schema(spec.contract), properties=BATCH_METRICS) as txn:
                 if spec.contract.partition_by:
                     with txn.update_spec() as update:
                         update.add_identity(spec.contract.partition_by)
@@ -108,7 +110,7 @@ class CanonicalTables:
         tbl = self.catalog.load_table(self.identifier(spec))
         if tbl.current_snapshot() is None:
             return 0
-        return int(tbl.scan(row_filter=_equal(column, value), selected_fields=(column,)).to_arrow().num_rows)
+        return int(tbl.scan(row_filter=equal(column, value), selected_fields=(column,)).to_arrow().num_rows)
 
     # -- writes ---------------------------------------------------------------
     def append(self, spec: TableSpecLike, rows: pa.Table, *, recorded_at: dt.datetime, batch: str) -> AppendOutcome:
@@ -127,22 +129,31 @@ class CanonicalTables:
         batch: str,
         row_filter: BooleanExpression,
         by_day: bool = True,
+        each_partition: bool = False,
     ) -> dict[Any, AppendOutcome]:
         """:meth:`append` of rows given a record batch at a time, as ``(day, rows)`` (``chunks()`` gives them anew on each attempt).
 
         One snapshot, one outcome per day; ``row_filter`` names the partitions the rows fall in. ``by_day``: a day that
         holds the batch already is skipped, a row equal to its key's latest version in its day is not appended again
-        (an anti-join per record batch); else the same over all of ``row_filter`` at once (day None).
+        (an anti-join per record batch); else the same over all of ``row_filter`` at once (day None). ``each_partition``:
+        each chunk is one whole partition (its ``partition_by`` value as the day), read from the table when it comes.
+        The snapshot summary names the batch (``dsv.batches``); ``_batch`` keeps whole manifest bounds (iceberg_batches.py).
         """
         if recorded_at.tzinfo is None:
             raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
         contract, tbl = spec.contract, self.table(spec)
         for attempt in range(1, self.commit_attempts + 1):
-            applied, latest = applied_and_latest(self._scan(tbl, contract, row_filter, None), contract, batch, by_day=by_day)
+            scanned = table_schema(contract).empty_table() if each_partition else self._scan(tbl, contract, row_filter, None)
+            applied, latest = applied_and_latest(scanned, contract, batch, by_day=by_day)
             txn, seen, new = tbl.transaction(), dict[Any, int](), dict[Any, int]()
             counter, paths = itertools.count(0), set[str]()  # one file counter per snapshot: else every chunk's file is named 00000-0-<uuid>
-            with txn.update_snapshot().fast_append() as files:
+            txn = txn.set_properties(BATCH_METRICS) if any(tbl.properties.get(k) != v for k, v in BATCH_METRICS.items()) else txn
+            with txn.update_snapshot(snapshot_properties=batch_properties(batch)).fast_append() as files:
                 for day, chunk in chunks():
+                    if each_partition:  # this partition's rows only: memory bounded by the largest partition
+                        scanned = self._scan(tbl, contract, self.partition_filter(spec, [day]), None)
+                        held, latest = applied_and_latest(scanned, contract, batch, by_day=False)
+                        applied |= {day} if held else set()
                     if day in applied or (None in applied and contract.partition_by is None):  # unpartitioned: the batch is in its one partition
                         continue
                     fresh = changed_rows(chunk.select(contract.column_names).cast(contract.arrow_schema), latest, contract)
@@ -174,7 +185,7 @@ class CanonicalTables:
         The new current snapshot no longer holds them; older snapshots still do
         until they are expired (see :meth:`snapshots_matching` and :meth:`expire`).
         """
-        delete_filter = _where(delete_filter)
+        delete_filter = where(delete_filter)
         if not self.exists(spec):
             return RowDeletion(spec.name, None, None, 0, ())
         tbl = self.catalog.load_table(self.identifier(spec))
@@ -217,7 +228,7 @@ class CanonicalTables:
 
     def snapshots_matching(self, spec: TableSpecLike, row_filter: BooleanExpression | tuple[str, object]) -> list[int]:
         """Ids of the snapshots (the current one included) that still hold a row matching ``row_filter`` (an expression or ``(column, value)``)."""
-        row_filter = _where(row_filter)
+        row_filter = where(row_filter)
         if not self.exists(spec):
             return []
         tbl = self.catalog.load_table(self.identifier(spec))
@@ -288,7 +299,7 @@ class CanonicalTables:
             raise CanonicalTableError(f"table {self.identifier(spec)} has no snapshot {snapshot_id} (expired?)")
         row_filter: BooleanExpression = AlwaysTrue()
         if partition is not None and contract.partition_by:
-            row_filter = _equal(contract.partition_by, literal(partition))
+            row_filter = equal(contract.partition_by, literal(partition))
         wanted = None if columns is None or not history else [*dict.fromkeys([*contract.key, *columns, RECORDED_AT, BATCH])]
         rows = self._scan(tbl, contract, row_filter, snapshot_id, wanted)
         if exclude_batches:
@@ -317,7 +328,7 @@ class CanonicalTables:
         if part is None or not values:
             return AlwaysTrue()
         if len(values) == 1:
-            return _equal(part, literal(next(iter(values))))
+            return equal(part, literal(next(iter(values))))
         return In(part, {literal(v) for v in values})  # type: ignore[call-arg, arg-type]
 
     @staticmethod
@@ -329,7 +340,7 @@ class CanonicalTables:
         if any(v is None for v in values):
             return AlwaysTrue()
         if len(values) == 1:
-            return _equal(part, literal(values[0]))
+            return equal(part, literal(values[0]))
         return In(part, {literal(v) for v in values})  # type: ignore[call-arg, arg-type]  # only the partitions the batch touches
 
     # -- snapshots and tags ---------------------------------------------------
@@ -382,15 +393,6 @@ class CanonicalTables:
             )
             for s in tbl.snapshots()
         ]
-
-
-def _equal(column: str, value: object) -> BooleanExpression:
-    """``column == value`` (pyiceberg's runtime signature; its typed model signature differs)."""
-    return EqualTo(column, value)  # type: ignore[call-arg, arg-type]
-
-
-def _where(condition: BooleanExpression | tuple[str, object]) -> BooleanExpression:
-    return _equal(condition[0], condition[1]) if isinstance(condition, tuple) else condition
 
 
 def _snapshot_id(tbl: Table) -> int | None:

@@ -17,10 +17,10 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
-from dsv_platform.adapters.iceberg.iceberg_values import BATCH, RECORDED_AT
+from dsv_platform.adapters.iceberg.iceberg_batches import BatchIndex
+from dsv_platform.adapters.iceberg.iceberg_values import RECORDED_AT
 from dsv_platform.core.config.source import TableSpecLike
 from dsv_platform.core.retention.gc import DataFileInfo, SnapshotInfo, TagInfo
 
@@ -38,9 +38,19 @@ def local_key(uri: str) -> str:
     return str(local) if local is not None else uri
 
 
-def _data_files(tbl: Any, snap: Any) -> Iterable[Any]:
+def _entries(tbl: Any, snap: Any, cache: dict[str, list[Any]] | None = None) -> Iterable[Any]:
+    """The live entries of ``snap``'s manifests; ``cache``: by manifest path (a manifest file is never rewritten)."""
     for manifest in snap.manifests(tbl.io):
-        yield from (entry.data_file for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True))
+        if cache is None:
+            yield from manifest.fetch_manifest_entry(tbl.io, discard_deleted=True)
+            continue
+        if manifest.manifest_path not in cache:
+            cache[manifest.manifest_path] = manifest.fetch_manifest_entry(tbl.io, discard_deleted=True)
+        yield from cache[manifest.manifest_path]
+
+
+def _data_files(tbl: Any, snap: Any) -> Iterable[Any]:
+    return (entry.data_file for entry in _entries(tbl, snap))
 
 
 def max_recorded_at(tables: CanonicalTables, spec: TableSpecLike, snapshot_id: int) -> datetime | None:
@@ -73,20 +83,6 @@ def _scanned_max(tables: CanonicalTables, spec: TableSpecLike, snapshot_id: int)
     return pc.max(hist.column(RECORDED_AT)).as_py() if hist.num_rows else None
 
 
-def _batches_in(tbl: Any, path: str) -> tuple[str, ...]:
-    """The ``_batch`` values one data file holds; () for a file that is gone."""
-    try:
-        with tbl.io.new_input(path).open() as fh:
-            col = pq.read_table(fh, columns=[BATCH]).column(BATCH)
-    except (OSError, pa.ArrowInvalid):  # a file gone (GC raced with us): nothing to attribute
-        return ()
-    return tuple(sorted(str(v) for v in pc.unique(col).to_pylist()))
-
-
-def _has_batch_column(tbl: Any) -> bool:
-    return any(f.name == BATCH for f in tbl.schema().fields)
-
-
 def _files_on_disk(tbl: Any) -> dict[str, tuple[int, datetime | None]]:
     on_disk: dict[str, tuple[int, datetime | None]] = {}
     data_dir = local_path(tbl.metadata.location.rstrip("/") + "/data")
@@ -100,28 +96,33 @@ def _files_on_disk(tbl: Any) -> dict[str, tuple[int, datetime | None]]:
 
 
 def inventory(tables: CanonicalTables) -> tuple[list[SnapshotInfo], list[TagInfo], list[DataFileInfo]]:
-    """Every snapshot (with the data files it references), tag and data file (referenced or only on disk) of the namespace."""
+    """Every snapshot (with the data files it references), tag and data file (referenced or only on disk) of the namespace.
+
+    A data file's batches come from the metadata (iceberg_batches.py); only a file it does not name them for is read.
+    """
     snapshots: list[SnapshotInfo] = []
     tags: list[TagInfo] = []
     files: list[DataFileInfo] = []
     for name in tables.table_names():
         tbl = tables.load(name)
         current = tbl.current_snapshot()
-        referenced: dict[str, int] = {}
+        referenced: dict[str, Any] = {}
+        cache: dict[str, list[Any]] = {}  # each snapshot lists its parent's manifests again: read each once
         for snap in tbl.snapshots():
             paths = []
-            for f in _data_files(tbl, snap):
-                paths.append(f.file_path)
-                referenced[f.file_path] = f.file_size_in_bytes
+            for entry in _entries(tbl, snap, cache):
+                paths.append(entry.data_file.file_path)
+                referenced.setdefault(entry.data_file.file_path, entry)
             is_current = current is not None and snap.snapshot_id == current.snapshot_id
             snapshots.append(SnapshotInfo(name, snap.snapshot_id, datetime.fromtimestamp(snap.timestamp_ms / 1000, UTC), is_current, tuple(sorted(set(paths)))))
         tags += [TagInfo(name, tag, ref.snapshot_id) for tag, ref in tbl.refs().items() if str(ref.snapshot_ref_type) == "tag"]
         on_disk = _files_on_disk(tbl)
-        with_batches = _has_batch_column(tbl)
+        index = BatchIndex(tbl)
         # Iceberg records "file:///a/b=c/f.parquet" unquoted; local files are compared by their decoded path.
-        for path, size in referenced.items():
+        for path, entry in referenced.items():
+            size = entry.data_file.file_size_in_bytes
             mtime = on_disk.pop(local_key(path), (size, None))[1]
-            files.append(DataFileInfo(name, path, size, mtime, _batches_in(tbl, path) if with_batches else ()))
+            files.append(DataFileInfo(name, path, size, mtime, index.of_entry(entry)))
         files += [DataFileInfo(name, path, size, mtime, ()) for path, (size, mtime) in on_disk.items()]
     return snapshots, tags, files
 
@@ -137,20 +138,12 @@ class SnapshotBatches:
 
 
 def snapshot_batches(tables: CanonicalTables) -> list[SnapshotBatches]:
-    """For every snapshot of every table: the ``_batch`` values of the data files it added (tables without ``_batch``: none)."""
+    """For every snapshot of every table: the batches of the data files it added, from metadata (tables without ``_batch``: none)."""
     out = []
     for name in tables.table_names():
         tbl = tables.load(name)
-        with_batches = _has_batch_column(tbl)
-        for snap in tbl.snapshots():
-            batches: set[str] = set()
-            if with_batches:
-                for manifest in snap.manifests(tbl.io):
-                    if manifest.added_snapshot_id != snap.snapshot_id:
-                        continue
-                    for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True):
-                        batches.update(_batches_in(tbl, entry.data_file.file_path))
-            out.append(SnapshotBatches(name, snap.snapshot_id, snap.parent_snapshot_id, tuple(sorted(batches))))
+        index = BatchIndex(tbl)
+        out += [SnapshotBatches(name, snap.snapshot_id, snap.parent_snapshot_id, index.of_snapshot(snap)) for snap in tbl.snapshots()]
     return out
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import CommitFailedException
-from pyiceberg.expressions import BooleanExpression
+from pyiceberg.expressions import BooleanExpression, EqualTo
 from pyiceberg.io.pyarrow import ArrowScan
 from pyiceberg.table import Table
 from pyiceberg.types import (
@@ -226,3 +226,13 @@ def scan_arrow(tbl: Table, row_filter: BooleanExpression, snapshot_id: int | Non
         return scan.to_arrow()
     projected = current if "*" in selected else current.select(*selected)
     return ArrowScan(tbl.metadata, tbl.io, projected, scan.row_filter, scan.case_sensitive, scan.limit).to_table(scan.plan_files())
+
+
+def equal(column: str, value: object) -> BooleanExpression:
+    """The row filter ``column == value`` (pyiceberg's runtime signature; its typed model signature differs)."""
+    return EqualTo(column, value)  # type: ignore[call-arg, arg-type]
+
+
+def where(condition: BooleanExpression | tuple[str, object]) -> BooleanExpression:
+    """A row filter given as an expression or as ``(column, value)``."""
+    return equal(condition[0], condition[1]) if isinstance(condition, tuple) else condition

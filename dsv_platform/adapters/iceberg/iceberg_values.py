@@ -6,6 +6,7 @@ Pure pyarrow; kept apart so iceberg.py holds only the pyiceberg calls.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +17,17 @@ from dsv_platform.core.contracts.contract import Contract
 
 RECORDED_AT = "_recorded_at"
 BATCH = "_batch"
+# The snapshot summary property naming the batches whose rows the data files a snapshot adds hold: a JSON list of
+# batch refs (sorted, no duplicates); an append writes one batch, so its list has one element. docs/storage.md.
+BATCHES_PROPERTY = "dsv.batches"
+# The table property that keeps ``_batch``'s manifest bounds whole (not truncated to 16 characters): a data file whose
+# lower and upper bound are equal names its one batch even after the snapshot that added it expired.
+BATCH_METRICS = {f"write.metadata.metrics.column.{BATCH}": "full"}
+
+
+def batch_properties(batch: str) -> dict[str, str]:
+    """The snapshot summary properties of an append of ``batch``."""
+    return {BATCHES_PROPERTY: json.dumps([batch])}
 
 
 def table_schema(contract: Contract) -> pa.Schema:

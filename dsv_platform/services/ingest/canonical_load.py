@@ -294,6 +294,35 @@ def build_label_table(tables: CanonicalTables, label: LabelVersion, inputs: list
         labelled = watermark(tables, spec)  # recorded times of a label table only move forward: a later computation wins
         recorded = mark if labelled is None or labelled < mark else labelled + dt.timedelta(microseconds=1)
         known = {s.name: tables.read(s, as_of=mark) for s in inputs}
-        outcome = tables.append(spec, label.compute(known), recorded_at=recorded, batch=f"{label.ref}@{mark.isoformat()}#{state}")
+        outcome = append_by_partition(tables, spec, label.compute(known), recorded_at=recorded, batch=f"{label.ref}@{mark.isoformat()}#{state}")
     current = tables.read(spec)
     return LabelBuild(label, outcome, mark, hash_table(current, spec.contract))
+
+
+def append_by_partition(tables: CanonicalTables, spec: TableSpecLike, rows: pa.Table, *, recorded_at: dt.datetime, batch: str) -> AppendOutcome:
+    """:meth:`CanonicalTables.append` of ``rows`` one partition at a time (the table read one partition at a time), in one snapshot.
+
+    A partition that holds ``batch`` already is skipped. Unpartitioned tables, no rows or a null partition value: one append.
+    """
+    part = spec.contract.partition_by
+    if part is None or rows.num_rows == 0 or rows.column(part).null_count:
+        return tables.append(spec, rows, recorded_at=recorded_at, batch=batch)
+    rows = rows.take(pc.sort_indices(rows.column(part)))  # a stable sort: each partition's rows keep their order
+    runs = pc.value_counts(rows.column(part))  # in sorted order: one run per partition value
+
+    def chunks() -> Iterator[tuple[Any, pa.Table]]:
+        offset = 0
+        for run in runs.to_pylist():
+            yield run["values"], rows.slice(offset, run["counts"])
+            offset += run["counts"]
+
+    scope = tables.partition_filter(spec, [run["values"] for run in runs.to_pylist()])
+    outcomes = list(tables.append_days(spec, chunks, recorded_at=recorded_at, batch=batch, row_filter=scope, each_partition=True).values())
+    return AppendOutcome(
+        spec.name,
+        outcomes[-1].snapshot_id,
+        sum(o.appended for o in outcomes),
+        sum(o.unchanged for o in outcomes),
+        all(o.already_applied for o in outcomes),
+        max(o.attempts for o in outcomes),
+    )
