@@ -8,13 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 from datetime import UTC, datetime
-
-from dsv_platform.bootstrap import Platform
-from dsv_platform.cli.context import with_platform
 from pathlib import Path
 from typing import Any
 
 from dsv_platform.adapters.registry.certificates import load_root, verifies
+from dsv_platform.bootstrap import Platform
+from dsv_platform.cli.context import with_platform
 from dsv_platform.core.errors import AuditTamperedError, ConfigurationError, FileAccessError
 from dsv_platform.core.trust import audit_seal
 from dsv_platform.core.trust.trust import Role
@@ -87,8 +86,8 @@ def _verify_export(args: argparse.Namespace) -> int:
     root = load_root(settings.trust_root, settings.home)
     summary = audit_seal.verify_export(_read_export(args.verify_export), verifies, root=root)
     rooted = "keys chain to the trust root" if root is not None else "no trust root pinned: keys as the file gives them"
-    print(json.dumps(summary | {"trust_root": root.hex() if root else None}, indent=2) if args.json
-          else f"audit export verifies: {summary['entries']} entries, head {summary['head']}, {summary['checkpoints']} signed checkpoint(s); {rooted}")  # fmt: skip
+    line = f"audit export verifies: {summary['entries']} entries, head {summary['head']}, {summary['checkpoints']} signed checkpoint(s); {rooted}"
+    print(json.dumps(summary | {"trust_root": root.hex() if root else None}, indent=2) if args.json else line)
     return 0
 
 

@@ -85,7 +85,7 @@ def entry_of(row: Any) -> dict[str, Any]:
 def _checkpoints(conn: Connection) -> list[dict[str, Any]]:
     t = st.audit_checkpoints
     rows = conn.execute(select(t).order_by(t.c.id)).all()
-    return [{"id": int(r.id), "seq": int(r.seq), "head": r.head, "count": int(r.count), "at": ev.moment(r.at), "signer": r.signer,
+    return [{"id": int(r.id), "seq": int(r.seq), "head": r.head, "count": int(r._mapping["count"]), "at": ev.moment(r.at), "signer": r.signer,
              "keyid": r.keyid, "signature": r.signature} for r in rows]  # fmt: skip
 
 

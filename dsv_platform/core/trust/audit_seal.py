@@ -23,7 +23,10 @@ CHECKPOINT_TYPE = "https://dsv-platform.dev/audit-checkpoint/v1"
 EXPORT_FORMAT = "dsv-audit-export/v1"
 CHECKPOINT_EVERY = 50
 """A checkpoint is written at least every this many entries."""
-CHECKPOINT_ACTIONS = frozenset({"publish", "grant.add", "grant.remove", "trust.certify", "approve", "revoke", "alias.set", "quarantine", "release"})
+CHECKPOINT_ACTIONS = frozenset(
+    {"publish", "grant.add", "grant.remove", "trust.certify", "approve", "revoke", "alias.move", "quarantine", "release", "release.approve",
+     "privacy.delete", "gc.apply", "canonical.seal"}
+)  # fmt: skip
 """Privileged actions: each one's entry is followed by a checkpoint of the head."""
 BOOTSTRAP = "bootstrap"
 """The identity the bootstrap's own grants are attributed to: signed by the bootstrapped identity."""
