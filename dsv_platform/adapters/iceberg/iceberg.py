@@ -25,6 +25,7 @@ from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to
 from pyiceberg.table import Table
 
 from dsv_platform.adapters.iceberg.iceberg_catalog import build_catalog
+from dsv_platform.adapters.iceberg.iceberg_files import FileLedger, seal_written
 from dsv_platform.adapters.iceberg.iceberg_schema import scan_arrow
 from dsv_platform.adapters.iceberg.iceberg_values import (
     BATCH,
@@ -59,6 +60,7 @@ class CanonicalTables:
         self.catalog = catalog
         self.namespace = namespace
         self.commit_attempts = commit_attempts
+        self.ledger: FileLedger | None = None  # the platform's: the digest of every data file a commit adds (iceberg_files.py)
 
     @classmethod
     def open(cls, catalog_url: str, warehouse: str, **options: Any) -> CanonicalTables:
@@ -138,6 +140,7 @@ class CanonicalTables:
             raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
         contract, tbl = spec.contract, self.table(spec)
         for attempt in range(1, self.commit_attempts + 1):
+            before = _snapshot_id(tbl)
             applied, latest = applied_and_latest(self._scan(tbl, contract, row_filter, None), contract, batch, by_day=by_day)
             txn, seen, new = tbl.transaction(), dict[Any, int](), dict[Any, int]()
             counter, paths = itertools.count(0), set[str]()  # one file counter per snapshot: else every chunk's file is named 00000-0-<uuid>
@@ -162,6 +165,7 @@ class CanonicalTables:
                     time.sleep(0.05 * attempt)
                     tbl = self.catalog.load_table(self.identifier(spec))
                     continue
+                seal_written(self.ledger, spec.name, tbl, before=before)
             sid = _snapshot_id(tbl)
             done = {day: AppendOutcome(spec.name, sid, 0, 0, True, attempt) for day in applied}
             return done | {day: AppendOutcome(spec.name, sid, new[day], seen[day] - new[day], False, attempt) for day in seen}
@@ -193,6 +197,7 @@ class CanonicalTables:
                 time.sleep(0.05 * attempt)
                 tbl = self.catalog.load_table(self.identifier(spec))
                 continue
+            seal_written(self.ledger, spec.name, tbl, before=before)  # the rewritten files
             return RowDeletion(spec.name, before, _snapshot_id(tbl), hits.num_rows, partitions)
         raise CanonicalTableError(f"deleting rows of {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
 
