@@ -26,6 +26,7 @@ from pyiceberg.table import Table
 
 from dsv_platform.adapters.iceberg.iceberg_catalog import build_catalog
 from dsv_platform.adapters.iceberg.iceberg_files import FileLedger, seal_written
+from dsv_platform.adapters.iceberg.iceberg_files import snapshot_id_of as _snapshot_id
 from dsv_platform.adapters.iceberg.iceberg_schema import scan_arrow
 from dsv_platform.adapters.iceberg.iceberg_values import (
     BATCH,
@@ -396,8 +397,3 @@ def _equal(column: str, value: object) -> BooleanExpression:
 
 def _where(condition: BooleanExpression | tuple[str, object]) -> BooleanExpression:
     return _equal(condition[0], condition[1]) if isinstance(condition, tuple) else condition
-
-
-def _snapshot_id(tbl: Table) -> int | None:
-    snap = tbl.current_snapshot()
-    return None if snap is None else snap.snapshot_id

@@ -93,5 +93,11 @@ def seal_written(ledger: FileLedger | None, table: str, tbl: Any, *, before: int
     return digests
 
 
+def snapshot_id_of(tbl: Any) -> int | None:
+    """The id of ``tbl``'s current snapshot (None for a table with none)."""
+    snap = tbl.current_snapshot()
+    return None if snap is None else int(snap.snapshot_id)
+
+
 def total_bytes(files: Iterable[DataFile]) -> int:
     return sum(f.size for f in files)
