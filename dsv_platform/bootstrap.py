@@ -99,7 +99,10 @@ class Platform:
     @property
     def tables(self) -> CanonicalTables:
         if self._tables is None:
+            from dsv_platform.adapters.registry.data_files import DataFileLedger
+
             self._tables = self._tables_factory()
+            self._tables.ledger = DataFileLedger.of(self.registry)  # the digest of every data file the platform writes (docs/trust.md)
         return self._tables
 
     @property

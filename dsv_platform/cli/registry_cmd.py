@@ -140,6 +140,7 @@ def _alias_history(args: argparse.Namespace, platform: Platform) -> int:
 
 @with_platform
 def _verify(args: argparse.Namespace, platform: Platform) -> int:
+    from dsv_platform.services.trust.data_files import check_manifest_sources
     from dsv_platform.services.trust.signing import check_signature, require_trusted
 
     registry = platform.registry
@@ -154,6 +155,7 @@ def _verify(args: argparse.Namespace, platform: Platform) -> int:
             if dataset.manifest.splits is not None:
                 dataset.split_assignment  # noqa: B018 - reading verifies the assignment object
             content = dataset.verify_content()
+        data_files = check_manifest_sources(platform, dataset.manifest.sources)  # the pinned canonical files, against their digests (CORRUPT)
     except ResolutionError as exc:
         if args.json:
             print(_failure_json(exc))
@@ -161,6 +163,7 @@ def _verify(args: argparse.Namespace, platform: Platform) -> int:
     signature = check_signature(platform, realization)
     who = _provenance(platform, realization, signature)
     result: dict[str, Any] = {"ref": dataset.ref, "ok": signature.trusted, "objects": len(dataset.partitions), "content_hash": content}
+    result["data_files"] = data_files
     result |= who | {"signature": signature.to_document()}
     if args.json:
         print(json.dumps(result))
@@ -168,9 +171,19 @@ def _verify(args: argparse.Namespace, platform: Platform) -> int:
         print(f"{'OK' if signature.trusted else 'UNTRUSTED'} {dataset.ref}: {len(dataset.partitions)} objects and the content hash {content} verified")
         print(f"  built by {who['built_by']}, published by {who['published_by'] or '-'}, approved by {', '.join(who['approved_by']) or '-'}")
         print(f"  signature {signature.status}: {signature.reason} (signer {signature.signer or '-'}, keyid {signature.keyid or '-'})")
+        print(f"  {_files_line(data_files)}")
     if not signature.trusted:
         require_trusted(platform, realization)  # raises UNTRUSTED (exit 13) naming the ref and what failed
     return 0
+
+
+def _files_line(doc: dict[str, Any]) -> str:
+    line = f"source data files: {doc['files']} ({doc['bytes']} bytes) match the digests recorded when they were written"
+    if doc["unverified"]:
+        line += f"; {len(doc['unverified'])} unverified (written before digests were recorded)"
+    if doc["not_checked"]:
+        line += f"; not checked (snapshot gone): {', '.join(doc['not_checked'])}"
+    return line
 
 
 def _provenance(platform: Platform, realization: Realization, signature: SignatureStatus) -> dict[str, Any]:

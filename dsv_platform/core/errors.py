@@ -246,3 +246,11 @@ class QuarantinedError(ResolutionError):
 
 class AuditChainError(DsvError):
     """The audit log's hash chain does not verify (``dsv audit --verify``; INVALID); the message names the first broken entry."""
+
+
+class AuditTamperedError(UntrustedError):
+    """The audit log was rewritten, cut short or forged (UNTRUSTED): an entry's signature or a signed checkpoint does not fit it."""
+
+
+class DataFileCorruptError(CorruptError):
+    """A canonical table's data file no longer has the SHA-256 and size recorded when the platform wrote it (CORRUPT; table and file named)."""

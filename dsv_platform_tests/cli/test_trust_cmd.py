@@ -88,8 +88,9 @@ def test_every_role_refusal_in_a_strict_home(dsv, tmp_path: Path, capsys: pytest
     assert [(e["identity"], e["action"], e["target"]) for e in entries] == [
         ("boss", "grant.add", "identity:boss"),
         *[("boss", "grant.add", f"identity:{n}") for n in ("wanda", "bob", "carol", "dave")],
+        ("wanda", "canonical.seal", "table:transactions"),  # the first digests of the table's data files (docs/trust.md)
     ]
-    assert "verifies: 5 entries" in ok(dsv("audit", "--verify", identity="dave"))
+    assert "verifies: 6 entries" in ok(dsv("audit", "--verify", identity="dave"))
     assert "grant removed" in ok(dsv("grants", "remove", "dave", "auditor", identity="boss"))
     refused(dsv("audit", identity="dave"), "'dave'", "'auditor'")
 

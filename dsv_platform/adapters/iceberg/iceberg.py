@@ -1,8 +1,7 @@
 """Canonical tables on Apache Iceberg (pyiceberg SqlCatalog): two clocks, append-only corrections, pins.
 
-A correction or a late event is a new row, never a rewrite, so a table can be read as known
-at any time (``as_of``) or as corrected now; appends are idempotent and retried on a lost
-commit race, and ``pin`` tags the snapshot a realization needs.
+A correction or a late event is a new row, never a rewrite, so a table can be read as known at any time (``as_of``)
+or as corrected now; appends are idempotent and retried on a lost commit race, and ``pin`` tags the snapshot a realization needs.
 
 Details: docs/storage.md
 """
@@ -25,6 +24,8 @@ from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to
 from pyiceberg.table import Table
 
 from dsv_platform.adapters.iceberg.iceberg_catalog import build_catalog
+from dsv_platform.adapters.iceberg.iceberg_files import FileLedger, seal_written
+from dsv_platform.adapters.iceberg.iceberg_files import snapshot_id_of as _snapshot_id
 from dsv_platform.adapters.iceberg.iceberg_schema import equal, scan_arrow, where
 from dsv_platform.adapters.iceberg.iceberg_values import (
     BATCH,
@@ -61,6 +62,7 @@ class CanonicalTables:
         self.catalog = catalog
         self.namespace = namespace
         self.commit_attempts = commit_attempts
+        self.ledger: FileLedger | None = None  # the platform's: the digest of every data file a commit adds (iceberg_files.py)
 
     @classmethod
     def open(cls, catalog_url: str, warehouse: str, **options: Any) -> CanonicalTables:
@@ -143,6 +145,7 @@ class CanonicalTables:
             raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
         contract, tbl = spec.contract, self.table(spec)
         for attempt in range(1, self.commit_attempts + 1):
+            before = _snapshot_id(tbl)
             scanned = table_schema(contract).empty_table() if each_partition else self._scan(tbl, contract, row_filter, None)
             applied, latest = applied_and_latest(scanned, contract, batch, by_day=by_day)
             txn, seen, new = tbl.transaction(), dict[Any, int](), dict[Any, int]()
@@ -173,6 +176,7 @@ class CanonicalTables:
                     time.sleep(0.05 * attempt)
                     tbl = self.catalog.load_table(self.identifier(spec))
                     continue
+                seal_written(self.ledger, spec.name, tbl, before=before)
             sid = _snapshot_id(tbl)
             done = {day: AppendOutcome(spec.name, sid, 0, 0, True, attempt) for day in applied}
             return done | {day: AppendOutcome(spec.name, sid, new[day], seen[day] - new[day], False, attempt) for day in seen}
@@ -204,6 +208,7 @@ class CanonicalTables:
                 time.sleep(0.05 * attempt)
                 tbl = self.catalog.load_table(self.identifier(spec))
                 continue
+            seal_written(self.ledger, spec.name, tbl, before=before)  # the rewritten files
             return RowDeletion(spec.name, before, _snapshot_id(tbl), hits.num_rows, partitions)
         raise CanonicalTableError(f"deleting rows of {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
 
@@ -393,8 +398,3 @@ class CanonicalTables:
             )
             for s in tbl.snapshots()
         ]
-
-
-def _snapshot_id(tbl: Table) -> int | None:
-    snap = tbl.current_snapshot()
-    return None if snap is None else snap.snapshot_id

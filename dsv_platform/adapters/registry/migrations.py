@@ -166,6 +166,17 @@ def _v14(conn: Connection) -> None:
         _append_only(conn, table.name)
 
 
+def _v15(conn: Connection) -> None:
+    for table in (st.audit_signatures, st.audit_checkpoints):
+        table.create(conn)
+        _append_only(conn, table.name)
+
+
+def _v16(conn: Connection) -> None:
+    st.data_file_digests.create(conn)
+    _append_only(conn, st.data_file_digests.name)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "definitions, realizations, events, manifests, publication claims, aliases", _v1),
     Migration(2, "reader ACL, redaction generation; lineage, retention, consumption, redaction, reproduction tables", _v2),
@@ -180,6 +191,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(12, "GC deletion intents: objects a GC batch is deleting, which no publication may name meanwhile", _v12),
     Migration(13, "privacy deletion plans: the decisions of a request, recorded with it; completion needs an outcome for each", _v13),
     Migration(14, "signed state transitions and alias moves; operator certificates of identity keys and grants", _v14),
+    Migration(15, "signed audit entries and signed checkpoints of the audit head", _v15),
+    Migration(16, "SHA-256 and size of every canonical data file the platform wrote, signed", _v16),
 )
 LATEST = max(m.version for m in MIGRATIONS)  # numbers are reserved per issue: the newest is not always the last one written
 

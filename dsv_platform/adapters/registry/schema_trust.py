@@ -1,4 +1,4 @@
-"""The registry's trust tables (migrations 7, 11 and 13), on the same metadata as schema.py.
+"""The registry's trust tables (migrations 7, 11, 13, 14, 15 and 16), on the same metadata as schema.py.
 
 Identities and their public keys, grants, the hash-chained audit log (append-only),
 the identity that built each realization, signed events and certificates. Kept apart from schema.py (its size);
@@ -96,4 +96,42 @@ certificates = Table(  # append-only (migration 14): an operator's signature of 
     Column("signature", Text, nullable=False),
     Column("certified_at", UtcDateTime, nullable=False),
     Index("ix_certificates_subject", "kind", "subject"),
+)
+
+audit_signatures = Table(  # append-only (migration 15): the acting identity's signature of an audit entry's hash
+    "audit_signatures",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=False),  # audit_log.seq
+    Column("signer", NAME, nullable=False),
+    Column("keyid", String(64), nullable=False),
+    Column("signature", Text, nullable=False),  # hex Ed25519 signature over the DSSE PAE of audit_seal.entry_statement
+)
+
+audit_checkpoints = Table(  # append-only (migration 15): a signature over the audit head (seq, hash, count, time)
+    "audit_checkpoints",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("seq", Integer, nullable=False),
+    Column("head", HASH, nullable=False),
+    Column("count", Integer, nullable=False),
+    Column("at", UtcDateTime, nullable=False),
+    Column("signer", NAME, nullable=False),
+    Column("keyid", String(64), nullable=False),
+    Column("signature", Text, nullable=False),
+)
+
+data_file_digests = Table(  # append-only (migration 16): SHA-256 and size of each canonical data file the platform wrote, signed
+    "data_file_digests",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("table_name", NAME, nullable=False),
+    Column("path", Text, nullable=False),
+    Column("sha256", HASH, nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("snapshot_id", Text, nullable=False),  # the snapshot that added it (text: Iceberg ids are 64-bit)
+    Column("recorded_at", UtcDateTime, nullable=False),
+    Column("signer", NAME),
+    Column("keyid", String(64)),
+    Column("signature", Text),
+    Index("ix_data_file_digests_table", "table_name"),
 )

@@ -18,6 +18,7 @@ from sqlalchemy import delete, func, insert, select
 from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import schema_trust as st
+from dsv_platform.adapters.registry.audit_seal import entry_of, export_document, seal_entry, verify_log, write_checkpoint
 from dsv_platform.adapters.registry.certificates import GRANT, KEY, certify, grant_statement, key_statement, verified_grants, verified_key
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.adapters.registry.signed_events import policy_of
@@ -56,20 +57,6 @@ def _grant(row: Any) -> Grant:
     )
 
 
-def _entry(row: Any) -> dict[str, Any]:
-    return {
-        "seq": int(row.seq),
-        "at": row.at.isoformat(),
-        "identity": row.identity,
-        "action": row.action,
-        "target": row.target,
-        "reason": row.reason,
-        "detail": json.loads(row.detail_json),
-        "prev_hash": row.prev_hash,
-        "entry_hash": row.entry_hash,
-    }
-
-
 def append_audit(conn: Connection, *, now: datetime, identity: str, action: str, target: str, reason: str | None, detail: Mapping[str, Any] | None) -> int:
     """Append one chained entry inside the caller's write transaction; returns its sequence number."""
     if conn.dialect.name == "postgresql":
@@ -92,6 +79,7 @@ def append_audit(conn: Connection, *, now: datetime, identity: str, action: str,
             entry_hash=entry_hash,
         )
     )
+    seal_entry(conn, seq, entry_hash, action, now)  # signed by the acting identity; a checkpoint when due (audit_seal.py)
     return seq
 
 
@@ -280,7 +268,23 @@ class TrustRecords(RegistryTransactions):
         if target is not None:
             stmt = stmt.where((t.c.target == target) | t.c.target.startswith(target + "@") | t.c.target.startswith(target + ":"))
         with self._read() as conn:
-            return [_entry(r) for r in conn.execute(stmt)]
+            return [entry_of(r) for r in conn.execute(stmt)]
+
+    def verify_audit(self) -> dict[str, Any]:
+        """The whole log checked: chain, signatures, checkpoints (AuditChainError / AuditTamperedError naming the entry)."""
+        with self._read() as conn:
+            return verify_log(conn)
+
+    def checkpoint_and_export(self) -> dict[str, Any]:
+        """A fresh checkpoint of the head (signed by the engine's signer), then the log as an export document."""
+
+        def work(conn: Connection) -> dict[str, Any]:
+            if conn.dialect.name == "postgresql":
+                conn.execute(select(func.pg_advisory_xact_lock(_PG_AUDIT_LOCK_ID)))
+            write_checkpoint(conn, self._now())
+            return export_document(conn, self._now())
+
+        return self._retrying(work)
 
     # ------------------------------------------------------------ builders
 

@@ -51,7 +51,13 @@ FAILURES: tuple[Failure, ...] = (
     Failure(K.NOT_FOUND, 3, "no such dataset, version, manifest hash or alias (never falls through to a similar one)", audit="NOT_FOUND"),
     Failure(K.REDACTED, 4, "removed by a privacy deletion; the answer carries the redaction generation", audit="REDACTED"),
     Failure(K.EXPIRED, 5, "collected by retention/GC; the record remains, the data does not", audit="EXPIRED"),
-    Failure(K.CORRUPT, 6, "a stored manifest or object does not hash to its name", audit="CORRUPT"),
+    Failure(
+        K.CORRUPT,
+        6,
+        "a stored manifest or object does not hash to its name, or a pinned canonical data file no longer has the digest recorded when "
+        "the platform wrote it (table and file named)",
+        audit="CORRUPT",
+    ),
     Failure(
         K.ACCESS_DENIED,
         7,
@@ -87,7 +93,8 @@ FAILURES: tuple[Failure, ...] = (
         K.UNTRUSTED,
         13,
         "the realization's signed statement is missing, does not verify under the signer's registered key, signs another manifest hash, "
-        "or was signed by an identity without the publisher role (ref and reason named)",
+        "or was signed by an identity without the publisher role (ref and reason named); an audit entry, checkpoint or export whose "
+        "signature does not fit (`dsv audit --verify`: entry named)",
         audit="UNTRUSTED",
     ),
     Failure(

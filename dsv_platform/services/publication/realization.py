@@ -55,6 +55,7 @@ from dsv_platform.services.publication.realization_inputs import (
 )
 from dsv_platform.services.publication.semantic_gate import semantic_gates
 from dsv_platform.services.publication.split_assignment import SplitSummary, split_assignment
+from dsv_platform.services.trust.data_files import check_pinned_files
 from dsv_platform.services.trust.signing import signer_of
 from dsv_platform.services.trust.trust import gatekeeper
 
@@ -216,6 +217,7 @@ def build_realization(
         _complete_alias_move(publisher, done)  # a build killed between its publication and the alias move
         progress.done()
         return RealizationBuild(done.ref, load_manifest(registry, done), pins, True, ())
+    check_pinned_files(platform, inputs.tables, {p.table: p.snapshot_id for p in pins})  # a data file changed underneath: CORRUPT (docs/trust.md)
     watermark = pinned_watermark(tables, inputs, {p.table: p for p in pins})
     limits = engine_limits(platform)
     with assembled(tables, inputs, {p.table: p for p in pins}, watermark, exclude_batches=held, limits=limits, progress=progress) as (examples, population):

@@ -1,0 +1,103 @@
+"""The data files of a canonical table's snapshots, hashed as a stream: what the platform recorded when it wrote them (#24 item 8).
+
+After each commit the platform makes (an append, a row-level delete), :func:`seal_written` hashes every data file that
+commit added and hands their SHA-256 and size to the table's :class:`FileLedger` (the registry, signed): a table
+the ledger knows nothing of yet is backfilled with every live file of its current snapshot (trusted on first use).
+:func:`live_files` and :func:`file_digest` are what a pinned read checks against the ledger. The pyiceberg objects
+come from ``CanonicalTables``; this module never imports pyiceberg. Details: docs/trust.md ("Canonical data files").
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+CHUNK = 1 << 20
+"""Bytes read at a time while hashing a data file: memory stays bounded whatever the file's size."""
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One live data file of a snapshot: its path (as the metadata names it), size in bytes, and the snapshot that added it."""
+
+    path: str
+    size: int
+    snapshot_id: int
+
+
+@dataclass(frozen=True)
+class FileDigest:
+    path: str
+    sha256: str
+    size: int
+    snapshot_id: int
+
+
+class FileLedger(Protocol):
+    """Where the digests of the files the platform wrote are kept (adapters/registry/data_files.py)."""
+
+    def known_paths(self, table: str) -> set[str] | None:
+        """The paths recorded for ``table``; None when it never recorded any (then a write backfills every live file)."""
+
+    def record(self, table: str, digests: Sequence[FileDigest], *, backfilled: int) -> None: ...
+
+
+def live_files(tbl: Any, snapshot_id: int | None) -> list[DataFile]:
+    """The data files a read of snapshot ``snapshot_id`` (None: the current one) reads, from the manifests alone."""
+    snap = tbl.current_snapshot() if snapshot_id is None else tbl.snapshot_by_id(snapshot_id)
+    if snap is None:
+        return []
+    out = []
+    for manifest in snap.manifests(tbl.io):
+        for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True):
+            f = entry.data_file
+            out.append(DataFile(str(f.file_path), int(f.file_size_in_bytes), int(entry.snapshot_id if entry.snapshot_id is not None else snap.snapshot_id)))
+    return sorted(out, key=lambda f: f.path)
+
+
+def file_digest(tbl: Any, path: str) -> tuple[str, int]:
+    """The SHA-256 (hex) and size of the data file at ``path``, read ``CHUNK`` bytes at a time through the table's file IO."""
+    digest, size = hashlib.sha256(), 0
+    with tbl.io.new_input(path).open() as stream:
+        while chunk := stream.read(CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def _since(tbl: Any, before: int | None) -> set[int]:
+    """The snapshots from the current one back to (not including) ``before``, following parents."""
+    out: set[int] = set()
+    snap = tbl.current_snapshot()
+    while snap is not None and snap.snapshot_id != before and snap.snapshot_id not in out:
+        out.add(int(snap.snapshot_id))
+        snap = tbl.snapshot_by_id(snap.parent_snapshot_id) if snap.parent_snapshot_id is not None else None
+    return out
+
+
+def seal_written(ledger: FileLedger | None, table: str, tbl: Any, *, before: int | None) -> list[FileDigest]:
+    """Hash and record the files the commits after snapshot ``before`` added (all live files of a table the ledger never saw)."""
+    if ledger is None or tbl.current_snapshot() is None:
+        return []
+    known = ledger.known_paths(table)
+    files = live_files(tbl, None)
+    made = _since(tbl, before)
+    todo = [f for f in files if f.snapshot_id in made or known is None]
+    todo = [f for f in todo if known is None or f.path not in known]
+    backfilled = sum(1 for f in todo if f.snapshot_id not in made)
+    digests = [FileDigest(f.path, *file_digest(tbl, f.path), f.snapshot_id) for f in todo]
+    if digests:
+        ledger.record(table, digests, backfilled=backfilled)
+    return digests
+
+
+def snapshot_id_of(tbl: Any) -> int | None:
+    """The id of ``tbl``'s current snapshot (None for a table with none)."""
+    snap = tbl.current_snapshot()
+    return None if snap is None else int(snap.snapshot_id)
+
+
+def total_bytes(files: Iterable[DataFile]) -> int:
+    return sum(f.size for f in files)
