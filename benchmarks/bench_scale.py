@@ -27,77 +27,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks.common import load_1min
+from benchmarks.scale_source import contract, write_config
 
 DATA = Path(__file__).resolve().parent / ".data" / "scale"
 DSV = str(Path(sys.executable).with_name("dsv"))
 DAYS = 30
-EVENT_COLUMNS = """  - {name: event_id, type: string}
-  - {name: account_id, type: string}
-  - {name: event_time, type: timestamp, resolution: us}
-  - {name: event_day, type: date}
-  - {name: amount, type: float64, scale: 4}
-"""
-"""The events' columns: the source's, and the first of the dataset's output."""
-SOURCE_EVENTS = """name: events
-description: generated events (string keys)
-owner: bench
-key: [event_id]
-partition_by: event_day
-landing: {format: parquet}
-valid_time: event_time
-entity: account_id
-columns:
-""" + EVENT_COLUMNS
-SOURCE_FEATURES = """name: features
-description: generated account features, valid from a day
-owner: bench
-key: [account_id, valid_from]
-partition_by: valid_from
-landing: {format: parquet}
-valid_time: valid_from
-entity: account_id
-columns:
-  - {name: account_id, type: string}
-  - {name: valid_from, type: date}
-  - {name: risk, type: float64, scale: 4}
-"""
-CONTRACT = """name: scale_set
-description: events with the account's risk as of the event
-owner: bench
-key: [event_id]
-partition_by: event_day
-columns:
-""" + EVENT_COLUMNS + """  - {name: risk, type: float64, scale: 4, nullable: true}
-"""
-DEFINITION = """name: scale_set
-version: v1
-description: events with the account's risk as of the event
-owner: bench
-base: events
-as_of_joins:
-  - {source: features, on: [account_id], time: event_time}
-observation_window: {column: event_day, start: "2026-06-01", end: "2026-06-30"}
-split_policy: {policy: group-split/1, group_column: account_id, salt: bench, bounds: "train=80,validation=90,test=100"}
-watermark: {rule: latest_recorded}
-gates: {rows_at_least: 1}
-seed: 1
-contract:
-""" + "".join(f"  {line}\n" for line in CONTRACT.splitlines())
-
-
 def generate(rows: int, folder: Path) -> Path:
     """Daily Parquet files of events and three feature days, deterministic; the configuration folder beside them."""
     if (folder / "done").exists():
         return folder
     shutil.rmtree(folder, ignore_errors=True)
-    config = folder / "config"
-    (config / "sources").mkdir(parents=True)
-    (config / "datasets").mkdir()
-    (config / "platform.yaml").write_text('partitions: {start: "2026-05-01"}\n')
-    (config / "sources" / "events.yaml").write_text(SOURCE_EVENTS)
-    (config / "sources" / "features.yaml").write_text(SOURCE_FEATURES)
-    (config / "datasets" / "scale_set_v1.yaml").write_text(DEFINITION)
-    (folder / "contract.yaml").write_text(CONTRACT)
+    write_config(folder / "config")
+    (folder / "contract.yaml").write_text(contract())
     rng = np.random.default_rng(1)
     accounts, per_day = max(1000, rows // 50), rows // DAYS
     data = folder / "data"

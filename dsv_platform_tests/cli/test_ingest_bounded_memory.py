@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from benchmarks.scale_source import write_config
 from dsv_platform_tests.fixtures.cli_runner import DSV
 
 pytestmark = pytest.mark.slow  # about 45 s of CPU
@@ -28,21 +29,6 @@ pytestmark = pytest.mark.slow  # about 45 s of CPU
 ROWS = 5_000_000
 DAYS = 30
 CAP = 2 << 30
-SOURCE = """name: events
-description: generated events
-owner: test
-key: [event_id]
-partition_by: event_day
-landing: {format: parquet}
-valid_time: event_time
-entity: account_id
-columns:
-  - {name: event_id, type: string}
-  - {name: account_id, type: string}
-  - {name: event_time, type: timestamp, resolution: us}
-  - {name: event_day, type: date}
-  - {name: amount, type: float64, scale: 4}
-"""
 CONTROL = """import sys
 from pathlib import Path
 from dsv_platform.core.config.platform_config import load_config
@@ -53,10 +39,7 @@ print(prepare_batch(Path(sys.argv[2]).read_bytes(), spec).accepted.num_rows)
 
 
 def write_batch(folder: Path) -> tuple[Path, Path]:
-    config = folder / "config"
-    (config / "sources").mkdir(parents=True)
-    (config / "platform.yaml").write_text('partitions: {start: "2026-05-01"}\n')
-    (config / "sources" / "events.yaml").write_text(SOURCE)
+    config = write_config(folder / "config", versions=())
     rng = np.random.default_rng(7)
     ids = np.arange(ROWS)
     days = np.datetime64("2026-06-01") + (ids * DAYS // ROWS).astype("timedelta64[D]")

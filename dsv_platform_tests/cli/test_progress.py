@@ -77,6 +77,7 @@ def world(tmp_path_factory):
     return env, ingested, built, len(rows)
 
 
+@pytest.mark.slow  # the world: real dsv ingest + build processes (~35 s)
 def test_ingest_shows_one_line_per_stage_on_stderr_with_counts(world):
     _, ingested, _, rows = world
     doc = json.loads(ingested.stdout)  # stdout is the JSON report alone
@@ -88,6 +89,7 @@ def test_ingest_shows_one_line_per_stage_on_stderr_with_counts(world):
     assert stages["partitions"] == (len(DAYS), len(DAYS), "days")
 
 
+@pytest.mark.slow  # the world: real dsv ingest + build processes (~35 s)
 def test_build_json_shows_its_stages_on_stderr_and_stdout_parses(world):
     _, _, built, rows = world
     doc = json.loads(built.stdout)
@@ -100,6 +102,7 @@ def test_build_json_shows_its_stages_on_stderr_and_stdout_parses(world):
     assert stages["parts"] == (len(DAYS), len(DAYS), "partitions")
 
 
+@pytest.mark.slow  # the world: real dsv ingest + build processes (~35 s)
 def test_the_run_event_logs_hold_the_stage_messages(world):
     env, ingested, _, _ = world
     settings = load_settings(env)
@@ -118,6 +121,7 @@ def test_the_run_event_logs_hold_the_stage_messages(world):
         assert any(re.match(rf"meters: {stage}: [\d,]+/[\d,]+ \w+ in ", m) for m in ingest_logs), stage
 
 
+@pytest.mark.slow  # the world: real dsv ingest + build processes (~35 s)
 def test_nothing_is_printed_without_a_reporter(world, capfd):
     env, _, _, rows = world
     platform = build_platform(load_settings(env))

@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 import yaml
 
 from dsv_platform.adapters.registry.registry import Registry
@@ -99,6 +100,7 @@ def test_bad_files_are_one_line_typed_errors(tmp_path: Path) -> None:
         assert result.stderr.count("\n") == 1 and result.stderr.startswith("dsv: error:") and expected in result.stderr, result.stderr
 
 
+@pytest.mark.slow  # every consumer command as its own dsv process, per backend (~20 s each)
 def test_consumers_cli_and_per_consumer_verdicts(backend_url: str, tmp_path: Path) -> None:
     old, new = write(tmp_path, "old.yaml", OLD), write(tmp_path, "new.yaml", NEW)
     with Registry.from_url(backend_url) as reg:

@@ -86,6 +86,7 @@ def by_job(found: Collector) -> dict[str, list[dict[str, Any]]]:
     return jobs
 
 
+@pytest.mark.slow  # the module's pipeline: a whole ingest-build-train run
 def test_every_step_emits_start_then_complete_in_our_namespace(pipeline: tuple[Settings, Collector, dict[str, Any]]) -> None:
     settings, found, _ = pipeline
     jobs = by_job(found)
@@ -100,6 +101,7 @@ def test_every_step_emits_start_then_complete_in_our_namespace(pipeline: tuple[S
         assert all(states == ["START", "COMPLETE"] for states in runs.values()), (name, runs)
 
 
+@pytest.mark.slow  # the whole pipeline
 def test_dataset_facets_carry_hashes_and_snapshot_ids(pipeline: tuple[Settings, Collector, dict[str, Any]]) -> None:
     _, found, model = pipeline
     snap = model["snapshot"]
@@ -120,6 +122,7 @@ def test_dataset_facets_carry_hashes_and_snapshot_ids(pipeline: tuple[Settings, 
     assert all(o["facets"]["dsv"]["properties"]["content_hash"] and o["facets"]["schema"]["fields"] for e in loads for o in e["outputs"])
 
 
+@pytest.mark.slow  # the whole pipeline
 def test_the_openlineage_graph_is_the_dsv_lineage_of_the_model(pipeline: tuple[Settings, Collector, dict[str, Any]]) -> None:
     settings, found, model = pipeline
     start = f"model_run:{model['run_manifest_hash']}"
@@ -144,6 +147,7 @@ def test_the_openlineage_graph_is_the_dsv_lineage_of_the_model(pipeline: tuple[S
     assert files and all(Path(f).parent == settings.drop_folder.resolve() for f in files)
 
 
+@pytest.mark.slow  # the whole pipeline
 def test_a_failing_step_emits_fail_with_the_error(pipeline: tuple[Settings, Collector, dict[str, Any]]) -> None:
     settings, found, _ = pipeline
     before = len(found.events)
@@ -188,6 +192,7 @@ def test_a_collector_that_is_down_is_a_warning_not_a_failure(tmp_path: Path, cap
     assert paused < 5, f"emission paused after the first failure (took {paused:.1f}s)"
 
 
+@pytest.mark.slow  # a fresh interpreter runs the pipeline
 def test_off_by_default_and_never_imported(tmp_path: Path) -> None:
     code = (
         "import sys; from pathlib import Path\n"

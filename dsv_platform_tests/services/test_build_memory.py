@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from benchmarks.scale_source import write_config
 from dsv_platform.bootstrap import build_platform
 from dsv_platform_tests.defs.support import settings_at
 from dsv_platform_tests.fixtures.memory_cap import run_capped
@@ -25,58 +26,8 @@ from dsv_platform_tests.fixtures.memory_cap import run_capped
 ROWS, DAYS, ACCOUNTS = 1_200_000, 30, 40_000
 CAP = 1700 << 20
 FILLER = "a free-text note as wide as a real one, " * 40  # 1.6 kB a row: about 2 GB of base rows in memory, above the cap
-COLUMNS = """  - {name: event_id, type: string}
-  - {name: account_id, type: string}
-  - {name: event_time, type: timestamp, resolution: us}
-  - {name: event_day, type: date}
-  - {name: amount, type: float64, scale: 4}
-  - {name: note, type: string}
-"""
-EVENTS = (
-    "name: events\nowner: t\nkey: [event_id]\npartition_by: event_day\nlanding: {format: parquet}\n"
-    "valid_time: event_time\nentity: account_id\ncolumns:\n" + COLUMNS
-)
-FEATURES = """name: features
-owner: t
-key: [account_id, valid_from]
-partition_by: valid_from
-landing: {format: parquet}
-valid_time: valid_from
-entity: account_id
-columns:
-  - {name: account_id, type: string}
-  - {name: valid_from, type: date}
-  - {name: risk, type: float64, scale: 4}
-"""
-RISK = "  - {name: risk, type: float64, scale: 4, nullable: true}\n"
-CONTRACT = "name: scale_set\nowner: t\nkey: [event_id]\npartition_by: event_day\ncolumns:\n" + COLUMNS + RISK
-
-
-def _definition(version: str) -> str:
-    return f"""name: scale_set
-version: {version}
-owner: t
-base: events
-as_of_joins:
-  - {{source: features, on: [account_id], time: event_time}}
-observation_window: {{column: event_day, start: "2026-06-01", end: "2026-06-30"}}
-split_policy: {{policy: group-split/1, group_column: account_id, salt: t, bounds: "train=80,test=100"}}
-watermark: {{rule: latest_recorded}}
-gates: {{rows_at_least: 1}}
-seed: 1
-contract:
-""" + "".join(f"  {line}\n" for line in CONTRACT.splitlines())
-
-
-def _config(folder: Path) -> Path:
-    (folder / "sources").mkdir(parents=True)
-    (folder / "datasets").mkdir()
-    (folder / "platform.yaml").write_text('partitions: {start: "2026-05-01"}\n')
-    (folder / "sources" / "events.yaml").write_text(EVENTS)
-    (folder / "sources" / "features.yaml").write_text(FEATURES)
-    for version in ("v1", "v2"):
-        (folder / "datasets" / f"scale_set_{version}.yaml").write_text(_definition(version))
-    return folder
+NOTE = "  - {name: note, type: string}\n"
+"""The wide column appended to the scale events."""
 
 
 def _fill(home: Path, config: Path) -> int:
@@ -107,7 +58,7 @@ def _fill(home: Path, config: Path) -> int:
 
 
 def test_a_build_finishes_under_a_memory_cap_the_in_memory_assembly_exceeds(tmp_path: Path) -> None:
-    home, config = tmp_path / "home", _config(tmp_path / "config")
+    home, config = tmp_path / "home", write_config(tmp_path / "config", extra_columns=NOTE, versions=("v1", "v2"))
     base_bytes = _fill(home, config)
     assert base_bytes > CAP  # the base rows alone do not fit under the cap
     dsv = str(Path(sys.executable).with_name("dsv"))

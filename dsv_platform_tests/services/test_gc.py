@@ -144,6 +144,7 @@ def test_abandoned_staging_is_collected_after_the_window(reg: Registry, store: L
     assert store.list_staging() == []
 
 
+@pytest.mark.slow  # a process killed mid-apply, per marker and backend
 @pytest.mark.parametrize("marker,count", [("expired", 3), ("object_deleted", 5)])
 def test_crash_mid_apply_leaves_no_half_deleted_readable_realization(reg: Registry, store: LocalObjectStore, url: str, marker: str, count: int) -> None:
     h = gs.generate(reg, store, 60)

@@ -177,6 +177,7 @@ def test_alias_moves_only_to_published_versions_by_cas(reg: Registry, store: Loc
     assert reg.resolve(pw.NAME, pw.VERSION, alias="production").manifest_hash == h2
 
 
+@pytest.mark.slow  # 8 racing processes per backend
 @pytest.mark.parametrize("processes", [8])
 def test_racing_publishers_one_winner(backend_url: str, tmp_path: Path, processes: int) -> None:
     with Registry.from_url(backend_url) as r:
