@@ -10,7 +10,7 @@ Details: docs/lineage-and-reproduction.md
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,20 +25,19 @@ from dsv_platform.core.config.source import TableSpecLike
 from dsv_platform.core.config.timezones import tz_database
 from dsv_platform.core.contracts.semantic_rules import declared_rules
 from dsv_platform.core.contracts.validation import validate
-from dsv_platform.core.errors import CorruptError
 from dsv_platform.core.identity.example_id import assignment_key, with_example_id
 from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.publication.gates import GateResult, rows_at_least
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin, LabelPin, Manifest, SourcePin, SplitsEntry
 from dsv_platform.core.publication.records import Realization
 from dsv_platform.core.splits.policy import assign_examples, dataset_column
-from dsv_platform.core.splits.split_checks import CheckReport, assignment_hash, proportions_within_tolerance, splits_are_entity_disjoint
+from dsv_platform.core.splits.split_checks import assignment_hash, proportions_within_tolerance, splits_are_entity_disjoint
 from dsv_platform.services.ingest.canonical_load import held_batches, label_table_spec
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.privacy.privacy import PrivacyCoordinator
 from dsv_platform.services.privacy.privacy_key import load_subject_key
 from dsv_platform.services.publication.assembly_engine import engine_limits
-from dsv_platform.services.publication.datasets import load_manifest, open_dataset
+from dsv_platform.services.publication.datasets import load_manifest
 from dsv_platform.services.publication.examples import Examples
 from dsv_platform.services.publication.integrity_signals import integrity_gates
 from dsv_platform.services.publication.publisher import BuildRequest, BuildStep, Publisher, parquet_bytes
@@ -59,6 +58,7 @@ from dsv_platform.services.publication.realization_inputs import (
     runner_timezone,
 )
 from dsv_platform.services.publication.semantic_gate import semantic_gates
+from dsv_platform.services.publication.splits_check import SplitsCheck, check_splits
 from dsv_platform.services.trust.signing import signer_of
 from dsv_platform.services.trust.trust import gatekeeper
 
@@ -333,32 +333,6 @@ def realization_subjects(platform: Platform, definition: DatasetDefinition) -> t
     """The subject columns of ``definition``'s output: its sources' entity columns present in the output contract."""
     entities = [platform.config.sources[s].entity for s in definition.sources if s in platform.config.sources]
     return tuple(dict.fromkeys(e for e in entities if e is not None and e in definition.contract.column_names))
-
-
-# ---------------------------------------------------------------- the split assignment of a published realization
-
-
-@dataclass(frozen=True)
-class SplitsCheck:
-    ref: str
-    assignment_hash: str
-    counts: Mapping[str, int]
-    policy: Mapping[str, object]
-    report: CheckReport
-
-
-def check_splits(platform: Platform, ref: str, definition: DatasetDefinition) -> SplitsCheck:
-    """Re-read ``ref``'s assignment object, confirm its hash against the manifest, and check entity disjointness."""
-    ds = open_dataset(platform, ref, actor=platform.actor)
-    splits = ds.manifest.splits
-    assignment = ds.split_assignment
-    if splits is None or assignment is None:
-        raise RealizationBuildError(f"{ref}: the manifest records no split assignment")
-    recomputed = assignment_hash(assignment, example_id(definition.contract))
-    if recomputed != splits.assignment_hash:
-        raise CorruptError(f"split assignment {splits.assignment_object} hashes to {recomputed}, the manifest says {splits.assignment_hash}", ref=ref)
-    disjoint = splits_are_entity_disjoint(assignment, definition.entity_column)
-    return SplitsCheck(ds.ref, recomputed, dict(splits.counts), splits.to_document()["policy"], disjoint)
 
 
 __all__ = [
