@@ -20,9 +20,12 @@ import pytest
 
 from dsv_platform.core.config.dataset_definition import DatasetDefinitionError, load_definition
 from dsv_platform.core.config.platform_config import load_config
+from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.defs import build_defs
+from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.examples.fraud import CONFIG_DIR, events
 from dsv_platform.examples.fraud.generator import FraudDomain
+from dsv_platform.services.publication.fanout import FanOutError, plan_fanout, prepare_group, seal_fanout
 from dsv_platform.settings import Settings, load_settings
 from dsv_platform_tests.defs.support import FRAUD_SOURCES, drop, range_tags
 
@@ -144,3 +147,23 @@ def test_a_fanned_out_build_on_the_multiprocess_executor_equals_the_single_step_
     assert fanned["partitions"] == single["partitions"]
     gates = [{(g["name"], g["passed"], g["blocking"]) for g in m["gate_results"]} for m in (fanned, single)]  # type: ignore[attr-defined]
     assert gates[0] == gates[1]  # the reused run shows its stored report
+
+
+def test_a_seal_without_every_group_fails_the_candidate_closed(tmp_path):
+    config = fanned_config(tmp_path / "config", 3)
+    settings = load_settings({"DSV_HOME": str(tmp_path / "dsv"), "DSV_CONFIG_DIR": str(config), "DSV_DROP_FOLDER": str(tmp_path / "drop")})
+    ingest(settings)
+    resource = PlatformResource.for_settings(settings)
+    platform = resource.get()
+    try:
+        definition = next(d for d in platform.config.datasets if d.fan_out == 3)
+        plan = plan_fanout(platform, definition)
+        groups = plan.groups(definition.fan_out)
+        assert [len(g) for g in groups] == [1, 1, 1] and plan.candidate is not None
+        leaves = [prepare_group(platform, definition, plan, keys) for keys in groups[:-1]]  # the last prepare step never ran
+        with pytest.raises(FanOutError, match="do not cover the plan"):
+            seal_fanout(platform, definition, plan, leaves)
+        assert platform.registry.get(plan.candidate).state is RealizationState.FAILED
+        assert platform.registry.get_alias(definition.name, definition.version, "candidate") is None  # nothing published, no alias moved
+    finally:
+        platform.close()
