@@ -1,7 +1,7 @@
 """Dataset assets from declarative definitions: one `<name>_<version>_snapshot` per file, and `_splits` when it has a split policy."""
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
@@ -14,6 +14,9 @@ from dsv_platform.defs.semantic_checks import semantic_check_specs, with_semanti
 from dsv_platform.services.publication.approval import approval_of_ref, approval_text
 from dsv_platform.services.publication.realization import RealizationBuild, SplitsCheck, build_realization, check_splits
 from dsv_platform.services.publication.semantic_gate import stored_gates
+
+if TYPE_CHECKING:
+    from dsv_platform.bootstrap import Platform
 
 SPLITS_ARE_ENTITY_DISJOINT = "splits_are_entity_disjoint"
 REF = "ref"
@@ -83,25 +86,44 @@ def splits_result(result: SplitsCheck) -> AssetResult:
     )
 
 
+def snapshot_check_specs(definition: DatasetDefinition) -> list[dg.AssetCheckSpec]:
+    name = f"{definition.asset_prefix}_snapshot"
+    return [*semantic_check_specs(definition, name), *integrity_check_specs(definition, name)]
+
+
+def snapshot_description(definition: DatasetDefinition) -> str:
+    return (
+        f"{definition.ref}: {definition.description} Each materialization pins the source snapshots with an Iceberg tag, "
+        "reads them as known at the watermark, joins the pinned label version (if any) and publishes an immutable realization. "
+        "Data version = manifest hash; open it with `open_dataset(<ref>)`."
+    )
+
+
+def snapshot_materialization(platform: "Platform", definition: DatasetDefinition, build: RealizationBuild) -> AssetResult:
+    """The snapshot's materialization and check results for ``build`` (a reused build's gates from its stored report)."""
+    gates = stored_gates(platform, build.manifest_hash, None) if build.reused else build.gates  # reused: the gates it passed then
+    result = with_semantic_checks(snapshot_result(build, approval_of_ref(platform.registry, build.ref), gates), definition, platform, build)
+    return with_integrity_checks(result, platform, build)  # poisoning signals (docs/quarantine.md)
+
+
 def build_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
+    """``<dataset>_<version>_snapshot``: one step, or with ``fan_out`` > 1 a plan, parallel prepare steps and a seal (defs/fanout.py)."""
+    if definition.fan_out > 1:
+        from dsv_platform.defs.fanout import build_fanout_snapshot_asset
+
+        return build_fanout_snapshot_asset(definition)
+
     @dg.asset(
         name=f"{definition.asset_prefix}_snapshot",
         group_name="datasets",
         kinds={"parquet"},
         deps=snapshot_deps(definition),
-        check_specs=[
-            *semantic_check_specs(definition, f"{definition.asset_prefix}_snapshot"),
-            *integrity_check_specs(definition, f"{definition.asset_prefix}_snapshot"),
-        ],
-        description=f"{definition.ref}: {definition.description} Each materialization pins the source snapshots with an Iceberg tag, "
-        "reads them as known at the watermark, joins the pinned label version (if any) and publishes an immutable realization. "
-        "Data version = manifest hash; open it with `open_dataset(<ref>)`.",
+        check_specs=snapshot_check_specs(definition),
+        description=snapshot_description(definition),
     )
     def _snapshot(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
         build = build_realization(platform.get(), definition, progress=platform.progress(context, f"{definition.ref}: "))
-        gates = stored_gates(platform.get(), build.manifest_hash, None) if build.reused else build.gates  # reused: the gates it passed then
-        result = with_semantic_checks(snapshot_result(build, approval_of_ref(platform.get().registry, build.ref), gates), definition, platform.get(), build)
-        return with_integrity_checks(result, platform.get(), build)  # poisoning signals (docs/quarantine.md)
+        return snapshot_materialization(platform.get(), definition, build)
 
     return _snapshot
 

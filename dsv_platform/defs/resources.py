@@ -49,7 +49,7 @@ class PlatformResource(dg.ConfigurableResource[Any]):
         attrs = {"deployment": bound, "reporter": progress, "__module__": cls.__module__, "__qualname__": cls.__qualname__}
         return cast("PlatformResource", type(cls.__name__, (cls,), attrs)())
 
-    def progress(self, context: dg.AssetExecutionContext, prefix: str = "") -> Progress:
+    def progress(self, context: dg.AssetExecutionContext | dg.OpExecutionContext, prefix: str = "") -> Progress:
         """The asset's stages as ``context.log.info`` lines (the run's event log, the UI's run view), and to the command's reporter."""
         return fan_out(StageLines(context.log.info, prefix=prefix, starts=True), self.reporter)
 

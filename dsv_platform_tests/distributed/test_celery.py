@@ -6,6 +6,7 @@ the production set: registry and Iceberg SQL catalog on PostgreSQL, objects and 
 The runs are launched with the ``dagster`` CLI as an operator would; the steps must run in the worker processes
 (pids in the event log whose parent is a worker, and the worker name Dagster records), on both workers, and the
 realization must have the same content identity as an in-process build of the same batches in a second home.
+With `fan_out: 3` the build's prepare steps must run on both workers, its content identity that of a single-step build.
 """
 
 from __future__ import annotations
@@ -171,3 +172,19 @@ def test_backfill_and_build_on_two_celery_workers_match_an_in_process_run(world,
     assert shared == content_document(str(local_snap["ref"]), local_settings)
     assert [p["key"] for p in shared["partitions"]] == [f"event_date={d}" for d in DAYS] and shared["rows"] == snap["rows"]
     print(json.dumps({"steps": {k: [w, round(e - s, 2)] for k, (w, _, s, e) in sorted(placement.items())}, "overlapping": len(overlapping)}, indent=1))
+
+
+def test_a_fanned_out_build_prepares_on_both_celery_workers_and_equals_the_single_step_build(world, tmp_path):
+    with (Path(world["DSV_CONFIG_DIR"]) / "datasets" / f"{DATASET}.yaml").open("a") as f:
+        f.write("fan_out: 3\n")  # three prepare steps over the three days
+    placement, celery = run_on_celery(world, tmp_path)
+    prepares = {k: worker for k, (worker, named, *_) in placement.items() if "_prepare[" in k}
+    assert len(prepares) == 3 and set(prepares.values()) == set(w for w, *_ in placement.values()), placement
+    assert len(set(prepares.values())) == 2, prepares  # the prepare steps ran on both workers
+
+    single_config = tmp_path / "single-step-config"
+    shutil.copytree(CONFIG_DIR, single_config)  # the same definition without fan_out: one build step
+    local, local_settings = run_in_process(world | {"DSV_CONFIG_DIR": str(single_config)}, tmp_path / "in-process")
+    snap, local_snap = celery[f"{DATASET}_snapshot"], local[f"{DATASET}_snapshot"]
+    assert snap["content_hash"] == local_snap["content_hash"] and snap["partitions"] == local_snap["partitions"]
+    assert content_document(str(snap["ref"]), load_settings(world)) == content_document(str(local_snap["ref"]), local_settings)

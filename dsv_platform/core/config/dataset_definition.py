@@ -57,6 +57,7 @@ KEYS = frozenset(
         "aggregate",
         "integrity",
         "access",
+        "fan_out",
     }
 )
 LEGACY_KEYS = frozenset({"sources"})
@@ -64,6 +65,7 @@ REQUIRED = ("name", "version", "observation_window", "watermark", "gates", "seed
 JOIN_KEYS = frozenset({"source", "on", "time", "lag", "max_age"})
 GATE_KEYS = frozenset({"rows_at_least", "label_coverage_at_least_bp", "proportion_tolerance_bp"})
 DEFAULT_PROPORTION_TOLERANCE_BP = 1000
+MAX_FAN_OUT = 256
 WATERMARK_RULES = ("latest_recorded", "fixed")
 _DURATION = re.compile(r"^(?P<n>\d+)(?P<unit>[dhms])\Z")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
@@ -163,6 +165,7 @@ class DatasetDefinition:
     legacy_sources: tuple[str, ...] = ()
     derive: tuple[Derived, ...] = ()
     aggregate: Aggregation | None = None
+    fan_out: int = 1  # parallel prepare steps of a build: how it runs, not what the data is (not in the recipe)
 
     @property
     def ref(self) -> str:
@@ -218,7 +221,7 @@ class DatasetDefinition:
 
     def recipe(self) -> dict[str, Any]:
         """The recipe registered with the definition (everything but the contract)."""
-        return {k: v for k, v in self.document.items() if k not in ("contract", "access")}  # access is who reads, not what the data is
+        return {k: v for k, v in self.document.items() if k not in ("contract", "access", "fan_out")}  # who reads, how it is built
 
 
 def parse_duration(text: Any, *, file: str | Path, key: str) -> dt.timedelta:
@@ -369,7 +372,15 @@ def parse_definition(raw: Any, *, source: str | Path = "<definition>") -> Datase
         legacy_sources=legacy,
         derive=parse_derive(doc, file),
         aggregate=parse_aggregate(doc, file),
+        fan_out=_fan_out(doc, file),
     )
+
+
+def _fan_out(doc: Mapping[str, Any], file: str | Path) -> int:
+    value = doc.get("fan_out", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_FAN_OUT:
+        raise DatasetDefinitionError(f"must be a whole number of parallel prepare steps from 1 to {MAX_FAN_OUT}, got {value!r}", file=file, key="fan_out")
+    return value
 
 
 def load_definition(path: str | Path) -> DatasetDefinition:

@@ -176,7 +176,14 @@ class Publisher:
         return None
 
     def build(self, request: BuildRequest) -> BuildResult:
-        contract = request.contract
+        candidate, attempt = self.begin(request)
+        return self.finish(candidate, attempt, request, self.write_parts(attempt, request.partitions, request.contract))
+
+    def begin(self, request: BuildRequest) -> tuple[int, str]:
+        """The builder's role checked, the candidate created (and its builder recorded); the candidate and its staging attempt id.
+
+        A fanned-out build (fanout.py) writes the parts of one attempt from several processes, then calls :meth:`finish`.
+        """
         logical_key = request.logical_key or request.request_id
         scope = f"{request.dataset}:{request.version}"
         if self.gate is not None:
@@ -191,7 +198,12 @@ class Publisher:
             dup = sorted(k for k in keys if keys.count(k) > 1)[0]
             self.registry.transition(candidate, RealizationState.FAILED, reason=f"two parts claim partition {dup!r}", actor=self.actor)
             raise PublicationError(f"{request.dataset}:{request.version}: two parts claim partition {dup!r}")
-        parts = self.write_parts(attempt, request.partitions, contract)
+        return candidate, attempt
+
+    def finish(self, candidate: int, attempt: str, request: BuildRequest, parts: list[BuiltPart]) -> BuildResult:
+        """Seal the candidate with ``parts`` (in partition order), run the gates, publish and move the alias."""
+        contract = request.contract
+        scope = f"{request.dataset}:{request.version}"
         manifest = build_manifest(
             parts,
             dataset=request.dataset,

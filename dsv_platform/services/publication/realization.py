@@ -10,7 +10,8 @@ Details: docs/lineage-and-reproduction.md
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,18 +23,17 @@ from dsv_platform.core.config.source import TableSpecLike
 from dsv_platform.core.config.timezones import tz_database
 from dsv_platform.core.contracts.semantic_rules import declared_rules
 from dsv_platform.core.contracts.validation import validate
-from dsv_platform.core.errors import CorruptError
 from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.publication.gates import GateResult, rows_at_least
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin, LabelPin, Manifest, SourcePin, SplitsEntry
 from dsv_platform.core.publication.records import Realization
-from dsv_platform.core.splits.split_checks import CheckReport, assignment_hash, proportions_of_counts, splits_are_entity_disjoint
+from dsv_platform.core.splits.split_checks import proportions_of_counts
 from dsv_platform.services.ingest.canonical_load import held_batches, label_table_spec
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.privacy.privacy import PrivacyCoordinator
 from dsv_platform.services.privacy.privacy_key import load_subject_key
 from dsv_platform.services.publication.assembly_engine import engine_limits
-from dsv_platform.services.publication.datasets import load_manifest, open_dataset
+from dsv_platform.services.publication.datasets import load_manifest
 from dsv_platform.services.publication.examples import Examples
 from dsv_platform.services.publication.integrity_signals import integrity_gates
 from dsv_platform.services.publication.publisher import BuildRequest, BuildStep, Publisher
@@ -55,6 +55,7 @@ from dsv_platform.services.publication.realization_inputs import (
 )
 from dsv_platform.services.publication.semantic_gate import semantic_gates
 from dsv_platform.services.publication.split_assignment import SplitSummary, split_assignment
+from dsv_platform.services.publication.splits_check import SplitsCheck, check_splits
 from dsv_platform.services.trust.data_files import check_pinned_files
 from dsv_platform.services.trust.signing import signer_of
 from dsv_platform.services.trust.trust import gatekeeper
@@ -197,53 +198,104 @@ def build_realization(
     current environment's lockfile is stored as an object named by its hash.
     ``progress`` hears the stages: pin, read inputs, assemble, split, gates, parts, publish, alias.
     """
-    registry, store, tables, actor = platform.registry, platform.store, platform.tables, platform.actor
-    if environment is None:
-        store.put(environment_lockfile())
-    inputs = inputs_of(platform.config, definition)
-    contract_doc = definition.contract.to_document()
-    registry.register_definition(definition.name, definition.version, contract=contract_doc, recipe=definition.recipe(), owner=definition.owner)
-    progress.stage("pin", total=len(inputs.tables), unit="tables")
-    key, pins = pin_sources(tables, inputs)
-    progress.advance(len(pins))
-    key, held = _logical_key(platform, definition, key)
-    request_id = f"{definition.name}:{definition.version}:{key}"
-    jobs = platform.settings.build_jobs  # DSV_BUILD_JOBS: partitions prepared at once (unset: one per core)
-    publisher = Publisher(  # roles checked; signed
-        registry, store, actor=actor, signer=signer_of(platform), gate=gatekeeper(platform), jobs=jobs, on_step=publication_steps(progress)
-    )
-    done = publisher.reconcile(request_id)
+    pinned = pin_build(platform, definition, stores_environment=environment is None, progress=progress)
+    publisher = build_publisher(platform, progress)
+    done = reused_build(publisher, pinned)
     if done is not None:
-        _complete_alias_move(publisher, done)  # a build killed between its publication and the alias move
         progress.done()
-        return RealizationBuild(done.ref, load_manifest(registry, done), pins, True, ())
-    check_pinned_files(platform, inputs.tables, {p.table: p.snapshot_id for p in pins})  # a data file changed underneath: CORRUPT (docs/trust.md)
-    watermark = pinned_watermark(tables, inputs, {p.table: p for p in pins})
-    limits = engine_limits(platform)
-    with assembled(tables, inputs, {p.table: p for p in pins}, watermark, exclude_batches=held, limits=limits, progress=progress) as (examples, population):
-        if isinstance(store, EncryptingObjectStore) and registry.privacy.deleted_subjects():  # new realizations exclude deleted subjects
-            subject_key = load_subject_key(platform.settings.subject_key_path)
-            coordinator = PrivacyCoordinator(registry, store, actor=actor, config=platform.config, subject_key=subject_key)
-            examples = examples.filtered(coordinator.exclusion_filter(realization_subjects(platform, definition)))
-        splits, gates = _split_and_gates(platform, definition, examples, population, pins, progress)
-        request = BuildRequest(
-            dataset=definition.name,
-            version=definition.version,
-            contract=definition.contract,
-            request_id=request_id,
-            logical_key=key,
-            partitions=examples.parts(),
-            manifest_fields=_manifest_fields(platform, inputs, pins, splits, watermark, population, code=code, environment=environment, held=held),
-            gates=lambda manifest, parts: gates,
-            alias=ALIAS,
-        )
+        return done
+    watermark = pinned_watermark(platform.tables, pinned.inputs, {p.table: p for p in pinned.pins})
+    with build_examples(platform, pinned, watermark, progress) as (examples, population):
+        request, gates = build_request(platform, pinned, examples, population, watermark, code=code, environment=environment, progress=progress)
         progress.stage("parts", total=len(request.partitions), unit="partitions")
         result = publisher.build(request)  # it records the pinned_by / part_of edges the manifest implies (once, deduplicated)
     progress.done()
-    return RealizationBuild(result.ref, result.manifest, pins, False, tuple(gates))
+    return RealizationBuild(result.ref, result.manifest, pinned.pins, False, tuple(gates))
 
 
-def _logical_key(platform: Platform, definition: DatasetDefinition, key: str) -> tuple[str, tuple[str, ...]]:
+@dataclass(frozen=True)
+class Pinned:
+    """A build's pinned inputs: the pins, the logical key (with redaction generation and held batches), the request id."""
+
+    inputs: Inputs
+    pins: tuple[Pin, ...]
+    key: str
+    held: tuple[str, ...]
+
+    @property
+    def request_id(self) -> str:
+        return f"{self.inputs.definition.name}:{self.inputs.definition.version}:{self.key}"
+
+
+def pin_build(platform: Platform, definition: DatasetDefinition, *, stores_environment: bool = True, progress: Progress = SILENT) -> Pinned:
+    """Register the definition, tag the current snapshot of every input (stage ``pin``) and derive the logical key."""
+    if stores_environment:
+        platform.store.put(environment_lockfile())
+    inputs = inputs_of(platform.config, definition)
+    contract_doc = definition.contract.to_document()
+    platform.registry.register_definition(definition.name, definition.version, contract=contract_doc, recipe=definition.recipe(), owner=definition.owner)
+    progress.stage("pin", total=len(inputs.tables), unit="tables")
+    key, pins = pin_sources(platform.tables, inputs)
+    progress.advance(len(pins))
+    key, held = versioned_key(platform, definition, key)
+    return Pinned(inputs, pins, key, held)
+
+
+def build_publisher(platform: Platform, progress: Progress = SILENT) -> Publisher:
+    """The publisher of a build: roles checked, signed; ``DSV_BUILD_JOBS`` partitions prepared at once (unset: one per core)."""
+    return Publisher(
+        platform.registry, platform.store, actor=platform.actor, signer=signer_of(platform), gate=gatekeeper(platform),
+        jobs=platform.settings.build_jobs, on_step=publication_steps(progress),
+    )  # fmt: skip
+
+
+def reused_build(publisher: Publisher, pinned: Pinned) -> RealizationBuild | None:
+    """The realization the request id already published (its alias move completed), or None."""
+    done = publisher.reconcile(pinned.request_id)
+    if done is None:
+        return None
+    _complete_alias_move(publisher, done)  # a build killed between its publication and the alias move
+    return RealizationBuild(done.ref, load_manifest(publisher.registry, done), pinned.pins, True, ())
+
+
+@contextmanager
+def build_examples(platform: Platform, pinned: Pinned, watermark: dt.datetime, progress: Progress = SILENT) -> Iterator[tuple[Examples, int]]:
+    """The examples of the pinned inputs as known at ``watermark`` (deleted subjects excluded) and the population, for the block."""
+    registry, store, inputs = platform.registry, platform.store, pinned.inputs
+    check_pinned_files(platform, inputs.tables, {p.table: p.snapshot_id for p in pinned.pins})  # a data file changed underneath: CORRUPT (docs/trust.md)
+    with assembled(
+        platform.tables, inputs, {p.table: p for p in pinned.pins}, watermark, exclude_batches=pinned.held, limits=engine_limits(platform), progress=progress
+    ) as (examples, population):
+        if isinstance(store, EncryptingObjectStore) and registry.privacy.deleted_subjects():  # new realizations exclude deleted subjects
+            subject_key = load_subject_key(platform.settings.subject_key_path)
+            coordinator = PrivacyCoordinator(registry, store, actor=platform.actor, config=platform.config, subject_key=subject_key)
+            examples = examples.filtered(coordinator.exclusion_filter(realization_subjects(platform, inputs.definition)))
+        yield examples, population
+
+
+def build_request(
+    platform: Platform,
+    pinned: Pinned,
+    examples: Examples,
+    population: int,
+    watermark: dt.datetime,
+    *,
+    code: CodePin | None = None,
+    environment: EnvironmentPin | None = None,
+    progress: Progress = SILENT,
+) -> tuple[BuildRequest, list[GateResult]]:
+    """The split assignment and gates of ``examples`` (stages ``split``, ``gates``) and the publisher's request for them."""
+    definition, inputs, pins = pinned.inputs.definition, pinned.inputs, pinned.pins
+    splits, gates = _split_and_gates(platform, definition, examples, population, pins, progress)
+    fields = _manifest_fields(platform, inputs, pins, splits, watermark, population, code=code, environment=environment, held=pinned.held)
+    request = BuildRequest(
+        dataset=definition.name, version=definition.version, contract=definition.contract, request_id=pinned.request_id, logical_key=pinned.key,
+        partitions=examples.parts(), manifest_fields=fields, gates=lambda manifest, parts: gates, alias=ALIAS,
+    )  # fmt: skip
+    return request, gates
+
+
+def versioned_key(platform: Platform, definition: DatasetDefinition, key: str) -> tuple[str, tuple[str, ...]]:
     """The pins' ``key`` with the redaction generation and the held raw batches (each makes a rebuild a new logical version)."""
     # A privacy deletion raises the redaction generation; a rebuild after it is a new logical version.
     generation = platform.registry.redaction_generation()
@@ -310,46 +362,8 @@ def realization_subjects(platform: Platform, definition: DatasetDefinition) -> t
     return tuple(dict.fromkeys(e for e in entities if e is not None and e in definition.contract.column_names))
 
 
-# ---------------------------------------------------------------- the split assignment of a published realization
-
-
-@dataclass(frozen=True)
-class SplitsCheck:
-    ref: str
-    assignment_hash: str
-    counts: Mapping[str, int]
-    policy: Mapping[str, object]
-    report: CheckReport
-
-
-def check_splits(platform: Platform, ref: str, definition: DatasetDefinition) -> SplitsCheck:
-    """Re-read ``ref``'s assignment object, confirm its hash against the manifest, and check entity disjointness."""
-    ds = open_dataset(platform, ref, actor=platform.actor)
-    splits = ds.manifest.splits
-    assignment = ds.split_assignment
-    if splits is None or assignment is None:
-        raise RealizationBuildError(f"{ref}: the manifest records no split assignment")
-    recomputed = assignment_hash(assignment, example_id(definition.contract))
-    if recomputed != splits.assignment_hash:
-        raise CorruptError(f"split assignment {splits.assignment_object} hashes to {recomputed}, the manifest says {splits.assignment_hash}", ref=ref)
-    disjoint = splits_are_entity_disjoint(assignment, definition.entity_column)
-    return SplitsCheck(ds.ref, recomputed, dict(splits.counts), splits.to_document()["policy"], disjoint)
-
-
 __all__ = [
-    "ALIAS",
-    "REPO",
-    "Pin",
-    "RealizationBuild",
-    "RealizationBuildError",
-    "SplitsCheck",
-    "build_realization",
-    "check_splits",
-    "code_pin",
-    "environment_lockfile",
-    "environment_pin",
-    "example_id",
-    "logical_key",
-    "realization_subjects",
-    "runner_timezone",
-]
+    "ALIAS", "REPO", "Pin", "Pinned", "RealizationBuild", "RealizationBuildError", "SplitsCheck", "build_examples", "build_publisher", "build_realization",
+    "build_request", "check_splits", "code_pin", "environment_lockfile", "environment_pin", "example_id", "logical_key", "pin_build", "realization_subjects",
+    "reused_build", "runner_timezone", "versioned_key",
+]  # fmt: skip
