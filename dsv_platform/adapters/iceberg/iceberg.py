@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import itertools
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
@@ -21,11 +20,10 @@ import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression, EqualTo, In
-from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to_data_files
 from pyiceberg.table import Table
 
 from dsv_platform.adapters.iceberg.iceberg_catalog import build_catalog
-from dsv_platform.adapters.iceberg.iceberg_schema import scan_arrow
+from dsv_platform.adapters.iceberg.iceberg_schema import DataFileWriter, scan_arrow
 from dsv_platform.adapters.iceberg.iceberg_values import (
     BATCH,
     RECORDED_AT,
@@ -33,10 +31,11 @@ from dsv_platform.adapters.iceberg.iceberg_values import (
     PinnedSnapshot,
     RowDeletion,
     SnapshotInfo,
-    applied_and_latest,
+    append_state,
     changed_rows,
     latest_per_key,
     literal,
+    restatements,
     stamped,
     table_schema,
 )
@@ -127,34 +126,34 @@ class CanonicalTables:
         batch: str,
         row_filter: BooleanExpression,
         by_day: bool = True,
+        restated: Callable[[str, frozenset[Any]], Iterable[tuple[Any, pa.Table]]] | None = None,
     ) -> dict[Any, AppendOutcome]:
         """:meth:`append` of rows given a record batch at a time, as ``(day, rows)`` (``chunks()`` gives them anew on each attempt).
 
-        One snapshot, one outcome per day; ``row_filter`` names the partitions the rows fall in. ``by_day``: a day that
-        holds the batch already is skipped, a row equal to its key's latest version in its day is not appended again
-        (an anti-join per record batch); else the same over all of ``row_filter`` at once (day None).
+        One snapshot, one outcome per day; ``row_filter`` names the partitions the rows fall in. ``by_day``: a day that holds
+        the batch already is skipped, a row equal to its key's version in its day in effect at the batch's recorded time is
+        not appended (else the same over all of ``row_filter``, day None). ``restated(batch, days)`` gives a later-recorded
+        batch's rows again: those it skipped in a day this append changes are written in the same snapshot (docs/storage.md).
         """
         if recorded_at.tzinfo is None:
             raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
         contract, tbl = spec.contract, self.table(spec)
         for attempt in range(1, self.commit_attempts + 1):
-            applied, latest = applied_and_latest(self._scan(tbl, contract, row_filter, None), contract, batch, by_day=by_day)
-            txn, seen, new = tbl.transaction(), dict[Any, int](), dict[Any, int]()
-            counter, paths = itertools.count(0), set[str]()  # one file counter per snapshot: else every chunk's file is named 00000-0-<uuid>
+            state = append_state(self._scan(tbl, contract, row_filter, None), contract, batch, recorded_at, by_day=by_day)
+            txn, seen, new, restates = tbl.transaction(), dict[Any, int](), dict[Any, int](), 0
             with txn.update_snapshot().fast_append() as files:
+                write = DataFileWriter(txn, files, tbl, CanonicalTableError)
                 for day, chunk in chunks():
-                    if day in applied or (None in applied and contract.partition_by is None):  # unpartitioned: the batch is in its one partition
+                    if day in state.applied or (None in state.applied and contract.partition_by is None):  # unpartitioned: its one partition
                         continue
-                    fresh = changed_rows(chunk.select(contract.column_names).cast(contract.arrow_schema), latest, contract)
+                    fresh = changed_rows(chunk.select(contract.column_names).cast(contract.arrow_schema), state.latest, contract)
                     seen[day], new[day] = seen.get(day, 0) + chunk.num_rows, new.get(day, 0) + fresh.num_rows
                     if fresh.num_rows:
-                        df, meta = stamped(fresh, recorded_at, batch), txn.table_metadata
-                        _check_pyarrow_schema_compatible(meta.schema(), provided_schema=df.schema, format_version=meta.format_version)
-                        for data_file in _dataframe_to_data_files(table_metadata=meta, write_uuid=files.commit_uuid, df=df, io=tbl.io, counter=counter):
-                            if data_file.file_path in paths:  # a later chunk replaced an earlier one's bytes: never commit that
-                                raise CanonicalTableError(f"append to {self.identifier(spec)}: data file {data_file.file_path} written twice")
-                            paths.add(data_file.file_path)
-                            files.append_data_file(data_file)
+                        write(stamped(fresh, recorded_at, batch))
+                changed = [day for day, n in new.items() if n]
+                for rows in restatements(state, changed, restated, contract) if restated is not None and changed else ():
+                    restates += rows.num_rows
+                    write(rows)
             if sum(new.values()):  # else nothing was written: the transaction is dropped uncommitted
                 try:
                     txn.commit_transaction()
@@ -163,8 +162,8 @@ class CanonicalTables:
                     tbl = self.catalog.load_table(self.identifier(spec))
                     continue
             sid = _snapshot_id(tbl)
-            done = {day: AppendOutcome(spec.name, sid, 0, 0, True, attempt) for day in applied}
-            return done | {day: AppendOutcome(spec.name, sid, new[day], seen[day] - new[day], False, attempt) for day in seen}
+            done = {day: AppendOutcome(spec.name, sid, 0, 0, True, attempt) for day in state.applied}
+            return done | {day: AppendOutcome(spec.name, sid, new[day], seen[day] - new[day], False, attempt, restates) for day in seen}
         raise CanonicalTableError(f"append to {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
 
     # -- row-level deletes (privacy) ----------------------------------------------
