@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,3 +63,24 @@ def test_read_only_commands_work_on_a_full_disk_and_a_write_is_one_line(small_di
     assert moved.code == failures.exit_code(FailureKind.ENVIRONMENT) == 18
     [line] = moved.err.strip().splitlines()
     assert line.startswith("dsv: error: ") and "the disk is full" in line and "registry.db" in line
+
+
+def test_a_full_disk_under_a_database_with_a_pending_wal_still_reads(small_disk, capsys, monkeypatch):
+    world = World.create(small_disk / "home", rows_per_day=20, days=3)
+    ref = world.build().ref
+    world.platform.registry.close()
+    db = small_disk / "home" / "registry.db"
+    leave_wal = (  # a writer killed before its checkpoint: the WAL holds a commit the database file does not
+        "import os, sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_autocheckpoint=0'); "
+        "c.execute('CREATE TABLE IF NOT EXISTS scratch (x)'); c.commit(); os._exit(0)"
+    )
+    subprocess.run([sys.executable, "-c", leave_wal, str(db)], check=True)
+    assert db.with_name("registry.db-wal").stat().st_size > 0
+    _fill(small_disk)
+    dsv = DsvCli(capsys, monkeypatch, {"DSV_HOME": str(small_disk / "home")})
+    verified = dsv("verify", ref)  # the WAL and its index are there: SQLite reads without making a file
+    assert verified.code == 0 and verified.out.startswith(f"OK {ref}"), verified.err
+    moved = dsv("alias", "set", "fraud_training_set:v6@full", ref.split("@", 1)[1])
+    assert moved.code == 18, moved.err
+    [line] = moved.err.strip().splitlines()
+    assert line.startswith("dsv: error: ") and "the disk is full" in line

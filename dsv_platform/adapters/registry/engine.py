@@ -24,6 +24,14 @@ CONNECT_TIMEOUT_S = 5
 FULL_BELOW_BYTES = 1 << 20  # SQLite needs room for its WAL index (32 KiB) and WAL pages even to read
 
 
+def _free_bytes(path: Path) -> int:
+    try:
+        free = os.statvfs(path.parent)
+    except OSError:
+        return FULL_BELOW_BYTES
+    return free.f_bavail * free.f_frsize
+
+
 def read_only_when_full(path: Path) -> bool:
     """The SQLite database at ``path`` is on a full file system and its WAL holds nothing: open it read-only (immutable).
 
@@ -113,7 +121,9 @@ def create_registry_engine(url: str) -> Engine:
 
     @event.listens_for(engine, "handle_error")
     def _full(ctx: ExceptionContext) -> None:
-        if is_disk_full(ctx.original_exception) or (read_only and "readonly database" in str(ctx.original_exception)):
+        text = str(ctx.original_exception)
+        full = "disk I/O error" in text and _free_bytes(Path(str(database))) < FULL_BELOW_BYTES  # a WAL index that cannot grow
+        if full or is_disk_full(ctx.original_exception) or (read_only and "readonly database" in text):
             raise DiskFullError(disk_full_message(f"registry {database}", Path(str(database)))) from ctx.original_exception
 
     @event.listens_for(engine, "begin")
