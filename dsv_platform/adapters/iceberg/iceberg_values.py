@@ -69,17 +69,21 @@ def append_state(current: pa.Table, contract: Contract, batch: str, recorded_at:
         return AppendState(set(), current, {}, current)
     part, mine = contract.partition_by, pc.equal(current.column(BATCH), batch)
     before = at_or_before(current, recorded_at, batch)
+    in_order = bool(pc.all(before).as_py())  # landed in recorded order: every stored row is at or before the batch, as before issue 25
     later: dict[object, dict[str, dt.datetime]] = {}
     if part is None or not by_day:
-        for group in current.filter(pc.invert(before)).group_by([BATCH]).aggregate([(RECORDED_AT, "max")]).to_pylist():
+        for group in () if in_order else current.filter(pc.invert(before)).group_by([BATCH]).aggregate([(RECORDED_AT, "max")]).to_pylist():
             later.setdefault(None, {})[group[BATCH]] = group[f"{RECORDED_AT}_max"]
-        return AppendState({None} if pc.any(mine).as_py() else set(), latest_per_key(current.filter(before), contract.key), later, current)
+        known = current if in_order else current.filter(before)
+        return AppendState({None} if pc.any(mine).as_py() else set(), latest_per_key(known, contract.key), later, current)
     days = day_of(current.column(part))
-    after = current.select([BATCH, RECORDED_AT]).append_column("__day", days).filter(pc.invert(before))
-    for group in after.group_by(["__day", BATCH]).aggregate([(RECORDED_AT, "max")]).to_pylist():
-        later.setdefault(group["__day"], {})[group[BATCH]] = group[f"{RECORDED_AT}_max"]
+    if not in_order:
+        after = current.select([BATCH, RECORDED_AT]).append_column("__day", days).filter(pc.invert(before))
+        for group in after.group_by(["__day", BATCH]).aggregate([(RECORDED_AT, "max")]).to_pylist():
+            later.setdefault(group["__day"], {})[group[BATCH]] = group[f"{RECORDED_AT}_max"]
     applied = set(pc.unique(days.filter(mine)).to_pylist())
-    keyed = current.append_column("__day", days).filter(before)
+    keyed = current.append_column("__day", days)
+    keyed = keyed if in_order else keyed.filter(before)
     return AppendState(applied, latest_per_key(keyed, (*contract.key, "__day")).drop_columns(["__day"]), later, current)
 
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.contracts.semantic import RuleResult
 from dsv_platform.core.contracts.semantic_rules import declared_rules, evaluate
-from dsv_platform.core.errors import ExpiredError, NotFoundError, ObjectStoreError, RedactedError, ResolutionError
+from dsv_platform.core.errors import ExpiredError, NotFoundError, ObjectStoreError, QuarantinedError, RedactedError, ResolutionError
 from dsv_platform.core.publication.gates import GateResult
 from dsv_platform.services.publication.datasets import open_dataset
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
 
 GATE_PREFIX = "semantic"
+RECORDED = (RedactedError, ExpiredError, QuarantinedError)  # states the registry records on purpose: no baseline, never a fault
 
 
 class Baseline(NamedTuple):
@@ -37,20 +38,20 @@ class Baseline(NamedTuple):
 def baseline_of(platform: Platform, name: str, version: str, contract: Contract) -> Baseline:
     """The baseline realization; ``ref`` None when there is none yet (a named baseline must resolve and read).
 
-    One erased by a recorded privacy deletion or retention (REDACTED, EXPIRED) is no baseline, and the gate says so;
+    One erased or held on the record (REDACTED, EXPIRED, QUARANTINED) is no baseline, and the gate says so;
     any other failure to read it (CORRUPT, a lost object, ...) is ``unreadable``: the baseline gate blocks.
     """
     named = (contract.expectations or {}).get("baseline")
     try:
         ref = str(named) if named else platform.registry.resolve(name, version, actor=platform.actor).ref
-    except (NotFoundError, RedactedError, ExpiredError):  # none readable yet (or only redacted / expired ones): no baseline
+    except (NotFoundError, *RECORDED):  # none readable yet (or only redacted / expired / quarantined ones): no baseline
         if named:
             raise
         return Baseline(None, None)
     try:
         with open_dataset(platform, ref, actor=platform.actor) as ds:
             return Baseline(ds.ref, ds.to_arrow())
-    except (RedactedError, ExpiredError) as exc:  # erased on the record: build without one, say why
+    except RECORDED as exc:  # erased or held on the record: build without one, say why
         if named:
             raise
         return Baseline(f"none: {ref} is {exc.kind.name}", None)
