@@ -19,7 +19,7 @@ import sys
 import unicodedata
 from collections.abc import Sequence
 
-from dsv_platform.core.errors import DsvError, FailureKind
+from dsv_platform.core.errors import DsvError, FailureKind, is_disk_full
 from dsv_platform.core.publication import failures
 
 # Modules that contribute sub-commands, in help order.
@@ -172,10 +172,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         # A file the command touches cannot be read or written: name it, one line.
         where = f"{exc.filename}: " if exc.filename else ""
+        if is_disk_full(exc):  # ENOSPC: the disk is full, an environment fault
+            print(printable(f"dsv: error: {where}the disk is full (no space left on device); free space and retry"), file=sys.stderr)
+            return failures.exit_code(FailureKind.ENVIRONMENT)
         print(printable(f"dsv: error: {where}{exc.strerror or exc}"), file=sys.stderr)
         return failures.exit_code(FailureKind.FILE_ACCESS)
     except Exception as exc:  # the boundary: a bug is still one line, never a traceback
         message = printable(" ".join(str(exc).split())[:500])
+        if is_disk_full(exc):  # SQLite's "database or disk is full", an ENOSPC below a library
+            print(f"dsv: error: the disk is full ({message[:300]}); free space and retry", file=sys.stderr)
+            return failures.exit_code(FailureKind.ENVIRONMENT)
         print(f"dsv: internal error ({type(exc).__name__}): {message}", file=sys.stderr)
         return failures.exit_code(FailureKind.INTERNAL)
     return int(code or 0)

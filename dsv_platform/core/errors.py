@@ -83,6 +83,25 @@ class EnvironmentSetupError(ConfigurationError):
     kind = FailureKind.ENVIRONMENT
 
 
+class DiskFullError(EnvironmentSetupError):
+    """The file system under the home (or a file a command writes) has no space left: ENOSPC, SQLite's "database or disk is full"."""
+
+
+DISK_FULL_TEXTS = ("database or disk is full", "no space left on device")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """``exc`` (or an exception it was raised from) says the disk is full: ENOSPC, or SQLite's "database or disk is full"."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if getattr(seen, "errno", None) == 28 or any(t in str(seen).lower() for t in DISK_FULL_TEXTS):  # 28: ENOSPC
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 class ServiceUnreachableError(DsvError):
     """A configured service (PostgreSQL, the S3 endpoint) does not answer; the message names its URL, password masked."""
 

@@ -64,9 +64,11 @@ class Lab:
         r = self.world.registry.find_by_manifest_hash(build.manifest_hash)
         assert r is not None
         self.world.registry.transition(r.id, RealizationState.EXPIRED, reason="collected by tests", actor="tests")
-        if delete_objects:
+        if delete_objects:  # as GC would: the objects no other realization of the lab names (a shared one deleted makes those corrupt)
+            kept = {p.object for b in self.builds if b.manifest_hash != build.manifest_hash for p in b.manifest.partitions}
             for p in build.manifest.partitions:
-                self.world.delete_object(p.object)
+                if p.object not in kept:
+                    self.world.delete_object(p.object)
 
     def state(self, build: RealizationBuild) -> RealizationState:
         r = self.world.registry.find_by_manifest_hash(build.manifest_hash)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import itertools
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
@@ -20,13 +19,12 @@ import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression, In
-from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible, _dataframe_to_data_files
 from pyiceberg.table import Table
 
 from dsv_platform.adapters.iceberg.iceberg_catalog import build_catalog
 from dsv_platform.adapters.iceberg.iceberg_files import FileLedger, seal_written
 from dsv_platform.adapters.iceberg.iceberg_files import snapshot_id_of as _snapshot_id
-from dsv_platform.adapters.iceberg.iceberg_schema import equal, scan_arrow, where
+from dsv_platform.adapters.iceberg.iceberg_schema import DataFileWriter, equal, scan_arrow, where
 from dsv_platform.adapters.iceberg.iceberg_values import (
     BATCH,
     BATCH_METRICS,
@@ -35,11 +33,12 @@ from dsv_platform.adapters.iceberg.iceberg_values import (
     PinnedSnapshot,
     RowDeletion,
     SnapshotInfo,
-    applied_and_latest,
+    append_state,
     batch_properties,
     changed_rows,
     latest_per_key,
     literal,
+    restatements,
     stamped,
     table_schema,
 )
@@ -132,14 +131,16 @@ class CanonicalTables:
         row_filter: BooleanExpression,
         by_day: bool = True,
         each_partition: bool = False,
+        restated: Callable[[str, frozenset[Any]], Iterable[tuple[Any, pa.Table]]] | None = None,
     ) -> dict[Any, AppendOutcome]:
         """:meth:`append` of rows given a record batch at a time, as ``(day, rows)`` (``chunks()`` gives them anew on each attempt).
 
-        One snapshot, one outcome per day; ``row_filter`` names the partitions the rows fall in. ``by_day``: a day that
-        holds the batch already is skipped, a row equal to its key's latest version in its day is not appended again
-        (an anti-join per record batch); else the same over all of ``row_filter`` at once (day None). ``each_partition``:
-        each chunk is one whole partition (its ``partition_by`` value as the day), read from the table when it comes.
-        The snapshot summary names the batch (``dsv.batches``); ``_batch`` keeps whole manifest bounds (iceberg_batches.py).
+        One snapshot, one outcome per day; ``row_filter`` names the partitions the rows fall in. ``by_day``: a day that holds
+        the batch already is skipped, a row equal to its key's version in its day in effect at the batch's recorded time is
+        not appended (else the same over all of ``row_filter``, day None). ``each_partition``: each chunk is one whole
+        partition, read from the table when it comes. ``restated(batch, days)`` gives a later-recorded batch's rows again:
+        those it skipped in a day this append changes are written in the same snapshot (docs/storage.md). The snapshot
+        summary names the batch (``dsv.batches``); ``_batch`` keeps whole manifest bounds (iceberg_batches.py).
         """
         if recorded_at.tzinfo is None:
             raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
@@ -147,28 +148,26 @@ class CanonicalTables:
         for attempt in range(1, self.commit_attempts + 1):
             before = _snapshot_id(tbl)
             scanned = table_schema(contract).empty_table() if each_partition else self._scan(tbl, contract, row_filter, None)
-            applied, latest = applied_and_latest(scanned, contract, batch, by_day=by_day)
-            txn, seen, new = tbl.transaction(), dict[Any, int](), dict[Any, int]()
-            counter, paths = itertools.count(0), set[str]()  # one file counter per snapshot: else every chunk's file is named 00000-0-<uuid>
+            state = append_state(scanned, contract, batch, recorded_at, by_day=by_day)
+            applied, latest = set(state.applied), state.latest
+            txn, seen, new, restates = tbl.transaction(), dict[Any, int](), dict[Any, int](), 0
             txn = txn.set_properties(BATCH_METRICS) if any(tbl.properties.get(k) != v for k, v in BATCH_METRICS.items()) else txn
             with txn.update_snapshot(snapshot_properties=batch_properties(batch)).fast_append() as files:
+                write = DataFileWriter(txn, files, tbl, CanonicalTableError)
                 for day, chunk in chunks():
                     if each_partition:  # this partition's rows only: memory bounded by the largest partition
-                        scanned = self._scan(tbl, contract, self.partition_filter(spec, [day]), None)
-                        held, latest = applied_and_latest(scanned, contract, batch, by_day=False)
-                        applied |= {day} if held else set()
-                    if day in applied or (None in applied and contract.partition_by is None):  # unpartitioned: the batch is in its one partition
+                        part = append_state(self._scan(tbl, contract, self.partition_filter(spec, [day]), None), contract, batch, recorded_at, by_day=False)
+                        applied, latest = applied | ({day} if part.applied else set()), part.latest
+                    if day in applied or (None in applied and contract.partition_by is None):  # unpartitioned: its one partition
                         continue
                     fresh = changed_rows(chunk.select(contract.column_names).cast(contract.arrow_schema), latest, contract)
                     seen[day], new[day] = seen.get(day, 0) + chunk.num_rows, new.get(day, 0) + fresh.num_rows
                     if fresh.num_rows:
-                        df, meta = stamped(fresh, recorded_at, batch), txn.table_metadata
-                        _check_pyarrow_schema_compatible(meta.schema(), provided_schema=df.schema, format_version=meta.format_version)
-                        for data_file in _dataframe_to_data_files(table_metadata=meta, write_uuid=files.commit_uuid, df=df, io=tbl.io, counter=counter):
-                            if data_file.file_path in paths:  # a later chunk replaced an earlier one's bytes: never commit that
-                                raise CanonicalTableError(f"append to {self.identifier(spec)}: data file {data_file.file_path} written twice")
-                            paths.add(data_file.file_path)
-                            files.append_data_file(data_file)
+                        write(stamped(fresh, recorded_at, batch))
+                changed = [day for day, n in new.items() if n]
+                for rows in restatements(state, changed, restated, contract) if restated is not None and changed else ():
+                    restates += rows.num_rows
+                    write(rows)
             if sum(new.values()):  # else nothing was written: the transaction is dropped uncommitted
                 try:
                     txn.commit_transaction()
@@ -179,7 +178,7 @@ class CanonicalTables:
                 seal_written(self.ledger, spec.name, tbl, before=before)
             sid = _snapshot_id(tbl)
             done = {day: AppendOutcome(spec.name, sid, 0, 0, True, attempt) for day in applied}
-            return done | {day: AppendOutcome(spec.name, sid, new[day], seen[day] - new[day], False, attempt) for day in seen}
+            return done | {day: AppendOutcome(spec.name, sid, new[day], seen[day] - new[day], False, attempt, restates) for day in seen}
         raise CanonicalTableError(f"append to {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
 
     # -- row-level deletes (privacy) ----------------------------------------------

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +30,41 @@ def catalog_properties(
     return props
 
 
+def moved_from(catalog_url: str, warehouse: str) -> str | None:
+    """Where a SQLite catalog's tables were written when it is not under ``warehouse``: its home was moved or copied.
+
+    The catalog and Iceberg's metadata hold absolute paths; read through the new place, a moved home's tables do not
+    read, and a copy's writes would land in the original's warehouse (docs/reliability.md).
+    """
+    if not catalog_url.startswith("sqlite:///") or "://" in warehouse or not Path(catalog_url[10:]).is_file():
+        return None
+    root = Path(warehouse).resolve().as_uri().rstrip("/") + "/"
+    try:
+        with closing(sqlite3.connect(f"file:{Path(catalog_url[10:]).resolve().as_posix()}?mode=ro", uri=True)) as conn:
+            rows = conn.execute("SELECT metadata_location FROM iceberg_tables WHERE metadata_location IS NOT NULL").fetchall()
+    except sqlite3.Error:  # no table yet: nothing written anywhere
+        return None
+    for (location,) in rows:
+        if location.startswith("file:") and not location.startswith(root):
+            return str(location).split("/canonical/")[0].removeprefix("file://")
+    return None
+
+
 def build_catalog(catalog_url: str, warehouse: str, *, name: str = "dsv", **options: Any) -> SqlCatalog:
-    """The pyiceberg SQL catalog (SQLite embedded, PostgreSQL in production); ``options`` as :func:`catalog_properties`."""
+    """The pyiceberg SQL catalog (SQLite embedded, PostgreSQL in production); ``options`` as :func:`catalog_properties`.
+
+    A SQLite catalog whose tables live under another folder (a moved or copied home) is refused, one line naming both.
+    """
+    origin = moved_from(catalog_url, warehouse)
+    if origin is not None:
+        raise EnvironmentSetupError(
+            f"warehouse {Path(warehouse).resolve()}: its Iceberg catalog names tables under {origin} (the home was moved or copied); "
+            f"move it back to where it was made, or land its raw batches into a new home"
+        )
     try:
         return SqlCatalog(name, **catalog_properties(catalog_url, warehouse, **options))
     except (ValueError, ImportError) as exc:  # sqlalchemy's ArgumentError is a ValueError: a URL it cannot parse, a missing driver
         raise EnvironmentSetupError(f"DSV_ICEBERG_CATALOG_URL: not a usable catalog URL ({type(exc).__name__}: {exc})") from exc
 
 
-__all__ = ["build_catalog", "catalog_properties"]
+__all__ = ["build_catalog", "catalog_properties", "moved_from"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import time
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.expressions import BooleanExpression, EqualTo
-from pyiceberg.io.pyarrow import ArrowScan
+from pyiceberg.io.pyarrow import ArrowScan, _check_pyarrow_schema_compatible, _dataframe_to_data_files
 from pyiceberg.table import Table
 from pyiceberg.types import (
     BinaryType,
@@ -236,3 +237,22 @@ def equal(column: str, value: object) -> BooleanExpression:
 def where(condition: BooleanExpression | tuple[str, object]) -> BooleanExpression:
     """A row filter given as an expression or as ``(column, value)``."""
     return equal(condition[0], condition[1]) if isinstance(condition, tuple) else condition
+
+
+class DataFileWriter:
+    """The data files of one snapshot being made by ``files`` (a fast append of ``txn``): one file counter for the snapshot
+    (else every write's first file is named ``00000-0-<uuid>`` and replaces the one before), never one path twice (``error``)."""
+
+    def __init__(self, txn: Any, files: Any, tbl: Table, error: type[Exception]) -> None:
+        self.txn, self.files, self.tbl, self.error = txn, files, tbl, error
+        self.counter, self.paths = itertools.count(0), set[str]()
+
+    def __call__(self, df: pa.Table) -> None:
+        """Write ``df`` (stamped rows, checked against the table schema) as data files of the snapshot."""
+        meta = self.txn.table_metadata
+        _check_pyarrow_schema_compatible(meta.schema(), provided_schema=df.schema, format_version=meta.format_version)
+        for data_file in _dataframe_to_data_files(table_metadata=meta, write_uuid=self.files.commit_uuid, df=df, io=self.tbl.io, counter=self.counter):
+            if data_file.file_path in self.paths:  # a later write replaced an earlier one's bytes: never commit that
+                raise self.error(f"append to {'.'.join(self.tbl.name())}: data file {data_file.file_path} written twice")
+            self.paths.add(data_file.file_path)
+            self.files.append_data_file(data_file)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,19 +53,80 @@ def day_of(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
     return column
 
 
-def applied_and_latest(current: pa.Table, contract: Contract, batch: str, *, by_day: bool) -> tuple[set[object], pa.Table]:
-    """Of the rows of the partitions a batch touches: the days that hold the batch and the latest version per key and day
-    (``by_day``), else ``{None}`` if any holds it and the latest version per key."""
-    part = contract.partition_by
+@dataclass(frozen=True)
+class AppendState:
+    """What an append compares a batch's rows with, from the rows of the partitions it touches.
+
+    ``applied``: the days holding the batch ({None} when not by day); ``latest``: the version per key (and day)
+    in effect at the batch's position (``_recorded_at``, then ``_batch``, as :func:`latest_per_key` ranks them);
+    ``later``: per day, the batches recorded after that position, with their recorded times.
+    """
+
+    applied: set[object]
+    latest: pa.Table
+    later: dict[object, dict[str, dt.datetime]]
+    current: pa.Table
+
+
+def at_or_before(rows: pa.Table, recorded_at: dt.datetime, batch: str) -> pa.ChunkedArray:
+    """Per row: recorded at or before the position (``recorded_at``, ``batch``)."""
+    when = pa.scalar(recorded_at, pa.timestamp("us", tz="UTC"))
+    same = pc.and_(pc.equal(rows.column(RECORDED_AT), when), pc.less_equal(rows.column(BATCH), batch))
+    return pc.or_(pc.less(rows.column(RECORDED_AT), when), same)
+
+
+def append_state(current: pa.Table, contract: Contract, batch: str, recorded_at: dt.datetime, *, by_day: bool) -> AppendState:
+    """The :class:`AppendState` of ``batch`` recorded at ``recorded_at`` over ``current`` (the touched partitions' rows)."""
     if not current.num_rows:
-        return set(), current
-    mine = pc.equal(current.column(BATCH), batch)
+        return AppendState(set(), current, {}, current)
+    part, mine = contract.partition_by, pc.equal(current.column(BATCH), batch)
+    before = at_or_before(current, recorded_at, batch)
+    in_order = bool(pc.all(before).as_py())  # landed in recorded order: every stored row is at or before the batch, as before issue 25
+    later: dict[object, dict[str, dt.datetime]] = {}
     if part is None or not by_day:
-        return ({None} if pc.any(mine).as_py() else set()), latest_per_key(current, contract.key)
+        for group in () if in_order else current.filter(pc.invert(before)).group_by([BATCH]).aggregate([(RECORDED_AT, "max")]).to_pylist():
+            later.setdefault(None, {})[group[BATCH]] = group[f"{RECORDED_AT}_max"]
+        known = current if in_order else current.filter(before)
+        return AppendState({None} if pc.any(mine).as_py() else set(), latest_per_key(known, contract.key), later, current)
     days = day_of(current.column(part))
+    if not in_order:
+        after = current.select([BATCH, RECORDED_AT]).append_column("__day", days).filter(pc.invert(before))
+        for group in after.group_by(["__day", BATCH]).aggregate([(RECORDED_AT, "max")]).to_pylist():
+            later.setdefault(group["__day"], {})[group[BATCH]] = group[f"{RECORDED_AT}_max"]
     applied = set(pc.unique(days.filter(mine)).to_pylist())
     keyed = current.append_column("__day", days)
-    return applied, latest_per_key(keyed, (*contract.key, "__day")).drop_columns(["__day"])
+    keyed = keyed if in_order else keyed.filter(before)
+    return AppendState(applied, latest_per_key(keyed, (*contract.key, "__day")).drop_columns(["__day"]), later, current)
+
+
+def unwritten_rows(rows: pa.Table, state: AppendState, contract: Contract, batch: str, day: object) -> pa.Table:
+    """Rows of ``batch`` (of ``day``) whose key the batch has not written in that day yet (it skipped them as unchanged)."""
+    own = state.current.filter(pc.equal(state.current.column(BATCH), batch))
+    if day is not None and contract.partition_by is not None:
+        own = own.filter(pc.fill_null(pc.equal(day_of(own.column(contract.partition_by)), pa.scalar(day, pa.date32())), False))
+    if rows.num_rows == 0 or own.num_rows == 0:
+        return rows
+    key = list(contract.key)
+    return rows.filter(rows_not_in(rows.select(key), own.select(key)))
+
+
+def restatements(
+    state: AppendState, changed: Iterable[object], restated: Callable[[str, frozenset[object]], Iterable[tuple[object, pa.Table]]], contract: Contract
+) -> Iterator[pa.Table]:
+    """The rows (stamped) that batches recorded after an append's position wrote to a ``changed`` day and skipped as unchanged.
+
+    ``restated(batch, days)`` gives a batch's rows of those days again, as ``(day, rows)``.
+    """
+    wanted: dict[tuple[dt.datetime, str], set[object]] = {}
+    for day in changed:
+        for name, when in state.later.get(day, {}).items():
+            wanted.setdefault((when, name), set()).add(day)
+    for (when, name), days in sorted(wanted.items(), key=lambda item: item[0]):
+        for day, rows in restated(name, frozenset(days)):
+            if day in days:
+                fresh = unwritten_rows(rows.select(contract.column_names).cast(contract.arrow_schema), state, contract, name, day)
+                if fresh.num_rows:
+                    yield stamped(fresh, when, name)
 
 
 @dataclass(frozen=True)
@@ -77,6 +139,7 @@ class AppendOutcome:
     unchanged: int
     already_applied: bool
     attempts: int
+    restated: int = 0  # rows of batches recorded later that this append wrote too (they had skipped them as unchanged)
 
 
 @dataclass(frozen=True)
@@ -186,15 +249,19 @@ __all__ = [
     "BATCH",
     "RECORDED_AT",
     "AppendOutcome",
+    "AppendState",
     "PinnedSnapshot",
     "RowDeletion",
     "SnapshotInfo",
-    "applied_and_latest",
+    "append_state",
+    "at_or_before",
     "changed_rows",
     "day_of",
     "latest_per_key",
     "literal",
+    "restatements",
     "rows_not_in",
     "stamped",
     "table_schema",
+    "unwritten_rows",
 ]

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 from dsv_platform.adapters.objects.object_store import ObjectStore
+from dsv_platform.adapters.registry.engine import connect_sqlite
 from dsv_platform.core.config.source import UNPARTITIONED_DAY, LandingFormat, SourceSpec
 from dsv_platform.core.errors import DsvError
 from dsv_platform.core.ingest.batch import PreparedBatch, RawBatch, parse_batch_file, prepare_batch
@@ -133,10 +134,7 @@ class LandingZone:
                     conn.execute("ALTER TABLE landed_batch ADD COLUMN writer TEXT")
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.index_path, timeout=30, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.row_factory = sqlite3.Row
-        return conn
+        return connect_sqlite(self.index_path)  # WAL; read-only on a full disk (adapters/registry/engine.py)
 
     def land(self, batch: RawBatch, spec: SourceSpec, *, landed_at: dt.datetime | None = None) -> LandingRecord:
         """Store ``batch`` write-once and index it; the record of its first day (see :meth:`land_all`)."""

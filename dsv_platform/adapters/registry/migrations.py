@@ -228,6 +228,11 @@ def upgrade(engine: Engine, target: int | None = None) -> list[int]:
 
     Refuses a database whose schema is newer than this code knows.
     """
+    with engine.connect() as conn:  # a read first: an up-to-date registry takes no write lock (a read-only command on a full disk)
+        if inspect(conn).has_table("schema_version") and {m.version for m in MIGRATIONS} <= _applied(conn):
+            if max(_applied(conn)) > LATEST:
+                raise ConfigurationError(f"registry schema v{max(_applied(conn))} is newer than this code (v{LATEST}); upgrade dsv_platform")
+            return []
     applied: list[int] = []
     for migration in MIGRATIONS:
         if target is not None and migration.version > target:

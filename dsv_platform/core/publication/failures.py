@@ -123,7 +123,8 @@ FAILURES: tuple[Failure, ...] = (
         K.ENVIRONMENT,
         18,
         "a `DSV_*` setting names something unusable: a malformed `DSV_REGISTRY_URL`, `DSV_STRICT` or `DSV_BUILD_JOBS`, "
-        "a `DSV_HOME` that cannot be created or written, S3 without credentials, a missing DuckDB wheel",
+        "a `DSV_HOME` that cannot be created or written, a full disk (read-only commands still work), S3 without credentials, "
+        "a missing DuckDB wheel",
     ),
     Failure(
         K.QUARANTINE_STATE,

@@ -56,7 +56,10 @@ def prepare_home() -> bool:
         state = home_state(platform)
     if state.conflict is not None:
         moved = move_aside(home)
-        print(f"DSV_HOME={home} is incompatible with this configuration ({state.conflict}): moved it aside to {moved}; starting fresh")
+        print(
+            f"DSV_HOME={home} is incompatible with this configuration ({state.conflict}): moved it aside to {moved}; starting fresh "
+            f"(its canonical tables read only at {home}: move it back to read them)"
+        )
         ensure_dagster_yaml(dagster_home)
         return False
     ensure_dagster_yaml(dagster_home)

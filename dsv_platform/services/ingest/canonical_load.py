@@ -180,7 +180,7 @@ def load_landed_days(
     snapshot, made = tables.current_snapshot_id(spec), list[int]()  # the snapshots this run makes, in commit order
     progress.stage("load", total=sum(r.rows for rs in batches.values() for r in rs))
     for records in sorted(batches.values(), key=lambda rs: min((r.recorded_at, r.seq) for r in rs)):
-        loaded = _load_batch(landing, tables, spec, records)
+        loaded = _load_batch(landing, tables, spec, records, skip)
         made += sorted({b.outcome.snapshot_id for b in loaded.values() if b.outcome.appended and b.outcome.snapshot_id is not None})
         done |= loaded
         progress.advance(sum(r.rows for r in records))
@@ -200,8 +200,14 @@ def load_landed_days(
     return loads
 
 
-def _load_batch(landing: LandingZone, tables: CanonicalTables, spec: SourceSpec, records: list[LandingRecord]) -> dict[tuple[dt.date, str], BatchLoad]:
-    """Append one landed batch's rows of the days of ``records`` (its index entries), read once in record batches, in one snapshot."""
+def _load_batch(
+    landing: LandingZone, tables: CanonicalTables, spec: SourceSpec, records: list[LandingRecord], skip: Collection[str] = ()
+) -> dict[tuple[dt.date, str], BatchLoad]:
+    """Append one landed batch's rows of the days of ``records`` (its index entries), read once in record batches, in one snapshot.
+
+    A batch recorded before batches already loaded into a day it changes has their rows read again (``restated``):
+    those they skipped as unchanged are written with it, so as known at any time the day is what the recorded order gives.
+    """
     first, days = records[0], [r.day for r in records]
 
     def opener() -> BinaryIO:
@@ -226,7 +232,11 @@ def _load_batch(landing: LandingZone, tables: CanonicalTables, spec: SourceSpec,
         failures.sort(key=lambda f: (f.row_index if f.row_index is not None else -1, f.column or "", f.check))
         seen = BatchScan(rows, len(plan.drop) if plan else 0, rejected, tuple(failures), accepted)
 
-    outcomes = tables.append_days(spec, chunks, recorded_at=first.recorded_at, batch=first.batch_ref, row_filter=tables.partition_filter(spec, days))
+    def restated(batch_ref: str, wanted: frozenset[Any]) -> Iterator[tuple[dt.date, pa.Table]]:
+        return batch_rows(landing, spec, batch_ref, wanted, skip)
+
+    filter_ = tables.partition_filter(spec, days)
+    outcomes = tables.append_days(spec, chunks, recorded_at=first.recorded_at, batch=first.batch_ref, row_filter=filter_, restated=restated)
     if len(seen.accepted_days) < len(days):  # the rows were not read (every day held the batch already): count them for the report
         for _ in chunks():
             pass
@@ -235,6 +245,24 @@ def _load_batch(landing: LandingZone, tables: CanonicalTables, spec: SourceSpec,
         (r.day, r.batch_ref): BatchLoad(r, outcomes.get(r.day, none), seen.accepted_days.get(r.day, 0), seen.rejected, seen.duplicates_dropped, seen.failures)
         for r in records
     }
+
+
+def batch_rows(landing: LandingZone, spec: SourceSpec, batch_ref: str, days: Collection[Any], skip: Collection[str] = ()) -> Iterator[tuple[dt.date, pa.Table]]:
+    """The accepted rows of the landed batch ``batch_ref`` that fall in ``days``, as ``(day, rows)``; none of a batch held back or unreadable."""
+    record = next((r for r in landing.records(spec.name) if r.batch_ref == batch_ref and r.loadable and r.batch_ref not in skip), None)
+    if record is None:
+        return
+
+    def opener() -> BinaryIO:
+        return landing.open(record)
+
+    try:
+        plan = plan_batch(opener, spec)
+    except UnreadableBatch:
+        return
+    for good, _bad, _failures in validated_chunks(opener, spec, plan):
+        for day in days:
+            yield day, rows_of_day(good, spec, day)
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,14 @@ quality report; a failed ``block`` rule fails the build. Details: docs/contracts
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import pyarrow as pa
 
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.contracts.semantic import RuleResult
 from dsv_platform.core.contracts.semantic_rules import declared_rules, evaluate
-from dsv_platform.core.errors import ObjectStoreError, ResolutionError
+from dsv_platform.core.errors import ExpiredError, NotFoundError, ObjectStoreError, QuarantinedError, RedactedError, ResolutionError
 from dsv_platform.core.publication.gates import GateResult
 from dsv_platform.services.publication.datasets import open_dataset
 
@@ -24,25 +24,42 @@ if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
 
 GATE_PREFIX = "semantic"
+RECORDED = (RedactedError, ExpiredError, QuarantinedError)  # states the registry records on purpose: no baseline, never a fault
 
 
-def baseline_of(platform: Platform, name: str, version: str, contract: Contract) -> tuple[str | None, pa.Table | None]:
-    """``(ref, rows)`` of the baseline realization; ``(None, None)`` when there is none yet, ``(why, None)`` when the
-    previous publication cannot be read (a named baseline must resolve and read)."""
+class Baseline(NamedTuple):
+    """The baseline realization: its ref and rows; ``unreadable`` says why a baseline the registry holds readable does not read."""
+
+    ref: str | None
+    rows: pa.Table | None
+    unreadable: str | None = None
+
+
+def baseline_of(platform: Platform, name: str, version: str, contract: Contract) -> Baseline:
+    """The baseline realization; ``ref`` None when there is none yet (a named baseline must resolve and read).
+
+    One erased or held on the record (REDACTED, EXPIRED, QUARANTINED) is no baseline, and the gate says so;
+    any other failure to read it (CORRUPT, a lost object, ...) is ``unreadable``: the baseline gate blocks.
+    """
     named = (contract.expectations or {}).get("baseline")
     try:
         ref = str(named) if named else platform.registry.resolve(name, version, actor=platform.actor).ref
-    except ResolutionError:  # none readable yet (or only redacted / expired ones): no baseline
+    except (NotFoundError, *RECORDED):  # none readable yet (or only redacted / expired / quarantined ones): no baseline
         if named:
             raise
-        return None, None
+        return Baseline(None, None)
     try:
         with open_dataset(platform, ref, actor=platform.actor) as ds:
-            return ds.ref, ds.to_arrow()
-    except ResolutionError as exc:  # the previous publication cannot be read (CORRUPT, REDACTED, ...): build without one, say why
+            return Baseline(ds.ref, ds.to_arrow())
+    except RECORDED as exc:  # erased or held on the record: build without one, say why
         if named:
             raise
-        return f"none: {ref} is unreadable ({exc.kind.name})", None
+        return Baseline(f"none: {ref} is {exc.kind.name}", None)
+    except (ResolutionError, ObjectStoreError) as exc:  # corrupt or lost: the drift and volume gates cannot be judged
+        if named:
+            raise
+        kind = exc.kind.name if isinstance(exc, ResolutionError) else "CORRUPT"
+        return Baseline(ref, None, f"baseline unreadable: {ref} ({kind}: {exc})")
 
 
 def gate_of(result: RuleResult, name: str) -> GateResult:
@@ -57,8 +74,9 @@ def gate_of(result: RuleResult, name: str) -> GateResult:
     return GateResult(name, result.passed, detail, blocking=result.blocking)
 
 
-def gates_of(results: tuple[RuleResult, ...], baseline_ref: str | None = None) -> list[GateResult]:
-    """One gate per rule, named ``semantic:<family>:<rule>:<column>`` (``#n`` when a name repeats)."""
+def gates_of(results: tuple[RuleResult, ...], baseline_ref: str | None = None, unreadable: str | None = None) -> list[GateResult]:
+    """One gate per rule, named ``semantic:<family>:<rule>:<column>`` (``#n`` when a name repeats); with drift or volume
+    rules a ``semantic:baseline`` gate, failed and blocking when the baseline is ``unreadable``."""
     gates: list[GateResult] = []
     seen: dict[str, int] = {}
     for r in results:
@@ -66,7 +84,8 @@ def gates_of(results: tuple[RuleResult, ...], baseline_ref: str | None = None) -
         seen[name] = seen.get(name, 0) + 1
         gates.append(gate_of(r, name if seen[name] == 1 else f"{name}#{seen[name]}"))
     if gates and any(r.family in ("drift", "volume") for r in results):
-        gates.append(GateResult(f"{GATE_PREFIX}:baseline", True, {"ref": baseline_ref or "none (first publication)"}, blocking=False))
+        detail = {"ref": baseline_ref or "none (first publication)", **({"reason": unreadable} if unreadable else {})}
+        gates.append(GateResult(f"{GATE_PREFIX}:baseline", unreadable is None, detail, blocking=unreadable is not None))
     return gates
 
 
@@ -76,8 +95,8 @@ def semantic_gates(platform: Platform, name: str, version: str, contract: Contra
     if not rules:
         return []
     needs_baseline = any(r.family in ("drift", "volume") for r in rules)
-    baseline_ref, baseline = baseline_of(platform, name, version, contract) if needs_baseline else (None, None)
-    return gates_of(evaluate(rows, contract, baseline), baseline_ref)
+    baseline = baseline_of(platform, name, version, contract) if needs_baseline else Baseline(None, None)
+    return gates_of(evaluate(rows, contract, baseline.rows), baseline.ref, baseline.unreadable)
 
 
 def stored_semantic_gates(platform: Platform, manifest_hash: str) -> list[GateResult]:
