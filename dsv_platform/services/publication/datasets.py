@@ -263,3 +263,32 @@ def open_dataset(platform: Platform, ref: str | DatasetRef, *, actor: str | None
     store.keys.require_generation(registry.redaction_generation())  # a restored backup must be reconciled before it is read
     registry.record_consumption(str(ref), actor=who, realization=realization, failure=None, detail=detail | {"signature": signature.status})
     return Dataset(realization=realization, manifest=manifest, store=store, access=access, signature=signature)
+
+
+def open_baseline(platform: Platform, ref: str) -> Dataset:
+    """A build's own read of an earlier realization of the definition it builds (the drift and volume baseline).
+
+    It reads as the builder: a ``builder`` grant on the definition (which the build holds) rather than a consumer grant,
+    and whole, neither columns withheld nor rows filtered, as the new rows it is compared with. Recorded as a
+    consumption with purpose ``baseline``; every other refusal (REDACTED, CORRUPT, UNTRUSTED, ...) as open_dataset.
+    """
+    from dsv_platform.core.trust.trust import Role
+    from dsv_platform.services.trust import trust
+    from dsv_platform.services.trust.access import AccessDecision
+    from dsv_platform.services.trust.signing import require_trusted
+
+    registry, parsed, who = platform.registry, parse_ref(ref), platform.actor
+    definition = f"{parsed.name}:{parsed.version}"
+    detail: dict[str, object] = {"purpose": "baseline"}
+    try:
+        identity = trust.require(platform, Role.BUILDER, definition=definition).identity
+        realization = registry.resolve_ref(parsed, actor=who)
+        manifest = load_manifest(registry, realization)
+        signature = require_trusted(platform, realization)
+    except ResolutionError as exc:
+        registry.record_consumption(ref, actor=who, realization=None, failure=exc.kind.name, detail=detail)
+        raise
+    platform.store.keys.require_generation(registry.redaction_generation())
+    registry.record_consumption(ref, actor=who, realization=realization, failure=None, detail=detail | {"identity": identity, "signature": signature.status})
+    access = AccessDecision(identity, definition, "baseline")
+    return Dataset(realization=realization, manifest=manifest, store=platform.store, access=access, signature=signature)

@@ -18,7 +18,7 @@ from dsv_platform.core.contracts.semantic import RuleResult
 from dsv_platform.core.contracts.semantic_rules import declared_rules, evaluate
 from dsv_platform.core.errors import ExpiredError, NotFoundError, ObjectStoreError, QuarantinedError, RedactedError, ResolutionError
 from dsv_platform.core.publication.gates import GateResult
-from dsv_platform.services.publication.datasets import open_dataset
+from dsv_platform.services.publication.datasets import open_baseline
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -49,7 +49,7 @@ def baseline_of(platform: Platform, name: str, version: str, contract: Contract)
             raise
         return Baseline(None, None)
     try:
-        with open_dataset(platform, ref, actor=platform.actor) as ds:
+        with open_baseline(platform, ref) as ds:  # as the builder, whole: the new rows are compared with what was published
             return Baseline(ds.ref, ds.to_arrow())
     except RECORDED as exc:  # erased or held on the record: build without one, say why
         if named:
