@@ -15,6 +15,7 @@ import pytest
 
 from dsv_platform.core.errors import FailureKind
 from dsv_platform.core.publication import failures
+from dsv_platform_tests.fixtures.ci import unavailable
 from dsv_platform_tests.fixtures.cli_runner import DsvCli
 from dsv_platform_tests.scenarios.support import World
 
@@ -24,7 +25,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     mount = tmp_path / "disk"
     mount.mkdir()
     if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount)], capture_output=True).returncode:
-        pytest.skip("mounting a small tmpfs needs root")
+        unavailable("mounting a small tmpfs needs root", needs="the full-disk test: run as root, or with CAP_SYS_ADMIN")
     try:
         yield mount
     finally:
