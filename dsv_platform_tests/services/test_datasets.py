@@ -105,3 +105,33 @@ def test_a_failed_open_closes_the_platform_it_built(tmp_path: Path, monkeypatch:
     with pytest.raises(NotFoundError):
         open_dataset("nothing:v1", settings=load_settings({"DSV_HOME": str(tmp_path)}))
     assert [p.closed for p in built] == [True]  # type: ignore[attr-defined]
+
+
+def test_a_reader_stays_pinned_while_the_alias_moves_under_it(backend_url: str, tmp_path: Path) -> None:
+    """Issue 27 item 11: a handle opened by alias reads the realization it resolved, to the last partition.
+
+    The alias moves (compare-and-swap) after the first partition was read; the rest of the read, the split
+    assignment and the content check still answer the old realization, and only a new open sees the new one."""
+    settings = load_settings({"DSV_HOME": str(tmp_path), "DSV_REGISTRY_URL": backend_url})
+    store = LocalObjectStore(settings.object_store)
+    name = f"{pw.NAME}:{pw.VERSION}"
+    with Registry.from_url(backend_url) as reg:
+        pw.register(reg)
+        old = pw.build(reg, store, "r-old", logical_key="a", parts=pw.partitions(seed=5))
+        new = pw.build(reg, store, "r-new", logical_key="b", parts=pw.partitions(seed=6))
+        for built in (old, new):
+            reg.approve(built.realization.id, reason="reviewed", actor="release")
+        reg.set_alias(pw.NAME, pw.VERSION, "production", old.manifest.manifest_hash, expect=None, actor="release")
+        reader = open_dataset(f"{name}@production", settings=settings)
+        parts = reader.iter_partitions()
+        first_entry, first = next(parts)
+        reg.set_alias(pw.NAME, pw.VERSION, "production", new.manifest.manifest_hash, expect=old.manifest.manifest_hash, actor="release")
+        assert reg.resolve(pw.NAME, pw.VERSION, alias="production").manifest_hash == new.manifest.manifest_hash
+        rest = list(parts)
+    old_keys = [p.key for p in old.manifest.partitions]
+    assert [first_entry.key, *(entry.key for entry, _ in rest)] == old_keys
+    assert [first_entry.hash, *(entry.hash for entry, _ in rest)] == [p.hash for p in old.manifest.partitions]
+    assert first.num_rows + sum(t.num_rows for _, t in rest) == old.manifest.rows
+    assert reader.manifest_hash == old.manifest.manifest_hash
+    assert reader.verify_content() == old.manifest.content_hash != new.manifest.content_hash
+    assert open_dataset(f"{name}@production", settings=settings).manifest_hash == new.manifest.manifest_hash
