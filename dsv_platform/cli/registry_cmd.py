@@ -156,6 +156,7 @@ def _verify(args: argparse.Namespace, platform: Platform) -> int:
                 dataset.split_assignment  # noqa: B018 - reading verifies the assignment object
             content = dataset.verify_content()
         data_files = check_manifest_sources(platform, dataset.manifest.sources)  # the pinned canonical files, against their digests (CORRUPT)
+        splits = _splits(platform, dataset) if args.splits else None
     except ResolutionError as exc:
         if args.json:
             print(_failure_json(exc))
@@ -164,6 +165,8 @@ def _verify(args: argparse.Namespace, platform: Platform) -> int:
     who = _provenance(platform, realization, signature)
     result: dict[str, Any] = {"ref": dataset.ref, "ok": signature.trusted, "objects": len(dataset.partitions), "content_hash": content}
     result["data_files"] = data_files
+    if args.splits:
+        result["splits"] = splits
     result |= who | {"signature": signature.to_document()}
     if args.json:
         print(json.dumps(result))
@@ -172,9 +175,25 @@ def _verify(args: argparse.Namespace, platform: Platform) -> int:
         print(f"  built by {who['built_by']}, published by {who['published_by'] or '-'}, approved by {', '.join(who['approved_by']) or '-'}")
         print(f"  signature {signature.status}: {signature.reason} (signer {signature.signer or '-'}, keyid {signature.keyid or '-'})")
         print(f"  {_files_line(data_files)}")
+        if args.splits:
+            print(f"  {_splits_line(splits)}")
     if not signature.trusted:
         require_trusted(platform, realization)  # raises UNTRUSTED (exit 13) naming the ref and what failed
     return 0
+
+
+def _splits(platform: Platform, dataset: Dataset) -> dict[str, Any] | None:
+    from dsv_platform.services.publication.split_verify import verify_splits
+
+    checked = verify_splits(platform, dataset)  # CORRUPT (exit 6) when the recomputation differs
+    return None if checked is None else checked.to_document()
+
+
+def _splits_line(doc: dict[str, Any] | None) -> str:
+    if doc is None:
+        return "split assignment: none recorded"
+    counts = ", ".join(f"{k} {v}" for k, v in doc["recomputed"]["counts"].items())
+    return f"split assignment recomputed from its policy {doc['policy']} over {doc['rows']} rows: equal to the stored one ({counts})"
 
 
 def _files_line(doc: dict[str, Any]) -> str:
@@ -228,5 +247,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     p = sub.add_parser("verify", help="re-hash every object and the content, show who built, published, approved it and check its signature (6, 13)")
     p.add_argument("ref")
+    p.add_argument("--splits", action="store_true", help="also recompute the split assignment from its policy and compare it with the stored one (6)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_verify)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import datetime as dt
 import hashlib
 import io
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +28,9 @@ import yaml
 
 from dsv_platform import open_dataset
 from dsv_platform.cli.main import main
+from dsv_platform.core.errors import CorruptError
 from dsv_platform.core.splits.policy import REGISTRY
+from dsv_platform.services.publication.split_verify import verify_splits
 from dsv_platform_tests.core.config_support import CALIBRATION, DATASET, write_config
 from dsv_platform_tests.fixtures.cli_runner import CLI_ENV, DsvCli
 
@@ -211,6 +215,38 @@ def test_dsv_build_materializes_the_assignment_the_policy_says(dsv, policy):
         }
     if policy == "group-split/1":
         assert all(len({a["split"] for a in assigned if a["meter_id"] == m}) == 1 for m in {a["meter_id"] for a in assigned})
+    _recomputes(dsv, ref.group(1), manifest.splits)
+
+
+def _recomputes(dsv, ref: str, splits) -> None:  # type: ignore[no-untyped-def]
+    """`dsv verify --splits`: the stored assignment recomputed from the manifest's policy is the stored one (issue 27, item 6)."""
+    verified = dsv("verify", ref, "--splits", "--json")
+    assert verified.code == 0, verified.err[-3000:]
+    doc = json.loads(verified.out)["splits"]
+    stored = {"assignment_object": splits.assignment_object, "assignment_hash": splits.assignment_hash, "counts": dict(splits.counts)}
+    assert doc["ok"] is True and doc["stored"] == doc["recomputed"] == stored and doc["differing"] == [], doc
+    assert doc["policy"] == splits.policy["policy"] and doc["rows"] == sum(splits.counts.values())
+    text = dsv("verify", ref, "--splits")
+    assert text.code == 0 and f"split assignment recomputed from its policy {doc['policy']}" in text.out, text.out
+
+
+def test_an_assignment_its_policy_does_not_give_is_corrupt_naming_the_examples(dsv):
+    """The check can fail: the same stored rows and assignment, but a manifest whose policy says another salt."""
+    built = dsv("build", CASES["hash-split/1"].ref)
+    assert built.code == 0, built.err[-3000:]
+    ref = re.search(r"^  ref\s+(\S+)", built.out, re.M)
+    assert ref is not None, built.out
+    with open_dataset(ref.group(1)) as ds:
+        splits = ds.manifest.splits
+        assert splits is not None
+        salted = dataclasses.replace(splits, policy={**splits.policy, "salt": "another-salt"})
+        forged = dataclasses.replace(ds, manifest=dataclasses.replace(ds.manifest, splits=salted))
+        with pytest.raises(CorruptError) as caught:
+            verify_splits(ds.owner, forged)  # type: ignore[arg-type]  # the Platform the top-level open_dataset built
+    message = str(caught.value)
+    assert message.startswith(f"CORRUPT: {ds.ref}: the stored split assignment is not what its policy hash-split/1 gives"), message
+    assert "assignment_object, assignment_hash" in message and "examples assigned differently: m-" in message, message
+    assert caught.value.exit_code == 6 and len(caught.value.detail["splits"]["differing"]) == 5
 
 
 def test_dsv_build_splits_a_composite_key_by_its_group(dsv):
@@ -229,3 +265,6 @@ def test_dsv_build_splits_a_composite_key_by_its_group(dsv):
         assert (a["split"], a["bucket"]) == _group_rule(a, a)
     assert sorted(r["reading_id"] for split in by_split.values() for r in split) == sorted(r["reading_id"] for r in rows)
     assert all(_group_rule(r, r)[0] == split for split, chosen in by_split.items() for r in chosen)
+    with open_dataset(ref.group(1)) as ds:
+        splits = ds.manifest.splits
+    _recomputes(dsv, ref.group(1), splits)

@@ -49,6 +49,7 @@ from dsv_platform.core.reproduction.reproduction import (
 from dsv_platform.core.splits.split_checks import assignment_hash
 from dsv_platform.services.publication.datasets import Dataset, load_manifest, open_dataset
 from dsv_platform.services.publication.realization import REPO, environment_lockfile, environment_pin
+from dsv_platform.services.publication.split_verify import verify_splits
 from dsv_platform.services.reproduction.artifacts import locate_artifact
 from dsv_platform.services.reproduction.envbuild import NotReproducibleError
 from dsv_platform.services.reproduction.raw_rebuild import RawMissingError, RebuiltInput, TransformChangedError, rebuild_from_raw, split_of
@@ -199,7 +200,10 @@ def check_inputs(
         return [Check("inputs", False, Outcome.REDACTED, {"ref": target.ref, "reason": "redacted by a privacy deletion; never rebuilt"})], [], None
     try:
         ds = open_dataset(platform, target.ref, actor=actor)
-        return [Check("inputs", True, detail={"ref": target.ref, **verify_dataset(ds)})], [], ds
+        verified = verify_dataset(ds)
+        splits = verify_splits(platform, ds)  # the stored assignment recomputed from its policy (CORRUPT when it differs)
+        detail = {"ref": target.ref, **verified, "splits_recomputed": splits is not None}
+        return [Check("inputs", True, detail=detail)], [], ds
     except ResolutionError as exc:
         if exc.kind not in (FailureKind.EXPIRED, FailureKind.CORRUPT):
             return [Check("inputs", False, outcome_of_failure(exc.kind), {"ref": target.ref, "reason": str(exc), **dict(exc.detail or {})})], [], None
