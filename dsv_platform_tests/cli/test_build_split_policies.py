@@ -87,6 +87,13 @@ def _seeded_rule(row: dict, _: dict) -> tuple[str, int]:
     return _first_range(bucket, {"train": 8, "validation": 9, "test": 10}), bucket
 
 
+ERAS = {"train": ["m-A", "m-B", "m-C"], "validation": ["m-D"], "test": ["m-E"]}  # the meter stands for the serving policy
+
+
+def _era_rule(row: dict, _: dict) -> tuple[str, None]:
+    return next(split for split, eras in ERAS.items() if row["meter_id"] in eras), None
+
+
 CASES = {
     "hash-split/1": Case(
         "readings_by_hash",
@@ -107,6 +114,7 @@ CASES = {
         _seeded_rule,
         ("proportions_within_tolerance",),
     ),
+    "era-split/1": Case("readings_by_era", {"policy": "era-split/1", "column": "meter_id", "eras": ERAS}, _era_rule, ("eras_respected",)),
 }
 
 
@@ -184,9 +192,9 @@ def test_dsv_build_materializes_the_assignment_the_policy_says(dsv, policy):
     printed = dict(item.split("=") for item in re.search(r"^  splits\s+(.+)$", built.out, re.M).group(1).split(", "))  # type: ignore[union-attr]
     gates = dict(re.findall(r"^  gate (\S+): (\w+)", built.out, re.M))
     assert gates["splits_are_entity_disjoint"] == gates["rows_at_least"] == "passed", built.out
-    assert {g for g in gates if g in ("proportions_within_tolerance", "time_boundaries_respected")} == set(case.gates), built.out
-    if "time_boundaries_respected" in gates:  # blocking; the proportions gate only warns (5 meters make coarse shares)
-        assert gates["time_boundaries_respected"] == "passed", built.out
+    assert {g for g in gates if g in ("proportions_within_tolerance", "time_boundaries_respected", "eras_respected")} == set(case.gates), built.out
+    for blocking in ("time_boundaries_respected", "eras_respected"):  # the proportions gate only warns (5 meters make coarse shares)
+        assert gates.get(blocking, "passed") == "passed", built.out
     assert f"check {case.name}_v1_splits.splits_are_entity_disjoint: passed" in built.out, built.out  # the _splits asset re-read the stored assignment
 
     with open_dataset(ref.group(1)) as ds:

@@ -8,6 +8,7 @@ import random
 import pyarrow as pa
 import pytest
 
+from dsv_platform.core.splits.era_split import EraSplitPolicy
 from dsv_platform.core.splits.group_split import GroupSplitPolicy
 from dsv_platform.core.splits.hash_split import HashSplitPolicy
 from dsv_platform.core.splits.policy import REGISTRY, SplitPolicy, assign, assign_examples, dataset_column, policy_from_document
@@ -21,6 +22,7 @@ POLICIES: dict[str, SplitPolicy] = {
     "group-split/1": GroupSplitPolicy("account", HASH),
     "time-split/1": TimeSplitPolicy("at", "2026-01-02T00:00:00Z", "2026-01-03T00:00:00Z"),  # type: ignore[arg-type]
     "seeded-random/1": SeededRandomSplitPolicy.from_parts(3, {"train": 8, "test": 2}, "account"),
+    "era-split/1": EraSplitPolicy("account", (("train", tuple(f"a{i}" for i in range(30))), ("test", tuple(f"a{i}" for i in range(30, 40))))),
 }
 
 

@@ -27,6 +27,7 @@ SHAPES = {  # one short form per registered policy, on the meters dataset
     "group-split/1": {"policy": "group-split/1", "group_column": "meter_id", "salt": "meters", "bounds": "train=80,test=100"},
     "time-split/1": {"policy": "time-split/1", "column": "read_at", "train_until": "2026-01-02T06:00:00Z", "validation_until": "2026-01-03T12:00:00+01:00"},
     "seeded-random/1": {"policy": "seeded-random/1", "seed": 7, "parts": {"train": 8, "validation": 1, "test": 1}, "key_column": "reading_id"},
+    "era-split/1": {"policy": "era-split/1", "column": "meter_id", "eras": {"train": ["m-A", "m-B"], "test": ["m-C"]}},
 }
 
 
@@ -62,7 +63,7 @@ def test_each_short_form_loads_as_the_policy_document(tmp_path, name):
     (d,) = load_config(with_policy(tmp_path, SHAPES[name])).datasets
     policy = d.policy()
     assert policy.policy_name == name and d.split_policy == policy.to_document() == d.recipe()["split_policy"]
-    expected_entity = {"group-split/1": "meter_id", "seeded-random/1": "reading_id"}.get(name, "reading_id")
+    expected_entity = {"group-split/1": "meter_id", "seeded-random/1": "reading_id", "era-split/1": "meter_id"}.get(name, "reading_id")
     assert d.entity_column == expected_entity
 
 
@@ -95,7 +96,7 @@ def test_a_legacy_seeded_document_without_key_column_still_loads_and_draws_by_ro
 def test_every_policy_loads_on_a_composite_key(tmp_path, name):
     (d,) = load_config(with_policy(tmp_path, SHAPES[name], ("  key: [reading_id]", "  key: [reading_id, meter_id]"))).datasets
     assert d.contract.key == ("reading_id", "meter_id")
-    expected_entity = {"group-split/1": "meter_id", "seeded-random/1": "reading_id"}.get(name, "example_id")
+    expected_entity = {"group-split/1": "meter_id", "seeded-random/1": "reading_id", "era-split/1": "meter_id"}.get(name, "example_id")
     assert d.entity_column == expected_entity
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from dsv_platform.core.config_yaml import ConfigError
 from dsv_platform.core.errors import SplitPolicyError
+from dsv_platform.core.splits.era_split import EraSplitPolicy
 from dsv_platform.core.splits.group_split import GroupSplitPolicy
 from dsv_platform.core.splits.hash_split import HashSplitPolicy
 from dsv_platform.core.splits.seeded_random import SeededRandomSplitPolicy
@@ -73,7 +74,9 @@ class SplitPolicy(Protocol):
         """:meth:`checks` as tallies fed an assignment batch by batch, in row order (a build's streamed assignment)."""
 
 
-REGISTRY: dict[str, type[SplitPolicy]] = {cls.policy_name: cls for cls in (HashSplitPolicy, GroupSplitPolicy, TimeSplitPolicy, SeededRandomSplitPolicy)}
+REGISTRY: dict[str, type[SplitPolicy]] = {
+    cls.policy_name: cls for cls in (HashSplitPolicy, GroupSplitPolicy, TimeSplitPolicy, SeededRandomSplitPolicy, EraSplitPolicy)
+}
 """Every policy by its document's ``policy`` name."""
 
 
