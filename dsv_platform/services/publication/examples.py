@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine, load_table
+from dsv_platform.adapters.engine.memory import shrink_pool
 from dsv_platform.core.assembly.assembly_sql import quote
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.identity.hashing import UNPARTITIONED_KEY, partition_keys
@@ -154,7 +155,9 @@ class EngineExamples:
         index = pa.array([position[k] for k in keys], pa.int32())
         load_table(self.con, "__partition_values", pa.table({"v": values.column(column), "__part": index}))
         match = f"e.{quote(column)} IS NOT DISTINCT FROM p.v"
-        self.con.execute(f"CREATE OR REPLACE TABLE __keyed AS SELECT e.*, p.__part FROM {self.name} e JOIN __partition_values p ON {match}")
+        # stored in partition order: each part's read scans its own row groups only (zone maps), not the whole table
+        self.con.execute(f"CREATE OR REPLACE TABLE __keyed AS SELECT e.*, p.__part FROM {self.name} e JOIN __partition_values p ON {match} ORDER BY p.__part")
+        shrink_pool(self.con)  # from here the engine scans one part at a time: its pool makes room for the parts being prepared
         return [(k, functools.partial(self._read, f"SELECT {listed} FROM __keyed WHERE __part = {i}", names)) for i, k in enumerate(order)]
 
     def filtered(self, keep: Callable[[pa.Table], pa.Table]) -> Examples:
