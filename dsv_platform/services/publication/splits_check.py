@@ -1,7 +1,7 @@
 """The split assignment of a published realization, re-read and checked against its manifest.
 
-The assignment object is fetched to a file in the spill folder and streamed, one row group at a
-time, into a scratch DuckDB database, where the entity disjointness groups by entity and the
+The assignment object is fetched to a file in the spill folder and read by a scratch DuckDB database
+(its own Parquet reader, in bounded memory), where the entity disjointness groups by entity and the
 assignment hash reads the ids back in their order: the findings and hash of the whole-table check
 (``split_checks.py``), in bounded memory whatever the number of examples.
 """
@@ -9,7 +9,7 @@ assignment hash reads the ids back in their order: the findings and hash of the 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine, load
+from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine
+from dsv_platform.core.assembly.assembly_sql import quote
 from dsv_platform.core.errors import CorruptError, SplitPolicyError
 from dsv_platform.core.publication.manifest import PartitionEntry
 from dsv_platform.core.splits.split_checks import CheckReport
@@ -26,10 +27,9 @@ from dsv_platform.services.publication.realization_inputs import RealizationBuil
 from dsv_platform.services.publication.split_assignment import ROWS, engine_assignment_hash, engine_entity_disjoint
 
 if TYPE_CHECKING:
+    from dsv_platform.adapters.engine.duckdb_engine import Connection
     from dsv_platform.bootstrap import Platform
     from dsv_platform.core.config.dataset_definition import DatasetDefinition
-
-BATCH_ROWS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,7 @@ def check_splits(platform: Platform, ref: str, definition: DatasetDefinition) ->
     with engine(limits) as con, tempfile.TemporaryDirectory(dir=limits.spill_root, prefix="splits-check-") as folder:
         path = Path(folder) / "assignment.parquet"
         fetch_object(ds.store, ds.ref, entry, path)
-        with pq.ParquetFile(path) as stored:
-            load(con, ROWS, _assignment_rows(stored, ident, entity))
-            entity_type = stored.schema_arrow.field(entity).type
+        entity_type = _load_assignment(con, path, ident, entity)
         disjoint = engine_entity_disjoint(con, entity, entity_type)
         recomputed = engine_assignment_hash(con, ident)
     if recomputed != splits.assignment_hash:
@@ -63,21 +61,15 @@ def check_splits(platform: Platform, ref: str, definition: DatasetDefinition) ->
     return SplitsCheck(ds.ref, recomputed, dict(splits.counts), splits.to_document()["policy"], disjoint)
 
 
-def _assignment_rows(stored: pq.ParquetFile, ident: str, entity: str) -> pa.RecordBatchReader:
-    """``(id, entity, split)`` of the stored assignment, batch by batch, the split as text."""
-    names = stored.schema_arrow.names
+def _load_assignment(con: Connection, path: Path, ident: str, entity: str) -> pa.DataType:
+    """The stored ``(id, entity, split)`` as the engine's view of the file (DuckDB reads it itself); the entity's Arrow type."""
+    schema = pq.read_schema(path)
     for column in dict.fromkeys([ident, entity, "split"]):
-        if column not in names:
-            raise SplitPolicyError(f"column {column!r} is not in the table (columns: {names})")
-    types = stored.schema_arrow
-    schema = pa.schema([pa.field("id", types.field(ident).type), pa.field("entity", types.field(entity).type), pa.field("split", pa.string())])
-
-    def batches() -> Iterator[pa.RecordBatch]:
-        for batch in stored.iter_batches(BATCH_ROWS, columns=list(dict.fromkeys([ident, entity, "split"]))):
-            split = batch.column("split").cast(pa.string())
-            yield pa.record_batch([batch.column(ident), batch.column(entity), split], schema=schema)
-
-    return pa.RecordBatchReader.from_batches(schema, batches())
+        if column not in schema.names:
+            raise SplitPolicyError(f"column {column!r} is not in the table (columns: {schema.names})")
+    source = "read_parquet('" + str(path).replace("'", "''") + "')"  # a view: each query scans the file, nothing is copied
+    con.execute(f"CREATE VIEW {ROWS} AS SELECT {quote(ident)} AS id, {quote(entity)} AS entity, CAST(split AS VARCHAR) AS split FROM {source}")
+    return schema.field(entity).type
 
 
 __all__ = ["SplitsCheck", "check_splits"]
