@@ -109,7 +109,8 @@ class EngineExamples:
         schema = pa.schema([self.contract.arrow_schema.field(c) for c in columns])
         cursor = self.con.cursor()  # one per read: the publisher reads parts on worker threads
         try:
-            return cursor.sql(sql).to_arrow_table().cast(schema)
+            reader = cursor.sql(sql).to_arrow_reader(BATCH_ROWS)  # streamed: the engine holds a batch, never the whole result
+            return pa.Table.from_batches(list(reader), schema=reader.schema).cast(schema)
         finally:
             cursor.close()  # an open cursor keeps the database alive (and writing its WAL) after the build removed it
 
@@ -155,8 +156,7 @@ class EngineExamples:
         index = pa.array([position[k] for k in keys], pa.int32())
         load_table(self.con, "__partition_values", pa.table({"v": values.column(column), "__part": index}))
         match = f"e.{quote(column)} IS NOT DISTINCT FROM p.v"
-        # stored in partition order: each part's read scans its own row groups only (zone maps), not the whole table
-        self.con.execute(f"CREATE OR REPLACE TABLE __keyed AS SELECT e.*, p.__part FROM {self.name} e JOIN __partition_values p ON {match} ORDER BY p.__part")
+        self.con.execute(f"CREATE OR REPLACE TABLE __keyed AS SELECT e.*, p.__part FROM {self.name} e JOIN __partition_values p ON {match}")
         shrink_pool(self.con)  # from here the engine scans one part at a time: its pool makes room for the parts being prepared
         return [(k, functools.partial(self._read, f"SELECT {listed} FROM __keyed WHERE __part = {i}", names)) for i, k in enumerate(order)]
 
