@@ -151,6 +151,8 @@ def _run_plan(
         con.execute(f"CREATE TABLE {table} AS {select}")
     counted = con.execute(f"SELECT count(*) FROM {plan.population}").fetchone()
     con.execute(f"CREATE TABLE __examples AS SELECT {', '.join(quote(c) for c in plan.columns)} FROM {plan.examples}")
+    for table in [*dict.fromkeys(t for t, _ in plan.steps), *names.values()]:  # only the examples are read from here on: their blocks leave the pool
+        con.execute(f"DROP TABLE IF EXISTS {table}")
     return EngineExamples(con, "__examples", definition.contract), int(counted[0] if counted else 0)
 
 

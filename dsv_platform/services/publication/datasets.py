@@ -9,7 +9,9 @@ Details: docs/publication.md, docs/trust.md
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
@@ -52,22 +54,35 @@ def load_manifest(registry: Registry, realization: Realization) -> Manifest:
     return manifest
 
 
-def read_object(store: ObjectStore, ref: str, partition: PartitionEntry) -> pa.Table:
-    """One partition's Parquet object, verified against its hash as it is read."""
+@contextmanager
+def _object_errors(store: ObjectStore, ref: str, partition: PartitionEntry) -> Iterator[None]:
+    """A failed object read as the typed error naming the partition: erased, not hashing to its name, or missing."""
     where = f"partition {partition.key}: object {partition.object}"
     detail: dict[str, object] = {"partition": partition.key, "object": partition.object}
     try:
-        data = store.get(partition.object, verify=True)
+        yield
     except ObjectErasedError as exc:
         raise RedactedError(f"{where} was crypto-erased by a privacy deletion", ref=ref, detail=detail) from exc
     except ObjectVerificationError as exc:
         raise CorruptError(f"{where} does not hash to its name", ref=ref, detail=detail) from exc
     except ObjectNotFoundError as exc:
         raise CorruptError(f"{where} is missing from {store.location}", ref=ref, detail=detail) from exc
+
+
+def read_object(store: ObjectStore, ref: str, partition: PartitionEntry) -> pa.Table:
+    """One partition's Parquet object, verified against its hash as it is read."""
+    with _object_errors(store, ref, partition):
+        data = store.get(partition.object, verify=True)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     return pq.read_table(pa.BufferReader(data))
+
+
+def fetch_object(store: ObjectStore, ref: str, partition: PartitionEntry, path: str | os.PathLike[str]) -> None:
+    """One object written to ``path`` chunk by chunk (never whole in memory), re-hashed: the errors of :func:`read_object`."""
+    with _object_errors(store, ref, partition):
+        store.get_file(partition.object, path, verify=True)
 
 
 @dataclass

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine, load_table
+from dsv_platform.adapters.engine.memory import shrink_pool
 from dsv_platform.core.assembly.assembly_sql import quote
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.identity.hashing import UNPARTITIONED_KEY, partition_keys
@@ -108,7 +109,8 @@ class EngineExamples:
         schema = pa.schema([self.contract.arrow_schema.field(c) for c in columns])
         cursor = self.con.cursor()  # one per read: the publisher reads parts on worker threads
         try:
-            return cursor.sql(sql).to_arrow_table().cast(schema)
+            reader = cursor.sql(sql).to_arrow_reader(BATCH_ROWS)  # streamed: the engine holds a batch, never the whole result
+            return pa.Table.from_batches(list(reader), schema=reader.schema).cast(schema)
         finally:
             cursor.close()  # an open cursor keeps the database alive (and writing its WAL) after the build removed it
 
@@ -155,6 +157,7 @@ class EngineExamples:
         load_table(self.con, "__partition_values", pa.table({"v": values.column(column), "__part": index}))
         match = f"e.{quote(column)} IS NOT DISTINCT FROM p.v"
         self.con.execute(f"CREATE OR REPLACE TABLE __keyed AS SELECT e.*, p.__part FROM {self.name} e JOIN __partition_values p ON {match}")
+        shrink_pool(self.con)  # from here the engine scans one part at a time: its pool makes room for the parts being prepared
         return [(k, functools.partial(self._read, f"SELECT {listed} FROM __keyed WHERE __part = {i}", names)) for i, k in enumerate(order)]
 
     def filtered(self, keep: Callable[[pa.Table], pa.Table]) -> Examples:

@@ -20,6 +20,7 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dsv_platform.adapters.engine.memory import release_free_memory
 from dsv_platform.adapters.objects.object_store import ObjectStore
 from dsv_platform.adapters.registry.collection import ObjectsBeingCollectedError
 from dsv_platform.adapters.registry.registry import Registry
@@ -156,6 +157,7 @@ class Publisher:
         self.store.stage(attempt, name, part.data)
         digest = self.store.promote(attempt, name)
         self.on_step(BuildStep.PART_WRITTEN, part.key)
+        release_free_memory()  # the prepared parts' freed texts and copies go back to the system, not into the next part's peak
         return BuiltPart(key=part.key, hash=part.hash, rows=part.rows, object=digest, bytes=len(part.data), schema_hash=contract.schema_hash)
 
     def write_parts(self, attempt: str, partitions: Sequence[tuple[str, Rows]], contract: Contract) -> list[BuiltPart]:

@@ -95,8 +95,8 @@ def assign_splits(
                 _insert(con, pa.table({"id": checked.column(ident), "entity": checked.column(entity), "split": checked.column("split")}))
                 progress.advance(checked.num_rows)
             writer.close()
-            disjoint = _entity_disjoint(con, entity, writer.entity_type(entity))
-            digest = _assignment_hash(con, ident)
+            disjoint = engine_entity_disjoint(con, entity, writer.entity_type(entity))
+            digest = engine_assignment_hash(con, ident)
         finally:
             writer.close()
             con.execute(f"DROP TABLE IF EXISTS {ROWS}")
@@ -161,7 +161,7 @@ def _exists(con: Connection) -> bool:
     return bool(found and found[0])
 
 
-def _entity_disjoint(con: Connection, entity_column: str, entity_type: pa.DataType) -> CheckReport:
+def engine_entity_disjoint(con: Connection, entity_column: str, entity_type: pa.DataType) -> CheckReport:
     """:func:`splits_are_entity_disjoint` of the whole assignment, grouped in the engine: the same finding."""
     groups = f"SELECT entity, count(DISTINCT split) AS n, list(DISTINCT split) AS splits FROM {ROWS} GROUP BY entity"
     counted = con.execute(f"SELECT count(*), count(*) FILTER (WHERE n > 1) FROM ({groups})").fetchone() or (0, 0)
@@ -172,7 +172,7 @@ def _entity_disjoint(con: Connection, entity_column: str, entity_type: pa.DataTy
     return CheckReport((CheckFinding(f"splits_are_entity_disjoint[{entity_column}]", int(counted[1]) == 0, detail),))
 
 
-def _assignment_hash(con: Connection, id_column: str) -> str:
+def engine_assignment_hash(con: Connection, id_column: str) -> str:
     """:func:`assignment_hash` of the whole assignment: the lines fed in id order, read from the engine batch by batch."""
     digest = hashlib.sha256()
     cursor = con.cursor()
@@ -198,4 +198,4 @@ def _scratch_file(root: Path | None) -> Iterator[Path]:
             os.unlink(name)
 
 
-__all__ = ["SplitSummary", "Splitting", "assign_splits", "split_assignment"]
+__all__ = ["ROWS", "SplitSummary", "Splitting", "assign_splits", "engine_assignment_hash", "engine_entity_disjoint", "split_assignment"]
