@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dsv_platform.adapters.iceberg.iceberg_schema import check_evolution
-from dsv_platform.adapters.objects.landing import file_digest, file_opener, index_day, scan_days
+from dsv_platform.adapters.objects.landing import index_day, scan_days
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.cli.progress import stage_progress
@@ -19,8 +19,8 @@ from dsv_platform.cli.runs import Runner, UnknownNameError, check_lines
 from dsv_platform.core.config.source import SourceSpec, partition_text
 from dsv_platform.core.contracts.validation import FailureCase
 from dsv_platform.core.errors import ConfigurationError, FailureKind
-from dsv_platform.core.ingest.batch_stream import scan_batch
 from dsv_platform.core.ingest.landing_format import EXTENSIONS
+from dsv_platform.core.ingest.scan_memo import scan_file
 from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.trust.trust import Role
 from dsv_platform.defs.raw import RawBatchConfig, file_batch
@@ -51,13 +51,13 @@ def check_file(path: Path, spec: SourceSpec, config: RawBatchConfig, progress: P
     ext = EXTENSIONS[spec.landing_format]
     if path.suffix.lstrip(".").lower() != ext:
         raise BatchFileError(f"{path}: source {spec.name!r} lands {spec.landing_format} files (*.{ext})")
-    scan = scan_batch(file_opener(path), spec, progress=progress)  # in record batches: memory follows the record batch, not the file
+    digest, scan = scan_file(path, spec, progress)  # in record batches: memory follows the record batch, not the file; remembered for the run
     if scan.malformed:
         raise BatchFileError(f"{path}: {scan.malformed_reason}")
     _, recorded_at = file_batch(path, config)
     days = tuple(scan_days(scan, index_day(spec, recorded_at.date())))
     failures = scan.failures if scan.rejected else ()
-    return IngestFile(path, file_digest(path), days, scan.accepted, scan.rejected, failures)
+    return IngestFile(path, digest, days, scan.accepted, scan.rejected, failures)
 
 
 def _config(args: argparse.Namespace, files: list[Path]) -> RawBatchConfig:

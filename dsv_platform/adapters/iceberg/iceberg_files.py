@@ -10,7 +10,7 @@ come from ``CanonicalTables``; this module never imports pyiceberg. Details: doc
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -44,13 +44,18 @@ class FileLedger(Protocol):
     def record(self, table: str, digests: Sequence[FileDigest], *, backfilled: int) -> None: ...
 
 
-def live_files(tbl: Any, snapshot_id: int | None) -> list[DataFile]:
-    """The data files a read of snapshot ``snapshot_id`` (None: the current one) reads, from the manifests alone."""
+def live_files(tbl: Any, snapshot_id: int | None, *, added_by: Collection[int] | None = None) -> list[DataFile]:
+    """The data files a read of snapshot ``snapshot_id`` (None: the current one) reads, from the manifests alone.
+
+    ``added_by``: only those of the manifests these snapshots wrote (a manifest older than a snapshot lists none of its files).
+    """
     snap = tbl.current_snapshot() if snapshot_id is None else tbl.snapshot_by_id(snapshot_id)
     if snap is None:
         return []
     out = []
     for manifest in snap.manifests(tbl.io):
+        if added_by is not None and manifest.added_snapshot_id not in added_by:
+            continue
         for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True):
             f = entry.data_file
             out.append(DataFile(str(f.file_path), int(f.file_size_in_bytes), int(entry.snapshot_id if entry.snapshot_id is not None else snap.snapshot_id)))
@@ -82,8 +87,8 @@ def seal_written(ledger: FileLedger | None, table: str, tbl: Any, *, before: int
     if ledger is None or tbl.current_snapshot() is None:
         return []
     known = ledger.known_paths(table)
-    files = live_files(tbl, None)
     made = _since(tbl, before)
+    files = live_files(tbl, None, added_by=None if known is None else made)  # a known table: only the manifests of the new commits
     todo = [f for f in files if f.snapshot_id in made or known is None]
     todo = [f for f in todo if known is None or f.path not in known]
     backfilled = sum(1 for f in todo if f.snapshot_id not in made)

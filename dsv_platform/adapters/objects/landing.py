@@ -25,9 +25,10 @@ from dsv_platform.adapters.registry.engine import connect_sqlite
 from dsv_platform.core.config.source import UNPARTITIONED_DAY, LandingFormat, SourceSpec
 from dsv_platform.core.errors import DsvError
 from dsv_platform.core.ingest.batch import PreparedBatch, RawBatch, parse_batch_file, prepare_batch
-from dsv_platform.core.ingest.batch_stream import BatchScan, day_counts, scan_batch
+from dsv_platform.core.ingest.batch_stream import BatchScan, day_counts
 from dsv_platform.core.ingest.landing_format import EXTENSIONS
 from dsv_platform.core.ingest.landing_stream import Opener
+from dsv_platform.core.ingest.scan_memo import scan_file
 
 INDEX_FILE = "landing_index.db"
 
@@ -237,7 +238,7 @@ class LandingZone:
         if ext in EXTENSIONS.values() and ext != EXTENSIONS[spec.landing_format]:
             raise LandingError(f"{path.name}: source {spec.name!r} lands {spec.landing_format} files, not {ext}")
         when = recorded_at or dt.datetime.now(dt.UTC)
-        scan = scan_batch(file_opener(path), spec)
+        _, scan = scan_file(path, spec)  # the check before the run read these bytes already (scan_memo.py)
         days = scan_days(scan, index_day(spec, when.astimezone(dt.UTC).date()))
         ident = batch_id or sanitize_batch_id(path.stem)
         return self.land_path(path, spec, RawBatch(spec.name, min(days), ident, when, b"", spec.landing_format), scan)

@@ -157,6 +157,52 @@ def _cast_columns(table: pa.Table, contract: Contract) -> tuple[pa.Table, list[F
     return table, failures
 
 
+def _plain_kind(t: pa.DataType) -> type | None:
+    """The Python type whose values a column of ``t`` holds, for the types :func:`_surely_valid` checks; None for others."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return str
+    if pa.types.is_integer(t):
+        return int
+    if pa.types.is_floating(t):
+        return float
+    if pa.types.is_decimal(t):
+        return Decimal
+    if pa.types.is_boolean(t) or pa.types.is_date(t) or pa.types.is_timestamp(t):
+        return object
+    return None
+
+
+def _column_surely_valid(values: pa.ChunkedArray, column: Column) -> bool:
+    kind = _plain_kind(values.type)
+    if kind is None or (not column.nullable and values.null_count):
+        return False
+    if kind is float and pc.any(pc.is_nan(values)).as_py():
+        return False  # NaN: Pandera's nullability and range checks decide
+    if column.allowed_values is not None:
+        if kind not in (str, int) or any(type(v) is not kind for v in column.allowed_values):
+            return False
+        present = pc.drop_null(values)  # Pandera's checks leave nulls to the nullability check
+        if pc.any(pc.invert(pc.is_in(present, value_set=pa.array(list(column.allowed_values), values.type)))).as_py():
+            return False
+    if column.value_range is not None:
+        lo, hi = (_bound(column, v) for v in column.value_range)
+        if kind not in (int, float, Decimal) or any(b is not None and (isinstance(b, bool) or not isinstance(b, int | float | Decimal)) for b in (lo, hi)):
+            return False
+        bounds = pc.min_max(values).as_py()
+        if bounds["min"] is not None and ((lo is not None and bounds["min"] < lo) or (hi is not None and bounds["max"] > hi)):
+            return False
+    return True
+
+
+def _surely_valid(table: pa.Table, contract: Contract) -> bool:
+    """True when no row can fail the Pandera schema without its key's uniqueness: nothing to report, Pandera need not run.
+
+    Conservative, in Arrow: no null in a non-nullable column, no NaN, allowed values and ranges of plain kinds met.
+    Any doubt (another type, a bound of another kind) is False, and Pandera reports exactly what fails.
+    """
+    return all(_column_surely_valid(table.column(c.name), c) for c in contract.columns)
+
+
 def validate(table: pa.Table, contract: Contract, *, unique: bool = True) -> ValidationReport:
     """Validate ``table`` against ``contract``; every data problem becomes a :class:`FailureCase`.
 
@@ -165,6 +211,8 @@ def validate(table: pa.Table, contract: Contract, *, unique: bool = True) -> Val
     table, failures = _cast_columns(table, contract)
     if failures:
         return ValidationReport(contract.name, table.num_rows, tuple(failures))
+    if not unique and _surely_valid(table, contract):  # the common case of a streamed record batch, without pandas
+        return ValidationReport(contract.name, table.num_rows, ())
     frame = to_frame(table.select(contract.column_names))
     try:
         pandera_schema(contract, unique=unique).validate(frame, lazy=True)

@@ -32,7 +32,8 @@ from dsv_platform.core.contracts.semantic_rules import evaluate_load
 from dsv_platform.core.contracts.validation import FailureCase
 from dsv_platform.core.identity.hashing import DatasetDigest, hash_table
 from dsv_platform.core.ingest.batch_stream import BatchPlan, BatchScan, plan_batch, validated_chunks
-from dsv_platform.core.ingest.landing_stream import UnreadableBatch
+from dsv_platform.core.ingest.landing_stream import Opener, UnreadableBatch
+from dsv_platform.core.ingest.scan_memo import recall
 from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.lineage.lineage import record_label_build, record_partition_load
@@ -213,10 +214,7 @@ def _load_batch(
     def opener() -> BinaryIO:
         return landing.open(first)
 
-    try:
-        plan: BatchPlan | None = plan_batch(opener, spec)
-    except UnreadableBatch:  # a loadable batch was readable when it landed; nothing of it loads
-        plan = None
+    plan = _plan(opener, spec, first.digest)
     seen = BatchScan(0, 0, 0, ())
 
     def chunks() -> Iterator[tuple[dt.date, pa.Table]]:
@@ -247,6 +245,17 @@ def _load_batch(
     }
 
 
+def _plan(opener: Opener, spec: SourceSpec, digest: str) -> BatchPlan | None:
+    """The batch's plan: remembered from the check or the landing of these bytes in this process (scan_memo.py), else read; None: unreadable."""
+    known = recall(digest, spec)
+    if known is not None and known.plan is not None:
+        return known.plan
+    try:
+        return plan_batch(opener, spec)
+    except UnreadableBatch:  # a loadable batch was readable when it landed; nothing of it loads
+        return None
+
+
 def batch_rows(landing: LandingZone, spec: SourceSpec, batch_ref: str, days: Collection[Any], skip: Collection[str] = ()) -> Iterator[tuple[dt.date, pa.Table]]:
     """The accepted rows of the landed batch ``batch_ref`` that fall in ``days``, as ``(day, rows)``; none of a batch held back or unreadable."""
     record = next((r for r in landing.records(spec.name) if r.batch_ref == batch_ref and r.loadable and r.batch_ref not in skip), None)
@@ -256,9 +265,8 @@ def batch_rows(landing: LandingZone, spec: SourceSpec, batch_ref: str, days: Col
     def opener() -> BinaryIO:
         return landing.open(record)
 
-    try:
-        plan = plan_batch(opener, spec)
-    except UnreadableBatch:
+    plan = _plan(opener, spec, record.digest)
+    if plan is None:
         return
     for good, _bad, _failures in validated_chunks(opener, spec, plan):
         for day in days:
