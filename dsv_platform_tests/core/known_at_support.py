@@ -79,8 +79,8 @@ def oracle(reads: pa.Table, table: pa.Table, lag: dt.timedelta, max_age: dt.time
     return out
 
 
-def keyed_spec(spec: SourceSpec, key: Sequence[str]) -> SourceSpec:
-    """The calibration source ``spec`` with an int64 ``rev`` column and contract key ``key``."""
+def keyed_spec(spec: SourceSpec, key: Sequence[str], *, reference: bool = False) -> SourceSpec:
+    """The calibration source ``spec`` with an int64 ``rev`` column and contract key ``key``; ``reference``: unpartitioned, no valid time."""
     cols = [
         {"name": "meter_id", "type": "string"},
         {"name": "calibrated_at", "type": "timestamp", "resolution": "us"},
@@ -88,4 +88,6 @@ def keyed_spec(spec: SourceSpec, key: Sequence[str]) -> SourceSpec:
         {"name": "factor", "type": "float64", "scale": 4, "nullable": True},
         {"name": "rev", "type": "int64"},
     ]
+    if reference:
+        return replace(spec, contract=parse_contract({"name": spec.name, "key": list(key), "columns": cols}), valid_time=None)
     return replace(spec, contract=parse_contract({"name": spec.name, "key": list(key), "partition_by": "calibrated_day", "columns": cols}))

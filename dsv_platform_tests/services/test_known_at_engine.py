@@ -102,3 +102,13 @@ def test_random_known_at_joins_agree_with_each_other_and_the_oracle(tmp_path_fac
     join = replace(KNOWN, lag=lag, max_age=max_age)
     examples = _both(replace(definition, as_of_joins=(join,)), readings(reads), {**config.sources, "calibration": spec}, table)
     assert examples.column("factor").to_pylist() == oracle(examples, table, lag, max_age, key=tuple(key))
+
+
+def test_a_reference_table_is_the_lookup_of_the_version_known_at_the_cutoff(tmp_path):
+    definition, specs = _definition(tmp_path, KNOWN)
+    specs = {**specs, "calibration": keyed_spec(specs["calibration"], ["meter_id"], reference=True)}  # rows valid at any time
+    reads = readings([("m1", ts(3)), ("m1", ts(6)), ("m2", ts(6))])
+    table = versions([("m1", ts(20), 1.0, ts(2), "raw_batch:a"), ("m1", ts(20), 2.0, ts(5), "raw_batch:b")])
+    table = table.append_column("rev", pa.array([0, 0], pa.int64()))
+    examples = _both(definition, reads, specs, table)
+    assert examples.column("factor").to_pylist() == [1.0, 2.0, None]
