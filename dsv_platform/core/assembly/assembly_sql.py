@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from dsv_platform.core.assembly.assembly import PER_DAY, AssemblyError, midnight, unit_of
-from dsv_platform.core.assembly.known_at import BATCH, RECORDED_AT
+from dsv_platform.core.assembly.known_at import BATCH, NEVER, RECORDED_AT
 from dsv_platform.core.config.aggregation import ZoneOf
 from dsv_platform.core.config.dataset_definition import AsOfJoin, DatasetDefinition
 from dsv_platform.core.config.platform_config import provided_columns
@@ -139,16 +139,17 @@ def _known_join(left: str, versions: str, join: AsOfJoin, spec: SourceSpec, lsch
     on, key = list(join.on), list(spec.contract.key)
     present = " AND ".join(f"{quote(c)} IS NOT NULL" for c in on)
     keys = ", ".join(f"{quote(k)} AS __k{j}" for j, k in enumerate(key))
-    ends = f"lead({rec}) OVER (PARTITION BY {_cols(key)} ORDER BY {RECORDED_AT}, {BATCH})"
-    side = (f"SELECT * FROM (SELECT {_cols(on)}, {valid} AS __v, greatest({rec}, {valid}) AS __a, {ends} AS __end, {keys}, {_cols(columns)} "
-            f"FROM {versions}) WHERE __v IS NOT NULL AND {present} AND (__end IS NULL OR __a < __end)")  # fmt: skip
+    ends = f"coalesce(lead({rec}) OVER (PARTITION BY {_cols(key)} ORDER BY {RECORDED_AT}, {BATCH}), {NEVER})"
+    side = (f"SELECT row_number() OVER () AS __r, * FROM (SELECT {_cols(on)}, {valid} AS __v, greatest({rec}, {valid}) AS __a, {ends} AS __end, "
+            f"{keys}, {_cols(columns)} FROM {versions}) WHERE __v IS NOT NULL AND {present} AND __a < __end")  # fmt: skip
     fresh = "" if join.max_age is None else f"r.__v >= l.__cut - {_ticks(join.max_age, unit)}"
     picked = ", ".join(f"r.{quote(c)}" if not fresh else f"CASE WHEN {fresh} THEN r.{quote(c)} END AS {quote(c)}" for c in columns)
-    match = " AND ".join([*(f"l.{quote(c)} = r.{quote(c)}" for c in on), "r.__a <= l.__cut", "(r.__end IS NULL OR l.__cut < r.__end)"])
+    match = " AND ".join([*(f"l.{quote(c)} = r.{quote(c)}" for c in on), "r.__a <= l.__cut", "l.__cut < r.__end"])
     best = ", ".join(["r.__v DESC", *(f"r.__k{j} DESC" for j in range(len(key)))])
-    lagged = f"SELECT *, {cut} - {_ticks(join.lag, unit)} AS __cut, row_number() OVER () AS __lid FROM {left}"
-    body = (f"SELECT l.* EXCLUDE (__cut, __lid), {picked} FROM ({lagged}) l LEFT JOIN __SIDE__ r ON {match} "
-            f"QUALIFY row_number() OVER (PARTITION BY l.__lid ORDER BY {best}) = 1")  # fmt: skip
+    lagged = f"SELECT *, {cut} - {_ticks(join.lag, unit)} AS __cut, rowid AS __lid FROM {left}"  # rowid: the same in both reads of {left}
+    picks = f"SELECT l.__lid, r.__r FROM ({lagged}) l JOIN __SIDE__ r ON {match} QUALIFY row_number() OVER (PARTITION BY l.__lid ORDER BY {best}) = 1"
+    body = (f"SELECT l.* EXCLUDE (__cut, __lid), {picked} FROM ({lagged}) l LEFT JOIN ({picks}) p ON p.__lid = l.__lid "
+            f"LEFT JOIN __SIDE__ r ON r.__r = p.__r")  # fmt: skip
     return side, body
 
 
