@@ -140,16 +140,20 @@ def _known_join(left: str, versions: str, join: AsOfJoin, spec: SourceSpec, lsch
     present = " AND ".join(f"{quote(c)} IS NOT NULL" for c in on)
     keys = ", ".join(f"{quote(k)} AS __k{j}" for j, k in enumerate(key))
     ends = f"coalesce(lead({rec}) OVER (PARTITION BY {_cols(key)} ORDER BY {RECORDED_AT}, {BATCH}), {NEVER})"
-    side = (f"SELECT row_number() OVER () AS __r, * FROM (SELECT {_cols(on)}, {valid} AS __v, greatest({rec}, {valid}) AS __a, {ends} AS __end, "
-            f"{keys}, {_cols(columns)} FROM {versions}) WHERE __v IS NOT NULL AND {present} AND __a < __end")  # fmt: skip
+    priority = ", ".join(["__v", *(f"__k{j}" for j in range(len(key)))])
+    side = (f"SELECT row_number() OVER (ORDER BY {priority}) AS __p, * FROM (SELECT {_cols(on)}, {valid} AS __v, greatest({rec}, {valid}) AS __a, "
+            f"{ends} AS __end, {keys}, {_cols(columns)} FROM {versions}) WHERE __v IS NOT NULL AND {present} AND __a < __end")  # fmt: skip
     fresh = "" if join.max_age is None else f"r.__v >= l.__cut - {_ticks(join.max_age, unit)}"
     picked = ", ".join(f"r.{quote(c)}" if not fresh else f"CASE WHEN {fresh} THEN r.{quote(c)} END AS {quote(c)}" for c in columns)
-    match = " AND ".join([*(f"l.{quote(c)} = r.{quote(c)}" for c in on), "r.__a <= l.__cut", "l.__cut < r.__end"])
-    best = ", ".join(["r.__v DESC", *(f"r.__k{j} DESC" for j in range(len(key)))])
-    lagged = f"SELECT *, {cut} - {_ticks(join.lag, unit)} AS __cut, rowid AS __lid FROM {left}"  # rowid: the same in both reads of {left}
-    picks = f"SELECT l.__lid, r.__r FROM ({lagged}) l JOIN __SIDE__ r ON {match} QUALIFY row_number() OVER (PARTITION BY l.__lid ORDER BY {best}) = 1"
+    same = " AND ".join(f"l.{quote(c)} = r.{quote(c)}" for c in on)
+    lagged = f"SELECT *, {cut} - {_ticks(join.lag, unit)} AS __cut, rowid AS __lid FROM {left}"  # rowid: the same in every read of {left}
+    running = f"SELECT DISTINCT {_cols(on)}, __a, max(__p) OVER (PARTITION BY {_cols(on)} ORDER BY __a) AS __best FROM __SIDE__ WHERE __end = {NEVER}"
+    latest = f"SELECT l.__lid, r.__best FROM ({lagged}) l ASOF JOIN ({running}) r ON {same} AND l.__cut >= r.__a"
+    known = f"r.__a <= l.__cut AND l.__cut < r.__end AND r.__end < {NEVER}"  # a superseded version, known at the cutoff
+    moved = f"SELECT l.__lid, max(r.__p) AS __best FROM ({lagged}) l JOIN __SIDE__ r ON {same} AND {known} GROUP BY l.__lid"
+    picks = f"SELECT __lid, max(__best) AS __best FROM ({latest} UNION ALL {moved}) GROUP BY __lid"
     body = (f"SELECT l.* EXCLUDE (__cut, __lid), {picked} FROM ({lagged}) l LEFT JOIN ({picks}) p ON p.__lid = l.__lid "
-            f"LEFT JOIN __SIDE__ r ON r.__r = p.__r")  # fmt: skip
+            f"LEFT JOIN __SIDE__ r ON r.__p = p.__best")  # fmt: skip
     return side, body
 
 

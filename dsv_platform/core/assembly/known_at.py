@@ -45,27 +45,61 @@ def superseded_at(versions: pa.Table, key: tuple[str, ...] | list[str], recorded
 def known_at_pick(lcode: Ints, cutoff: Ints, left_ok: Bools, rcode: Ints, start: Ints, ends: Ints, valid: Ints, ranks: Ints) -> Ints:
     """Per base row, the index of the version picked (-1: none); ``start`` is when a version can first be picked.
 
-    ``start`` = max(recorded, valid): a candidate at ``c`` satisfies ``start <= c < ends``. Each
-    base row is compared with every version of its entity, a chunk of pairs at a time.
+    ``start`` = max(recorded, valid): a candidate at ``c`` satisfies ``start <= c < ends``. A key's
+    last version is never superseded: of those, a running maximum by start answers each row; the
+    superseded versions (corrections) are compared pair by pair. The larger (valid time, key rank) wins.
     """
-    items = np.flatnonzero((rcode >= 0) & (start < ends))
+    priority = np.empty(rcode.size, dtype=np.int64)
+    priority[np.lexsort((ranks, valid))] = np.arange(rcode.size, dtype=np.int64)
+    usable = (rcode >= 0) & (start < ends)
+    asked = left_ok & (lcode >= 0)
+    last = _latest_pick(lcode, cutoff, asked, rcode, start, priority, np.flatnonzero(usable & (ends == NEVER)))
+    moved = _moved_pick(lcode, cutoff, asked, rcode, start, ends, priority, np.flatnonzero(usable & (ends != NEVER)))
+    rank_of = np.full(priority.size + 1, -1, dtype=np.int64)
+    rank_of[:-1] = priority  # index -1 (no pick) has priority -1
+    return np.where(rank_of[last] >= rank_of[moved], last, moved)
+
+
+def _latest_pick(lcode: Ints, cutoff: Ints, asked: Bools, rcode: Ints, start: Ints, priority: Ints, items: Ints) -> Ints:
+    """Per base row, the never-superseded version of its entity with start <= cutoff and the largest priority (-1: none)."""
+    hit = np.full(lcode.size, -1, dtype=np.int64)
+    if items.size == 0:
+        return hit
+    _, times = np.unique(np.concatenate([start[items], cutoff]), return_inverse=True)
+    width = int(times.max(initial=0)) + 2
+    key = rcode[items] * width + times[: items.size]
+    order = np.argsort(key, kind="stable")
+    items, key = items[order], key[order]
+    top = int(priority.size) + 1
+    running = np.maximum.accumulate(rcode[items] * top + priority[items])  # per entity: later entities' values are all larger
+    pos = np.searchsorted(key, lcode * width + times[items.size :], side="right") - 1
+    at = np.clip(pos, 0, None)
+    found = asked & (pos >= 0) & (rcode[items[at]] == lcode)
+    by_priority = np.empty(priority.size, dtype=np.int64)
+    by_priority[priority] = np.arange(priority.size, dtype=np.int64)
+    hit[found] = by_priority[running[at[found]] - lcode[found] * top]
+    return hit
+
+
+def _moved_pick(lcode: Ints, cutoff: Ints, asked: Bools, rcode: Ints, start: Ints, ends: Ints, priority: Ints, items: Ints) -> Ints:
+    """Per base row, the superseded version of its entity known at the cutoff with the largest priority (-1: none), pair by pair."""
     items = items[np.argsort(rcode[items], kind="stable")]
     codes = rcode[items]
     lo = np.searchsorted(codes, lcode, side="left")
-    counts = np.where(left_ok & (lcode >= 0), np.searchsorted(codes, lcode, side="right") - lo, 0).astype(np.int64)
+    counts = np.where(asked, np.searchsorted(codes, lcode, side="right") - lo, 0).astype(np.int64)
     hit = np.full(lcode.size, -1, dtype=np.int64)
     bounds = np.concatenate([[0], np.cumsum(counts)])
     first = 0
     while first < lcode.size:
         last = max(first + 1, int(np.searchsorted(bounds, bounds[first] + PAIRS_PER_CHUNK, side="right")) - 1)
         rows = np.arange(first, min(last, lcode.size), dtype=np.int64)
-        _pick_chunk(rows, counts, lo, items, cutoff, start, ends, valid, ranks, hit)
+        _pick_chunk(rows, counts, lo, items, cutoff, start, ends, priority, hit)
         first = int(rows[-1]) + 1
     return hit
 
 
-def _pick_chunk(rows: Ints, counts: Ints, lo: Ints, items: Ints, cutoff: Ints, start: Ints, ends: Ints, valid: Ints, ranks: Ints, hit: Ints) -> None:
-    """Fill ``hit`` for the base ``rows``: the candidate with the largest (valid time, key rank)."""
+def _pick_chunk(rows: Ints, counts: Ints, lo: Ints, items: Ints, cutoff: Ints, start: Ints, ends: Ints, priority: Ints, hit: Ints) -> None:
+    """Fill ``hit`` for the base ``rows``: the candidate with the largest priority."""
     per = counts[rows]
     left = np.repeat(rows, per)
     if left.size == 0:
@@ -76,7 +110,7 @@ def _pick_chunk(rows: Ints, counts: Ints, lo: Ints, items: Ints, cutoff: Ints, s
     left, cand = left[ok], cand[ok]
     if left.size == 0:
         return
-    order = np.lexsort((ranks[cand], valid[cand], left))
+    order = np.lexsort((priority[cand], left))
     left, cand = left[order], cand[order]
     last = np.r_[left[1:] != left[:-1], True]
     hit[left[last]] = cand[last]
