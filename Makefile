@@ -61,6 +61,7 @@ bench: $(STAMP)
 
 conformance: $(STAMP)
 	$(BIN)/dsv conformance --write dsv_platform/conformance/vectors.json
+	$(BIN)/dsv conformance --joins --write dsv_platform/conformance/as_of_joins.json
 
 clean:
 	rm -rf $(VENV) .dsv .pytest_cache

@@ -1,13 +1,12 @@
 """Point-in-time assembly of a dataset's examples from its base, joined and label tables (pure pyarrow).
 
-One example per base row inside the observation window and population. Each
-as-of join takes, per base row, the joined source's row of the same entity
-whose valid time is the latest at or before ``time - lag`` (and, with
-``max_age``, not older than ``time - lag - max_age``); no such row gives
-nulls. Ties on valid time go to the row with the largest contract key. A date
-is the instant of its midnight UTC. Rows recorded after the watermark are the
-reader's to drop; this module sees valid time only. Derived columns and an
-aggregation (:mod:`dsv_platform.core.config.aggregation`) follow the joins.
+One example per base row inside the observation window and population. Each as-of join takes,
+per base row, the joined source's row of the same entity whose valid time is the latest at or
+before ``time - lag`` (and, with ``max_age``, not older than ``time - lag - max_age``); no such
+row gives nulls. Ties on valid time go to the row with the largest contract key. A date is the
+instant of its midnight UTC. Rows recorded after the watermark are the reader's to drop; a join
+``as_known_at: example_time`` reads the versions as known at its cutoff (:mod:`.known_at`).
+Derived columns and an aggregation (:mod:`dsv_platform.core.config.aggregation`) follow the joins.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dsv_platform.core.assembly.known_at import BATCH, RECORDED_AT, known_at_pick, superseded_at
 from dsv_platform.core.assembly.transform import transform
 from dsv_platform.core.config.aggregation import ZoneOf
 from dsv_platform.core.config.dataset_definition import AsOfJoin, DatasetDefinition, ObservationWindow, PopulationFilter
@@ -113,12 +113,38 @@ def as_of_indices(left: pa.Table, right: pa.Table, join: AsOfJoin, valid_time: s
     return pa.array(hit, pa.int64(), mask=~found)
 
 
+def known_at_indices(left: pa.Table, versions: pa.Table, join: AsOfJoin, valid_time: str | None, key: Sequence[str]) -> pa.Array:
+    """Per left row, the index of its row in ``versions`` as known at its cutoff (null when none; :mod:`.known_at`)."""
+    assert join.time is not None  # the configuration requires a time for as_known_at
+    types = [left.schema.field(join.time).type, versions.schema.field(RECORDED_AT).type]
+    unit = unit_of(*types, *([versions.schema.field(valid_time).type] if valid_time else []))
+    cutoff, left_ok = instants(left.column(join.time), unit)
+    cutoff = cutoff - int(join.lag.total_seconds() * (PER_DAY[unit] // 86_400))
+    recorded, _ = instants(versions.column(RECORDED_AT), unit)
+    if valid_time is None:
+        valid, right_ok = np.zeros(versions.num_rows, dtype=np.int64), np.ones(versions.num_rows, dtype=bool)
+    else:
+        valid, right_ok = instants(versions.column(valid_time), unit)
+    lcode, rcode = entity_codes(left, versions, join.on)
+    ends = superseded_at(versions, list(key), recorded)
+    hit = known_at_pick(lcode, cutoff, left_ok, np.where(right_ok, rcode, -1), np.maximum(recorded, valid), ends, valid, _key_ranks(versions, key))
+    found = hit >= 0
+    if join.max_age is not None and versions.num_rows:
+        found &= valid[np.clip(hit, 0, None)] >= cutoff - int(join.max_age.total_seconds() * (PER_DAY[unit] // 86_400))
+    return pa.array(np.clip(hit, 0, None), pa.int64(), mask=~found)
+
+
 def as_of_join(left: pa.Table, right: pa.Table, join: AsOfJoin, spec: SourceSpec, columns: Sequence[str]) -> pa.Table:
-    """``left`` with ``columns`` of ``right`` (source ``spec``) joined as of each left row (see the module docstring)."""
-    missing = [c for c in [*join.on, *([spec.valid_time] if spec.valid_time else []), *columns] if c not in right.column_names]
+    """``left`` with ``columns`` of ``right`` (source ``spec``) joined as of each left row (see the module docstring).
+
+    With ``join.known_at``, ``right`` holds every version recorded by the watermark, with ``_recorded_at`` and ``_batch``.
+    """
+    system = [RECORDED_AT, BATCH] if join.known_at is not None else []
+    missing = [c for c in [*join.on, *([spec.valid_time] if spec.valid_time else []), *columns, *system] if c not in right.column_names]
     if missing:
         raise AssemblyError(f"the {spec.name} table lacks column(s) {missing}")
-    taken = right.select(list(columns)).take(as_of_indices(left, right, join, spec.valid_time, spec.contract.key))
+    pick = known_at_indices if join.known_at is not None else as_of_indices
+    taken = right.select(list(columns)).take(pick(left, right, join, spec.valid_time, spec.contract.key))
     for name in columns:
         left = left.append_column(name, taken.column(name))
     return left
@@ -161,6 +187,14 @@ def join_labels(examples: pa.Table, labels: pa.Table, key: Sequence[str], column
     return examples.join(labels, keys=list(key), join_type="inner")
 
 
+def _right(join: AsOfJoin, joined: Mapping[str, pa.Table], versions: Mapping[str, pa.Table] | None) -> pa.Table:
+    if join.known_at is None:
+        return joined[join.source]
+    if versions is None or join.source not in versions:
+        raise AssemblyError(f"the join of {join.source} as known at the example time needs the versions of {join.source}; none were given")
+    return versions[join.source]
+
+
 def assemble_examples(
     definition: DatasetDefinition,
     base: pa.Table,
@@ -170,16 +204,18 @@ def assemble_examples(
     *,
     label_key: Sequence[str] | None = None,
     zone_of: ZoneOf = zone,
+    versions: Mapping[str, pa.Table] | None = None,
 ) -> tuple[pa.Table, int]:
     """The examples under the output contract, sorted by its key, and the population before the label join.
 
-    ``label_key`` defaults to the output contract's key; ``zone_of`` gives the time zone rules (default: tzdata).
+    ``label_key`` defaults to the output contract's key; ``zone_of`` gives the time zone rules (default: tzdata);
+    ``versions``: per source joined ``as_known_at``, every version recorded by the watermark (with the system columns).
     """
     provided = provided_columns(definition, dict(specs))
     rows = in_population(in_window(base, definition.observation_window, zone_of), definition.population_filter)
     for join in definition.as_of_joins:
         columns = [c for c, source in provided.items() if source == join.source and c not in rows.column_names]
-        rows = as_of_join(rows, joined[join.source], join, specs[join.source], columns)
+        rows = as_of_join(rows, _right(join, joined, versions), join, specs[join.source], columns)
     if definition.derive or definition.aggregate is not None:
         rows = transform(rows, definition.derive, definition.aggregate, zone_of)
     population = rows.num_rows

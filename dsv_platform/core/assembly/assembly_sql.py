@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from dsv_platform.core.assembly.assembly import PER_DAY, AssemblyError, midnight, unit_of
+from dsv_platform.core.assembly.known_at import BATCH, NEVER, RECORDED_AT
 from dsv_platform.core.config.aggregation import ZoneOf
 from dsv_platform.core.config.dataset_definition import AsOfJoin, DatasetDefinition
 from dsv_platform.core.config.platform_config import provided_columns
 from dsv_platform.core.config.source import SourceSpec
 from dsv_platform.core.config.timezones import zone
 
-RECORDED_AT, BATCH = "_recorded_at", "_batch"
 _EPOCH_FN = {"ms": "epoch_ms", "us": "epoch_us", "ns": "epoch_ns"}
 
 
@@ -78,6 +78,14 @@ def latest_sql(raw: str, key: Sequence[str], columns: Sequence[str], watermark: 
     return f"SELECT {_cols(columns)} FROM {raw} WHERE rowid IN ({ranked})"
 
 
+def versions_sql(raw: str, columns: Sequence[str], watermark: dt.datetime, *, excluding: str | None) -> str:
+    """Every version recorded by the watermark (not from an excluded batch), with ``_recorded_at`` and ``_batch``: a join ``as_known_at``'s input."""
+    where = f"epoch_us({RECORDED_AT}) <= {micros(watermark)}"
+    if excluding is not None:
+        where += f" AND {BATCH} NOT IN (SELECT batch FROM {excluding})"
+    return f"SELECT {_cols([*columns, RECORDED_AT, BATCH])} FROM {raw} WHERE {where}"
+
+
 @dataclass
 class Plan:
     """Statements ``(table, select)`` run in order (each ``CREATE TABLE table AS select``), and what the result holds."""
@@ -120,6 +128,52 @@ def _join(left: str, right: str, join: AsOfJoin, spec: SourceSpec, schemas: Mapp
     return side, body
 
 
+def _known_join(left: str, versions: str, join: AsOfJoin, spec: SourceSpec, lschema: pa.Schema, rschema: pa.Schema, columns: Sequence[str]) -> tuple[str, str]:
+    """``(the versions with when each can be picked and is superseded, the join as known at each cutoff)`` (core/assembly/known_at.py)."""
+    assert join.time is not None  # the configuration requires a time for as_known_at
+    stamp = pa.timestamp("us", tz="UTC")
+    vtype = rschema.field(spec.valid_time).type if spec.valid_time is not None else None
+    unit = unit_of(lschema.field(join.time).type, stamp, *([vtype] if vtype is not None else []))
+    valid = instant_sql(quote(spec.valid_time), vtype, unit) if spec.valid_time is not None and vtype is not None else "0"
+    rec, cut = instant_sql(RECORDED_AT, stamp, unit), instant_sql(quote(join.time), lschema.field(join.time).type, unit)
+    on, key = list(join.on), list(spec.contract.key)
+    present = " AND ".join(f"{quote(c)} IS NOT NULL" for c in on)
+    keys = ", ".join(f"{quote(k)} AS __k{j}" for j, k in enumerate(key))
+    ends = f"coalesce(lead({rec}) OVER (PARTITION BY {_cols(key)} ORDER BY {RECORDED_AT}, {BATCH}), {NEVER})"
+    priority = ", ".join(["__v", *(f"__k{j}" for j in range(len(key)))])
+    side = (f"SELECT row_number() OVER (ORDER BY {priority}) AS __p, * FROM (SELECT {_cols(on)}, {valid} AS __v, greatest({rec}, {valid}) AS __a, "
+            f"{ends} AS __end, {keys}, {_cols(columns)} FROM {versions}) WHERE __v IS NOT NULL AND {present} AND __a < __end")  # fmt: skip
+    fresh = "" if join.max_age is None else f"r.__v >= l.__cut - {_ticks(join.max_age, unit)}"
+    picked = ", ".join(f"r.{quote(c)}" if not fresh else f"CASE WHEN {fresh} THEN r.{quote(c)} END AS {quote(c)}" for c in columns)
+    same = " AND ".join(f"l.{quote(c)} = r.{quote(c)}" for c in on)
+    lagged = f"SELECT *, {cut} - {_ticks(join.lag, unit)} AS __cut, rowid AS __lid FROM {left}"  # rowid: the same in every read of {left}
+    running = f"SELECT DISTINCT {_cols(on)}, __a, max(__p) OVER (PARTITION BY {_cols(on)} ORDER BY __a) AS __best FROM __SIDE__ WHERE __end = {NEVER}"
+    latest = f"SELECT l.__lid, r.__best FROM ({lagged}) l ASOF JOIN ({running}) r ON {same} AND l.__cut >= r.__a"
+    known = f"r.__a <= l.__cut AND l.__cut < r.__end AND r.__end < {NEVER}"  # a superseded version, known at the cutoff
+    moved = f"SELECT l.__lid, max(r.__p) AS __best FROM ({lagged}) l JOIN __SIDE__ r ON {same} AND {known} GROUP BY l.__lid"
+    picks = f"SELECT __lid, max(__best) AS __best FROM ({latest} UNION ALL {moved}) GROUP BY __lid"
+    body = (f"SELECT l.* EXCLUDE (__cut, __lid), {picked} FROM ({lagged}) l LEFT JOIN ({picks}) p ON p.__lid = l.__lid "
+            f"LEFT JOIN __SIDE__ r ON r.__p = p.__best")  # fmt: skip
+    return side, body
+
+
+def _join_of(
+    rows: str,
+    join: AsOfJoin,
+    spec: SourceSpec,
+    tables: Mapping[str, str],
+    versions: Mapping[str, str],
+    schemas: Mapping[str, pa.Schema],
+    columns: Sequence[str],
+) -> tuple[str, str]:
+    """The ordinary join over the source's latest rows, or the join as known at the example time over its versions."""
+    if join.known_at is None:
+        return _join(rows, tables[join.source], join, spec, schemas, columns)
+    if join.source not in versions:
+        raise AssemblyError(f"the join of {join.source} as known at the example time needs the versions of {join.source}; none were given")
+    return _known_join(rows, versions[join.source], join, spec, schemas["__rows"], schemas[join.source], columns)
+
+
 def plan_assembly(
     definition: DatasetDefinition,
     specs: Mapping[str, SourceSpec],
@@ -129,10 +183,12 @@ def plan_assembly(
     label_key: Sequence[str] | None = None,
     label_columns: Sequence[str] = (),
     zone_of: ZoneOf = zone,
+    versions: Mapping[str, str] | None = None,
 ) -> Plan:
     """The statements assembling ``definition``'s examples from ``tables`` (input name -> table of its latest rows).
 
-    ``schemas`` gives each input's contract schema; the label table, if any, is ``tables["__labels"]``.
+    ``schemas`` gives each input's contract schema; the label table, if any, is ``tables["__labels"]``;
+    ``versions``: per source joined ``as_known_at``, the table of its versions (:func:`versions_sql`).
     """
     if definition.derive or definition.aggregate is not None:
         raise AssemblyError(f"{definition.ref}: derived columns and aggregations run in the in-memory assembly")
@@ -148,13 +204,12 @@ def plan_assembly(
     for i, join in enumerate(definition.as_of_joins):
         right = schemas[join.source]
         columns = [c for c, source in provided.items() if source == join.source and c not in row_schema.names]
-        valid_time = specs[join.source].valid_time
-        missing = [c for c in [*join.on, *([valid_time] if valid_time else []), *columns] if c not in right.names]
+        missing = [c for c in [*join.on, *filter(None, [specs[join.source].valid_time]), *columns] if c not in right.names]
         if missing:
             raise AssemblyError(f"the {join.source} table lacks column(s) {missing}")
         if not columns:  # a join that adds no column changes no row (it is a left join)
             continue
-        side, body = _join(rows, tables[join.source], join, specs[join.source], {**schemas, "__rows": row_schema}, columns)
+        side, body = _join_of(rows, join, specs[join.source], tables, versions or {}, {**schemas, "__rows": row_schema}, columns)
         plan.steps.append((f"__side{i}", side))
         plan.steps.append((f"__rows{i + 1}", body.replace("__SIDE__", f"__side{i}")))
         rows, row_schema = f"__rows{i + 1}", pa.schema([*row_schema, *(right.field(c) for c in columns)])
@@ -181,4 +236,4 @@ def plan_assembly(
     return plan
 
 
-__all__ = ["BATCH", "RECORDED_AT", "Plan", "instant_sql", "latest_sql", "micros", "plan_assembly", "quote", "unsupported"]
+__all__ = ["BATCH", "RECORDED_AT", "Plan", "instant_sql", "latest_sql", "micros", "plan_assembly", "quote", "unsupported", "versions_sql"]

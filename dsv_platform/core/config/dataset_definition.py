@@ -62,7 +62,8 @@ KEYS = frozenset(
 )
 LEGACY_KEYS = frozenset({"sources"})
 REQUIRED = ("name", "version", "observation_window", "watermark", "gates", "seed", "contract")
-JOIN_KEYS = frozenset({"source", "on", "time", "lag", "max_age"})
+JOIN_KEYS = frozenset({"source", "on", "time", "lag", "max_age", "as_known_at"})
+KNOWN_AT = ("example_time",)  # as_known_at: the recorded-time cutoff of a bitemporal join
 GATE_KEYS = frozenset({"rows_at_least", "label_coverage_at_least_bp", "proportion_tolerance_bp"})
 DEFAULT_PROPORTION_TOLERANCE_BP = 1000
 MAX_FAN_OUT = 256
@@ -128,7 +129,7 @@ class AsOfJoin:
     """Per base row, the ``source`` row of the same ``on`` entity with the latest valid time <= ``time`` - ``lag``.
 
     ``max_age`` (optional) also requires that valid time >= ``time`` - ``lag`` - ``max_age``
-    (``max_age: 0d`` with ``lag: 1d`` is an exact previous-day join).
+    (``max_age: 0d`` with ``lag: 1d`` is an exact previous-day join). ``known_at``: see docs/configuration.md.
     """
 
     source: str
@@ -136,6 +137,7 @@ class AsOfJoin:
     time: str | None  # None only for a source without valid_time (a reference table: a lookup by ``on``)
     lag: dt.timedelta
     max_age: dt.timedelta | None = None
+    known_at: str | None = None  # "example_time": only versions recorded at or before time - lag
 
 
 @dataclass(frozen=True)
@@ -315,6 +317,8 @@ def _joins(doc: Mapping[str, Any], file: str | Path) -> tuple[AsOfJoin, ...]:
         where = f"as_of_joins[{i}]"
         join = check_keys(item, file=file, where=where, allowed=JOIN_KEYS, required={"source", "on"})  # time: checked against the source
         max_age = parse_duration(join["max_age"], file=file, key=f"{where}.max_age") if "max_age" in join else None
+        if (known_at := join.get("as_known_at")) not in (None, *KNOWN_AT):
+            raise DatasetDefinitionError(f"must be one of {KNOWN_AT}, got {known_at!r}", file=file, key=f"{where}.as_known_at")
         out.append(
             AsOfJoin(
                 source=need(join, "source", str, file=file, where=where),
@@ -322,6 +326,7 @@ def _joins(doc: Mapping[str, Any], file: str | Path) -> tuple[AsOfJoin, ...]:
                 time=need(join, "time", str, file=file, where=where) if "time" in join else None,
                 lag=parse_duration(join.get("lag", "0d"), file=file, key=f"{where}.lag"),
                 max_age=max_age,
+                known_at=known_at,
             )
         )
     return tuple(out)

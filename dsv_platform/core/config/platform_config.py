@@ -142,6 +142,8 @@ def _check_join(definition: DatasetDefinition, i: int, join: AsOfJoin, base: Sou
                 raise ConfigError(f"{col!r} is not a column of source {spec.name!r}", file=file, key=f"{where}.on")
         if arrow_identity(base.contract.column(col)) != arrow_identity(other.contract.column(col)):
             raise ConfigError(f"{col!r} has different types in {base.name!r} and {other.name!r}", file=file, key=f"{where}.on")
+    if join.known_at is not None and join.time is None:
+        raise ConfigError("'as_known_at' needs 'time' (the base column whose instant the source is read as known at)", file=file, key=f"{where}.time")
     if other.valid_time is None:  # a reference table without valid time: a lookup of the latest version by ``on``
         if join.max_age is not None:
             raise ConfigError(f"needs a valid time; source {other.name!r} has none (its rows are valid at any time)", file=file, key=f"{where}.max_age")

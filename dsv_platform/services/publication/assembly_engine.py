@@ -20,7 +20,7 @@ from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine, loa
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
 from dsv_platform.adapters.iceberg.iceberg_stream import scan_batches
 from dsv_platform.core.assembly.assembly import AssemblyError
-from dsv_platform.core.assembly.assembly_sql import latest_sql, plan_assembly, quote, unsupported
+from dsv_platform.core.assembly.assembly_sql import latest_sql, plan_assembly, quote, unsupported, versions_sql
 from dsv_platform.core.config.aggregation import ZoneOf
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.config.source import SourceSpec, TableSpecLike
@@ -78,16 +78,20 @@ def examples_out_of_core(
             load_table(con, "__excluded", pa.table({"batch": pa.array(sorted(exclude_batches), pa.string())}))
             excluding = "__excluded"
         named = dict(inputs) | ({"__labels": label} if label is not None else {})
+        known = known_at_sources(definition)
         progress.stage("read inputs")
         for i, spec in enumerate(named.values()):
             load(con, f"__raw{i}", counted(scan_batches(tables, spec, snapshot_id=snapshots[spec.name]), progress))
             latest = latest_sql(f"__raw{i}", spec.contract.key, spec.contract.column_names, watermark, excluding=excluding)
             con.execute(f"CREATE TABLE __in{i} AS {latest}")
+            if spec.name in known:  # a join as known at the example time reads every version (core/assembly/known_at.py)
+                con.execute(f"CREATE TABLE __versions{i} AS {versions_sql(f'__raw{i}', spec.contract.column_names, watermark, excluding=excluding)}")
             con.execute(f"DROP TABLE __raw{i}")
         names = {name: f"__in{i}" for i, name in enumerate(named)}
+        versions = {name: f"__versions{i}" for i, name in enumerate(named) if name in known}
         schemas = {n: s.contract.arrow_schema for n, s in named.items()}
         progress.stage("assemble")
-        examples, population = _run_plan(con, definition, inputs, names, schemas, label_key=label_key, zone_of=zone_of)
+        examples, population = _run_plan(con, definition, inputs, names, schemas, label_key=label_key, zone_of=zone_of, versions=versions)
         progress.advance(examples.num_rows)
         progress.done()
         yield examples, population
@@ -104,6 +108,11 @@ def counted(batches: pa.RecordBatchReader, progress: Progress) -> pa.RecordBatch
     return pa.RecordBatchReader.from_batches(batches.schema, each())
 
 
+def known_at_sources(definition: DatasetDefinition) -> frozenset[str]:
+    """The sources some join reads ``as_known_at`` (their versions, not only their latest rows)."""
+    return frozenset(j.source for j in definition.as_of_joins if j.known_at is not None)
+
+
 def assemble_tables(
     definition: DatasetDefinition,
     base: pa.Table,
@@ -114,15 +123,20 @@ def assemble_tables(
     label_key: tuple[str, ...] | None = None,
     limits: EngineLimits | None = None,
     zone_of: ZoneOf = zone,
+    versions: Mapping[str, pa.Table] | None = None,
 ) -> tuple[pa.Table, int]:
-    """:func:`dsv_platform.core.assembly.assembly.assemble_examples` out of core, over tables already latest per key."""
+    """:func:`dsv_platform.core.assembly.assembly.assemble_examples` out of core, over tables already latest per key (and ``versions``)."""
     named = {definition.base: base, **joined, **({"__labels": labels} if labels is not None else {})}
     with engine(limits or EngineLimits()) as con:
         for i, table in enumerate(named.values()):
             load_table(con, f"__in{i}", table)
+        for i, table in enumerate((versions or {}).values()):
+            load_table(con, f"__versions{i}", table)
         names = {name: f"__in{i}" for i, name in enumerate(named)}
-        sources = {n: specs[n] for n in named if n != "__labels"}
-        examples, population = _run_plan(con, definition, sources, names, {n: t.schema for n, t in named.items()}, label_key=label_key, zone_of=zone_of)
+        tables = {name: f"__versions{i}" for i, name in enumerate(versions or {})}
+        sources = {n: specs[n] for n in [*named, *(versions or {})] if n != "__labels"}
+        schemas = {n: t.schema for n, t in {**(versions or {}), **named}.items()}
+        examples, population = _run_plan(con, definition, sources, names, schemas, label_key=label_key, zone_of=zone_of, versions=tables)
         return _sorted(examples.whole(), definition), population
 
 
@@ -135,6 +149,7 @@ def _run_plan(
     *,
     label_key: tuple[str, ...] | None,
     zone_of: ZoneOf,
+    versions: Mapping[str, str] | None = None,
 ) -> tuple[EngineExamples, int]:
     """Run :func:`plan_assembly` over the ``names`` tables (each input's latest rows, of ``schemas``)."""
     population = definition.population_filter
@@ -143,7 +158,8 @@ def _run_plan(
         load_table(con, "__population", pa.table({"v": pc.cast(pa.array(population.values, pa.string()), kind)}))
     labels = schemas.get("__labels")
     plan = plan_assembly(
-        definition, sources, names, schemas, label_key=label_key, label_columns=labels.names if labels is not None else (), zone_of=zone_of
+        definition, sources, names, schemas, label_key=label_key, label_columns=labels.names if labels is not None else (), zone_of=zone_of,
+        versions=versions,
     )
     if plan.label_check is not None and (con.execute(plan.label_check).fetchone() or (0,))[0]:
         raise AssemblyError(f"the label table has more than one row for some {list(label_key or definition.contract.key)}")
@@ -160,4 +176,4 @@ def _sorted(table: pa.Table, definition: DatasetDefinition) -> pa.Table:
     return table.sort_by([(k, "ascending") for k in definition.contract.key])
 
 
-__all__ = ["assemble_tables", "engine_limits", "engine_refusal", "examples_out_of_core"]
+__all__ = ["assemble_tables", "engine_limits", "engine_refusal", "examples_out_of_core", "known_at_sources"]

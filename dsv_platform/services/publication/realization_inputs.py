@@ -41,7 +41,7 @@ from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin
 from dsv_platform.core.reproduction.build_pin import read_build_pin
 from dsv_platform.services.ingest.canonical_load import label_table_spec
-from dsv_platform.services.publication.assembly_engine import engine_refusal, examples_out_of_core
+from dsv_platform.services.publication.assembly_engine import engine_refusal, examples_out_of_core, known_at_sources
 from dsv_platform.services.publication.examples import Examples, TableExamples
 
 REPO = Path(__file__).resolve().parents[3]
@@ -210,13 +210,14 @@ def assembled(
         return
     progress.stage("assemble")
 
-    def read(spec: TableSpecLike) -> pa.Table:
-        return tables.read(spec, snapshot_id=pins[spec.name].snapshot_id, as_of=watermark, exclude_batches=exclude_batches)
+    def read(spec: TableSpecLike, history: bool = False) -> pa.Table:
+        return tables.read(spec, snapshot_id=pins[spec.name].snapshot_id, as_of=watermark, exclude_batches=exclude_batches, history=history)
 
     base = read(inputs.sources[definition.base])
-    joined = {j.source: read(inputs.sources[j.source]) for j in definition.as_of_joins}
+    joined = {j.source: read(inputs.sources[j.source]) for j in definition.as_of_joins if j.known_at is None}
+    versions = {s: read(inputs.sources[s], history=True) for s in known_at_sources(definition)}  # core/assembly/known_at.py
     labels = read(label_table_spec(inputs.label)) if inputs.label is not None else None
-    table, population = assemble_examples(definition, base, joined, inputs.sources, labels, label_key=label_key, zone_of=zone_of)
+    table, population = assemble_examples(definition, base, joined, inputs.sources, labels, label_key=label_key, zone_of=zone_of, versions=versions)
     progress.advance(table.num_rows)
     progress.done()
     yield TableExamples(table, definition.contract), population
