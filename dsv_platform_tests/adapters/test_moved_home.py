@@ -1,12 +1,13 @@
-"""Issue 25 item 8: a moved or copied home is refused with one line naming both places; a copy never writes into the original."""
+"""Issue 25 item 8: a moved home is relocated when it is opened; a copy is refused with one line naming both places and
+``dsv home relocate``, and never writes into the original. The whole story (verify, ingest, build): scenarios/test_relocated_home.py."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import pytest
 
+from dsv_platform.adapters.iceberg.iceberg_relocate import relocate_catalog
 from dsv_platform.bootstrap import build_tables
 from dsv_platform.core.errors import EnvironmentSetupError
 from dsv_platform.examples.fraud.specs import TRANSACTIONS
@@ -18,21 +19,38 @@ def _snapshot(folder):
     return sorted((str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*") if p.is_file())
 
 
-@pytest.mark.parametrize("how", ["mv", "cp -a"])
-def test_a_moved_or_copied_home_is_refused_naming_both_places(tmp_path, how):
+def _history(tables):
+    tbl = tables.load(TRANSACTIONS.name)
+    snapshots = [(s.snapshot_id, s.parent_snapshot_id, s.sequence_number, s.summary.model_dump_json() if s.summary else None) for s in tbl.snapshots()]
+    return snapshots, dict(tbl.refs())
+
+
+def test_a_moved_home_is_relocated_on_open_keeping_snapshots_and_tags(tmp_path):
+    world = World.create(tmp_path / "made", rows_per_day=10, days=2)
+    tbl = world.tables.load(TRANSACTIONS.name)
+    tbl.manage_snapshots().create_tag(tbl.current_snapshot().snapshot_id, "pin").commit()
+    rows, history = world.tables.read(TRANSACTIONS).num_rows, _history(world.tables)
+    world.platform.registry.close()
+    subprocess.run(["mv", str(tmp_path / "made"), str(tmp_path / "elsewhere")], check=True)
+    tables = build_tables(settings_at(tmp_path / "elsewhere"))
+    assert tables.read(TRANSACTIONS).num_rows == rows and _history(tables) == history
+    tbl = tables.load(TRANSACTIONS.name)
+    assert tbl.location().startswith((tmp_path / "elsewhere" / "warehouse").as_uri())
+    paths = [t.file.file_path for t in tbl.scan(snapshot_id=tbl.refs()["pin"].snapshot_id).plan_files()]
+    assert paths and all(p.startswith((tmp_path / "elsewhere").as_uri() + "/") for p in paths)
+    assert relocate_catalog(settings_at(tmp_path / "elsewhere").iceberg_catalog_url, str(tmp_path / "elsewhere" / "warehouse")) == []
+
+
+def test_a_copied_home_is_refused_naming_both_places_and_the_fix(tmp_path):
     world = World.create(tmp_path / "made", rows_per_day=10, days=2)
     rows = world.tables.read(TRANSACTIONS).num_rows
     world.platform.registry.close()
-    subprocess.run([*how.split(), str(tmp_path / "made"), str(tmp_path / "elsewhere")], check=True)
-    original = _snapshot(tmp_path / "made") if how == "cp -a" else None
+    subprocess.run(["cp", "-a", str(tmp_path / "made"), str(tmp_path / "elsewhere")], check=True)
+    original = _snapshot(tmp_path / "made")
     with pytest.raises(EnvironmentSetupError) as info:
         build_tables(settings_at(tmp_path / "elsewhere"))
     message = str(info.value)
-    assert "\n" not in message and "moved or copied" in message
+    assert "\n" not in message and "moved or copied" in message and "dsv home relocate" in message
     assert str(tmp_path / "elsewhere" / "warehouse") in message and str(tmp_path / "made" / "warehouse") in message
-    if how == "cp -a":
-        assert _snapshot(tmp_path / "made") == original  # nothing written into the original's warehouse
-        assert build_tables(settings_at(tmp_path / "made")).read(TRANSACTIONS).num_rows == rows  # the original still reads
-    else:
-        shutil.move(tmp_path / "elsewhere", tmp_path / "made")  # moved back: it reads again
-        assert build_tables(settings_at(tmp_path / "made")).read(TRANSACTIONS).num_rows == rows
+    assert _snapshot(tmp_path / "made") == original  # nothing written into the original's warehouse
+    assert build_tables(settings_at(tmp_path / "made")).read(TRANSACTIONS).num_rows == rows  # the original still reads
