@@ -54,3 +54,24 @@ def test_a_copied_home_is_refused_naming_both_places_and_the_fix(tmp_path):
     assert str(tmp_path / "elsewhere" / "warehouse") in message and str(tmp_path / "made" / "warehouse") in message
     assert _snapshot(tmp_path / "made") == original  # nothing written into the original's warehouse
     assert build_tables(settings_at(tmp_path / "made")).read(TRANSACTIONS).num_rows == rows  # the original still reads
+
+
+def test_two_processes_opening_a_moved_home_at_once_both_read(tmp_path):
+    """Whichever relocation commits first wins; the other commits nothing and reads the winner's metadata."""
+    import sys
+
+    world = World.create(tmp_path / "made", rows_per_day=10, days=2)
+    rows = world.tables.read(TRANSACTIONS).num_rows
+    world.platform.registry.close()
+    subprocess.run(["mv", str(tmp_path / "made"), str(tmp_path / "elsewhere")], check=True)
+    code = (
+        "import sys; from pathlib import Path; from dsv_platform.bootstrap import build_tables; "
+        "from dsv_platform.examples.fraud.specs import TRANSACTIONS; from dsv_platform.settings import load_settings; "
+        "print(build_tables(load_settings({}).with_home(Path(sys.argv[1]))).read(TRANSACTIONS).num_rows)"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "elsewhere")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]  # fmt: skip
+    results = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], results
+    assert [int(out.split()[-1]) for out, _ in results] == [rows, rows]
+    assert build_tables(settings_at(tmp_path / "elsewhere")).read(TRANSACTIONS).num_rows == rows

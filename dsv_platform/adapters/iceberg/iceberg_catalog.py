@@ -71,7 +71,8 @@ def build_catalog(catalog_url: str, warehouse: str, *, name: str = "dsv", **opti
         from dsv_platform.adapters.iceberg.iceberg_relocate import relocate_catalog  # here: it imports pyiceberg's Avro writers
 
         moved = relocate_catalog(catalog_url, warehouse)
-        log.warning("warehouse %s: relocated %d table(s) from %s (the home was moved)", Path(warehouse).resolve(), len(moved), unquote(origin))
+        if moved:
+            log.warning("warehouse %s: relocated %d table(s) from %s (the home was moved)", Path(warehouse).resolve(), len(moved), unquote(origin))
     try:
         return SqlCatalog(name, **catalog_properties(catalog_url, warehouse, **options))
     except (ValueError, ImportError) as exc:  # sqlalchemy's ArgumentError is a ValueError: a URL it cannot parse, a missing driver

@@ -163,7 +163,8 @@ def _rebase_strings(node: Any, rebase: Callable[[str], str]) -> None:
 def relocate_catalog(catalog_url: str, warehouse: str) -> list[Relocation]:
     """Rewrite every table of the SQLite catalog at ``catalog_url`` whose metadata names another warehouse than ``warehouse``.
 
-    The new metadata pointers are committed in one transaction, each only if the table was not changed meanwhile.
+    The new metadata pointers are committed in one transaction, each only if the table was not changed meanwhile;
+    when another process relocated it first, nothing is committed and the answer is empty.
     """
     db = Path(catalog_url.removeprefix("sqlite:///"))
     if not catalog_url.startswith("sqlite:///") or "://" in warehouse or not db.is_file():
@@ -184,8 +185,13 @@ def relocate_catalog(catalog_url: str, warehouse: str) -> list[Relocation]:
                  row.metadata_location),
             ).rowcount  # fmt: skip
             if changed != 1:
-                raise EnvironmentSetupError(f"table {row.namespace}.{row.name}: its catalog entry changed while it was relocated; run it again")
-    return [r for _, _, r in done]
+                conn.rollback()
+                break
+        else:
+            return [r for _, _, r in done]
+    if all(r.metadata_location.startswith(new_root + "/") for r in _rows(db)):
+        return []  # another process relocated the home first: its metadata is the one committed
+    raise EnvironmentSetupError(f"catalog {db}: a table's entry changed while the home was relocated; run `dsv home relocate` again")
 
 
 def relocate_home(home: Path) -> list[Relocation]:
