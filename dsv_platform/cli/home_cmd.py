@@ -3,7 +3,8 @@
 The embedded Iceberg catalog and metadata name files by absolute path. A moved home whose old place is gone is
 relocated when it is opened; a copy (or a home moved while its old place exists again) is refused until this
 command rewrites its table metadata under its own warehouse (adapters/iceberg/iceberg_relocate.py). Data files,
-snapshot ids, tags and the registry are untouched; the original home is never written. Details: docs/reliability.md.
+snapshot ids, tags and the registry are untouched; the original home is never written. An embedded home one level
+inside (the fraud demo's ``semantic-demo`` scratch world) is relocated with it. Details: docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from dsv_platform.adapters.iceberg.iceberg_relocate import relocate_catalog
+from dsv_platform.adapters.iceberg.iceberg_relocate import relocate_catalog, relocate_home
 from dsv_platform.core.errors import EnvironmentSetupError
 from dsv_platform.settings import load_settings
 
@@ -21,7 +22,8 @@ def _relocate(args: argparse.Namespace) -> int:
     url, warehouse = settings.iceberg_catalog_url, settings.iceberg_warehouse
     if not url.startswith("sqlite:///") or "://" in warehouse:
         raise EnvironmentSetupError(f"DSV_ICEBERG_CATALOG_URL {url} over {warehouse}: only the embedded SQLite catalog over a local warehouse is relocated")
-    done = relocate_catalog(url, warehouse)
+    embedded = (url, warehouse) == (settings.with_home(settings.home).iceberg_catalog_url, settings.with_home(settings.home).iceberg_warehouse)
+    done = relocate_home(settings.home) if embedded else relocate_catalog(url, warehouse)
     if args.json:
         print(json.dumps({"home": str(settings.home), "relocated": [r.__dict__ for r in done]}, indent=2))
         return 0

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from dsv_platform.adapters.iceberg.iceberg_relocate import relocate_catalog
+from dsv_platform.adapters.iceberg.iceberg_relocate import relocate_catalog, relocate_home
 from dsv_platform.bootstrap import build_tables
 from dsv_platform.core.errors import EnvironmentSetupError
 from dsv_platform.examples.fraud.specs import TRANSACTIONS
@@ -45,6 +45,7 @@ def test_a_copied_home_is_refused_naming_both_places_and_the_fix(tmp_path):
     world = World.create(tmp_path / "made", rows_per_day=10, days=2)
     rows = world.tables.read(TRANSACTIONS).num_rows
     world.platform.registry.close()
+    World.create(tmp_path / "made" / "semantic-demo", rows_per_day=10, days=1).platform.registry.close()  # a scratch home inside
     subprocess.run(["cp", "-a", str(tmp_path / "made"), str(tmp_path / "elsewhere")], check=True)
     original = _snapshot(tmp_path / "made")
     with pytest.raises(EnvironmentSetupError) as info:
@@ -53,6 +54,10 @@ def test_a_copied_home_is_refused_naming_both_places_and_the_fix(tmp_path):
     assert "\n" not in message and "moved or copied" in message and "dsv home relocate" in message
     assert str(tmp_path / "elsewhere" / "warehouse") in message and str(tmp_path / "made" / "warehouse") in message
     assert _snapshot(tmp_path / "made") == original  # nothing written into the original's warehouse
+    assert len(relocate_home(tmp_path / "elsewhere")) == 10  # the fix the line names: both homes' five tables
+    assert build_tables(settings_at(tmp_path / "elsewhere")).read(TRANSACTIONS).num_rows == rows
+    assert build_tables(settings_at(tmp_path / "elsewhere" / "semantic-demo")).read(TRANSACTIONS).num_rows == 10
+    assert _snapshot(tmp_path / "made") == original
     assert build_tables(settings_at(tmp_path / "made")).read(TRANSACTIONS).num_rows == rows  # the original still reads
 
 

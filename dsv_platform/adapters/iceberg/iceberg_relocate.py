@@ -195,9 +195,12 @@ def relocate_catalog(catalog_url: str, warehouse: str) -> list[Relocation]:
 
 
 def relocate_home(home: Path) -> list[Relocation]:
-    """:func:`relocate_catalog` of the embedded default under ``home`` (``iceberg_catalog.db`` over ``warehouse/``)."""
-    home = home.resolve()
-    return relocate_catalog(f"sqlite:///{home / 'iceberg_catalog.db'}", str(home / "warehouse"))
+    """:func:`relocate_catalog` of the embedded default under ``home`` (``iceberg_catalog.db`` over ``warehouse/``), and of
+    every embedded home one level inside it (the fraud demo's ``semantic-demo`` scratch world)."""
+    home, done = home.resolve(), list[Relocation]()
+    for folder in [home, *sorted(p.parent for p in home.glob("*/iceberg_catalog.db"))]:
+        done += relocate_catalog(f"sqlite:///{folder / 'iceberg_catalog.db'}", str(folder / "warehouse"))
+    return done
 
 
 __all__ = ["RELOCATED_FROM", "Relocation", "relocate_catalog", "relocate_home"]
