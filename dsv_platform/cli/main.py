@@ -45,6 +45,7 @@ COMMAND_MODULES = (
     "dsv_platform.cli.identity_cmd",
     "dsv_platform.cli.grants_cmd",
     "dsv_platform.cli.audit_cmd",
+    "dsv_platform.cli.home_cmd",
 )
 
 # The static index: command -> (module registering it, its one-line help), in help order.
@@ -101,6 +102,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "dsv_platform.cli.audit_cmd",
         "the audit log: grants, publications, approvals, alias moves, quarantines, deletions, GC; --verify checks the chain",
     ),
+    "home": ("dsv_platform.cli.home_cmd", "the embedded home: relocate a moved or copied home's canonical tables (docs/reliability.md)"),
 }
 
 

@@ -93,10 +93,15 @@ def test_demo_twice_on_one_home_reuses_it(demo):
 
 
 def test_a_home_built_from_another_configuration_is_moved_aside(tmp_path, monkeypatch, capsys):
+    """Moved aside, the old home's canonical tables are relocated there: they read while a fresh home is made in its place."""
+    from dsv_platform.bootstrap import build_tables
     from dsv_platform.cli.context import open_platform
     from dsv_platform.examples.fraud.demo_home import prepare_home
+    from dsv_platform.examples.fraud.specs import TRANSACTIONS
+    from dsv_platform_tests.scenarios.support import World
 
     home = tmp_path / "home"
+    rows = World.create(home, rows_per_day=10, days=2).tables.read(TRANSACTIONS).num_rows
     monkeypatch.setenv("DSV_HOME", str(home))
     for name in ("DSV_CONFIG_DIR", "DAGSTER_HOME"):
         monkeypatch.delenv(name, raising=False)
@@ -107,4 +112,6 @@ def test_a_home_built_from_another_configuration_is_moved_aside(tmp_path, monkey
     out = capsys.readouterr().out
     assert out.startswith(f"DSV_HOME={home.resolve()} is incompatible") and "fraud_training_set:v6" in out
     [moved] = [p for p in tmp_path.iterdir() if p.name.startswith("home.old-")]
-    assert (moved / "registry.db").exists() and f"moved it aside to {moved}" in out
+    assert (moved / "registry.db").exists() and f"moved it aside to {moved}" in out and f"it reads as DSV_HOME={moved}" in out
+    World.create(home, rows_per_day=10, days=1)  # the demo's fresh home, in the old one's place
+    assert build_tables(load_settings({"DSV_HOME": str(moved)})).read(TRANSACTIONS).num_rows == rows

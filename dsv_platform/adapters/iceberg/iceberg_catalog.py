@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from pyiceberg.catalog.sql import SqlCatalog
 
 from dsv_platform.core.errors import EnvironmentSetupError
+
+log = logging.getLogger(__name__)
 
 
 def catalog_properties(
@@ -53,14 +57,22 @@ def moved_from(catalog_url: str, warehouse: str) -> str | None:
 def build_catalog(catalog_url: str, warehouse: str, *, name: str = "dsv", **options: Any) -> SqlCatalog:
     """The pyiceberg SQL catalog (SQLite embedded, PostgreSQL in production); ``options`` as :func:`catalog_properties`.
 
-    A SQLite catalog whose tables live under another folder (a moved or copied home) is refused, one line naming both.
+    A SQLite catalog whose tables live under another folder was moved or copied: when that folder is gone (moved) its
+    tables are relocated here (iceberg_relocate.py); when it is still there (a copy, or moved with the original kept),
+    it is refused, one line naming both places and ``dsv home relocate``, so a copy never writes into the original.
     """
     origin = moved_from(catalog_url, warehouse)
-    if origin is not None:
+    if origin is not None and Path(unquote(origin)).exists():
         raise EnvironmentSetupError(
-            f"warehouse {Path(warehouse).resolve()}: its Iceberg catalog names tables under {origin} (the home was moved or copied); "
-            f"move it back to where it was made, or land its raw batches into a new home"
+            f"warehouse {Path(warehouse).resolve()}: its Iceberg catalog names tables under {unquote(origin)} (the home was moved or copied); "
+            f"run `dsv home relocate` to make this home's tables its own (the original is not touched)"
         )
+    if origin is not None:
+        from dsv_platform.adapters.iceberg.iceberg_relocate import relocate_catalog  # here: it imports pyiceberg's Avro writers
+
+        moved = relocate_catalog(catalog_url, warehouse)
+        if moved:
+            log.warning("warehouse %s: relocated %d table(s) from %s (the home was moved)", Path(warehouse).resolve(), len(moved), unquote(origin))
     try:
         return SqlCatalog(name, **catalog_properties(catalog_url, warehouse, **options))
     except (ValueError, ImportError) as exc:  # sqlalchemy's ArgumentError is a ValueError: a URL it cannot parse, a missing driver

@@ -10,12 +10,16 @@ come from ``CanonicalTables``; this module never imports pyiceberg. Details: doc
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 CHUNK = 1 << 20
 """Bytes read at a time while hashing a data file: memory stays bounded whatever the file's size."""
+
+RELOCATED_FROM = "dsv.relocated-from"
+"""Table property: the JSON list of the table's former locations, oldest first (a moved home, iceberg_relocate.py)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,16 @@ def file_digest(tbl: Any, path: str) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
+def named_here(tbl: Any, path: str) -> str:
+    """``path``, recorded under one of the table's former locations (its home was moved), as the table names it now."""
+    location = str(tbl.location()).rstrip("/")
+    for old in json.loads(tbl.properties.get(RELOCATED_FROM, "[]")):
+        old = str(old).rstrip("/")
+        if path.startswith(old + "/"):
+            return location + path[len(old) :]
+    return path
+
+
 def _since(tbl: Any, before: int | None) -> set[int]:
     """The snapshots from the current one back to (not including) ``before``, following parents."""
     out: set[int] = set()
@@ -87,6 +101,7 @@ def seal_written(ledger: FileLedger | None, table: str, tbl: Any, *, before: int
     if ledger is None or tbl.current_snapshot() is None:
         return []
     known = ledger.known_paths(table)
+    known = None if known is None else {named_here(tbl, p) for p in known}
     made = _since(tbl, before)
     files = live_files(tbl, None, added_by=None if known is None else made)  # a known table: only the manifests of the new commits
     todo = [f for f in files if f.snapshot_id in made or known is None]

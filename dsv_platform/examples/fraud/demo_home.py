@@ -3,8 +3,9 @@
 A home whose registry holds a dataset definition registered with another
 contract or recipe than this configuration's would refuse the rebuild
 (DefinitionConflictError), so it is moved to ``<home>.old-<timestamp>`` (never
-deleted) and the demo starts fresh. Rebuilds on a reused home are idempotent:
-the same pinned inputs give the same realization.
+deleted), its canonical tables relocated there so that it stays readable as
+``DSV_HOME=<home>.old-<timestamp>``, and the demo starts fresh. Rebuilds on a
+reused home are idempotent: the same pinned inputs give the same realization.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
+from dsv_platform.adapters.iceberg.iceberg_relocate import relocate_home
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import open_platform
 from dsv_platform.cli.runs import ensure_dagster_yaml
@@ -39,10 +41,15 @@ def home_state(platform: Platform) -> HomeState:
 
 
 def move_aside(home: Path) -> Path:
-    """Rename ``home`` to ``<home>.old-<UTC timestamp>`` (nothing is deleted)."""
+    """Rename ``home`` to ``<home>.old-<UTC timestamp>`` (nothing is deleted) and relocate its canonical tables there.
+
+    The embedded Iceberg catalog names files by absolute path: relocated, the moved home reads where it now is
+    (``DSV_HOME=<home>.old-<timestamp>``), and the fresh home made at ``home`` never sees its files.
+    """
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     target = home.with_name(f"{home.name}.old-{stamp}")
     home.rename(target)
+    relocate_home(target)
     return target
 
 
@@ -58,7 +65,7 @@ def prepare_home() -> bool:
         moved = move_aside(home)
         print(
             f"DSV_HOME={home} is incompatible with this configuration ({state.conflict}): moved it aside to {moved}; starting fresh "
-            f"(its canonical tables read only at {home}: move it back to read them)"
+            f"(its tables were relocated there: it reads as DSV_HOME={moved})"
         )
         ensure_dagster_yaml(dagster_home)
         return False

@@ -111,7 +111,7 @@ def main(argv: Sequence[str]) -> int:
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     home = prepare_home()
     moved = home.moved_to
-    print(f"readings demo under {home.home}" + (f" (the previous run moved aside to {moved})" if moved else " (fresh)"))
+    print(f"readings demo under {home.home}" + (f" (the previous run moved aside to {moved}, readable there)" if moved else " (fresh)"))
     repo = (args.repo or REPO).resolve()
     pin = checkout_of(repo)
     if pin["dirty"]:

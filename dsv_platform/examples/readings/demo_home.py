@@ -3,7 +3,8 @@
 The demo tells a story on a simulated clock (a quarter, then six months later), so it
 needs a world where that story has not happened yet: a home whose registry already
 holds one of the configuration's dataset definitions is renamed
-``<home>.old-<UTC timestamp>`` and the demo starts fresh.
+``<home>.old-<UTC timestamp>``, its canonical tables relocated there (it reads as
+``DSV_HOME=<home>.old-<UTC timestamp>``), and the demo starts fresh.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
+from dsv_platform.adapters.iceberg.iceberg_relocate import relocate_home
 from dsv_platform.cli.context import open_platform
 from dsv_platform.cli.runs import ensure_dagster_yaml
 
@@ -33,5 +35,6 @@ def prepare_home() -> Home:
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
         moved = home.with_name(f"{home.name}.old-{stamp}")
         home.rename(moved)
+        relocate_home(moved)  # the catalog names files by absolute path: relocated, the moved world reads where it now is
     ensure_dagster_yaml(dagster_home)
     return Home(home, dagster_home, moved)

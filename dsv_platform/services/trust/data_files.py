@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dsv_platform.adapters.iceberg.iceberg_files import file_digest, live_files
+from dsv_platform.adapters.iceberg.iceberg_files import file_digest, live_files, named_here
 from dsv_platform.adapters.registry.data_files import DataFileLedger
 from dsv_platform.core.config.source import TableSpecLike
 from dsv_platform.core.errors import DataFileCorruptError
@@ -50,6 +50,7 @@ def check_snapshot(platform: Platform, table: str, snapshot_id: int, check: File
     started = time.monotonic()
     tbl = platform.tables.load(table)
     sealed, recorded = DataFileLedger.of(platform.registry).digests(table)
+    recorded = {named_here(tbl, path): digest for path, digest in recorded.items()}  # recorded before the home was moved
     for f in live_files(tbl, snapshot_id):
         want = recorded.get(f.path)
         if want is None:
