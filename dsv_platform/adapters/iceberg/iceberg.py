@@ -65,7 +65,7 @@ class CanonicalTables:
 
     @classmethod
     def open(cls, catalog_url: str, warehouse: str, **options: Any) -> CanonicalTables:
-        """The tables of the SQL catalog at ``catalog_url`` over ``warehouse`` (options as :func:`catalog_properties`)."""
+        """The tables of the catalog :func:`build_catalog` loads (by default the SQL catalog at ``catalog_url`` over ``warehouse``)."""
         return cls(build_catalog(catalog_url, warehouse, **options))
 
     def identifier(self, spec: TableSpecLike) -> str:
