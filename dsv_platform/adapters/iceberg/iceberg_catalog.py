@@ -104,11 +104,11 @@ def build_catalog(
             f"warehouse {unquote(local.path)}: its Iceberg catalog names tables under {origin} (the home was moved or copied); "
             f"move it back to where it was made, or land its raw batches into a new home"
         )
-    from sqlalchemy.exc import SQLAlchemyError
-
     try:
         return load_catalog(name, **props)
-    except (ValueError, ImportError, OSError, SQLAlchemyError) as exc:  # a URL it cannot parse, a missing driver, a server not there
+    except Exception as exc:  # a URL it cannot parse, a missing driver, a server not there (sqlalchemy's errors: not imported here)
+        if not isinstance(exc, (ValueError, ImportError, OSError)) and not type(exc).__module__.startswith("sqlalchemy"):
+            raise
         what = "DSV_ICEBERG_CATALOG_URL: not a usable catalog URL" if props.get("uri") == catalog_url else f"Iceberg catalog {name!r}: not usable"
         first = (str(exc).strip().splitlines() or [""])[0]
         raise EnvironmentSetupError(f"{what} ({type(exc).__name__}: {_redacted(first, props)})") from exc

@@ -5,10 +5,8 @@ canonical partitions), ``dagster_modules: [module, ...]`` (modules exposing
 ``definitions(config) -> dagster.Definitions``, merged into the platform's)
 and ``demo: module`` (a module exposing ``main(argv) -> int``, run by
 ``dsv demo``), ``executor: NAME`` or ``{name: NAME, config: {...}}`` (how Dagster
-runs the steps of every job: in_process, multiprocess, celery or k8s; see
-docs/scaling-out.md), ``catalog: {name: NAME, type: sql|rest|glue, uri: ..., ...}`` (the pyiceberg
-catalog, docs/iceberg.md; no credential here: those come from ``DSV_CATALOG_*``). Only the names are checked here; the modules are imported by
-whoever runs them.
+runs the steps of every job; docs/scaling-out.md), ``catalog: {name, type, uri, ...}`` (the
+pyiceberg catalog, no credentials; docs/iceberg.md). Only the names are checked here.
 """
 
 from __future__ import annotations
