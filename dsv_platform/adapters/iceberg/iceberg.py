@@ -1,4 +1,4 @@
-"""Canonical tables on Apache Iceberg (pyiceberg SqlCatalog): two clocks, append-only corrections, pins.
+"""Canonical tables on Apache Iceberg (the catalog pyiceberg loads, docs/iceberg.md): two clocks, append-only corrections, pins.
 
 A correction or a late event is a new row, never a rewrite, so a table can be read as known at any time (``as_of``)
 or as corrected now; appends are idempotent and retried on a lost commit race, and ``pin`` tags the snapshot a realization needs.
