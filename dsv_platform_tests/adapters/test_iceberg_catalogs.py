@@ -35,14 +35,17 @@ def _config_with(tmp_path: Path, catalog_yaml: str) -> Path:
     return folder
 
 
-def _landed_and_read(settings, name: str, catalog_props: dict[str, str]) -> None:
-    world = World.create(settings=settings, rows_per_day=5, days=2)
+def _landed_and_read(settings, name: str, catalog_props: dict[str, str], *, build: bool = False) -> None:
+    world = World.create(settings=settings, rows_per_day=40 if build else 5, days=2)
     rows = world.tables.read(TRANSACTIONS).num_rows
     assert rows > 0
     assert not (settings.home / "iceberg_catalog.db").exists()  # the embedded default was not used
     other = load_catalog(name, **catalog_props)  # pyiceberg on its own, as another engine would (a SQL catalog's rows are per catalog name)
     assert ("canonical", "transactions") in other.list_tables("canonical")
     assert other.load_table("canonical.transactions").scan().to_arrow().num_rows >= rows
+    if build:  # a realization pins the configured catalog's snapshots and re-hashes to its content hash
+        built = world.build("v6")
+        assert set(other.load_table("canonical.transactions").refs()) > {"main"} and world.reverify(built) == built.content_hash
     world.platform.close()
 
 
@@ -52,7 +55,7 @@ def test_platform_yaml_catalog_sqlite_elsewhere(tmp_path):
     config = _config_with(tmp_path, f"catalog: {{name: lake, type: sql, uri: '{uri}', warehouse: '{warehouse.as_uri()}'}}\n")
     settings = load_settings({"DSV_HOME": str(tmp_path / "home"), "DSV_CONFIG_DIR": str(config)})
     assert build_platform(settings).config.options.catalog_name == "lake"
-    _landed_and_read(settings, "lake", {"type": "sql", "uri": uri, "warehouse": warehouse.as_uri()})
+    _landed_and_read(settings, "lake", {"type": "sql", "uri": uri, "warehouse": warehouse.as_uri()}, build=True)
 
 
 @pytest.mark.postgres
