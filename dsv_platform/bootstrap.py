@@ -25,6 +25,7 @@ from dsv_platform.adapters.registry.certificates import load_root
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.adapters.registry.signed_events import pin_root
 from dsv_platform.core.config.platform_config import PlatformConfig, load_config
+from dsv_platform.core.config.platform_options import PlatformOptions
 from dsv_platform.core.errors import EnvironmentSetupError
 from dsv_platform.settings import Settings, pinned_timezone
 
@@ -54,17 +55,25 @@ def build_encrypted_store(settings: Settings, inner: ObjectStore | None = None) 
     )
 
 
-def build_tables(settings: Settings, **extra: str) -> CanonicalTables:
-    """The canonical tables of the Iceberg catalog ``settings`` names."""
+def build_tables(settings: Settings, options: PlatformOptions | None = None, **extra: str) -> CanonicalTables:
+    """The canonical tables of the Iceberg catalog ``settings`` and platform.yaml's ``catalog:`` name (``DSV_CATALOG_*`` win)."""
     from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
 
+    options = options or PlatformOptions()
     return CanonicalTables.open(
         settings.iceberg_catalog_url,
         settings.iceberg_warehouse,
+        name=settings.catalog_name or options.catalog_name,
+        properties={**dict(options.catalog), **dict(settings.catalog)},
         s3_region=settings.s3_region,
         s3_endpoint_url=settings.s3_endpoint_url,
         extra=extra or None,
     )
+
+
+def default_catalog(settings: Settings, options: PlatformOptions) -> bool:
+    """No catalog configured beyond ``DSV_ICEBERG_*``: the SQL catalog at ``settings.iceberg_catalog_url`` (embedded: SQLite under the home)."""
+    return not (settings.catalog_name or options.catalog_name or settings.catalog or options.catalog)
 
 
 def build_landing(settings: Settings, store: ObjectStore | None = None) -> LandingZone:
@@ -115,7 +124,7 @@ class Platform:
     def existing_tables(self) -> CanonicalTables | None:
         """The canonical tables, or None when the embedded SQLite catalog was never created (GC inventory)."""
         url = self.settings.iceberg_catalog_url
-        if url.startswith("sqlite:///") and not Path(url[len("sqlite:///") :]).exists():
+        if default_catalog(self.settings, self.config.options) and url.startswith("sqlite:///") and not Path(url[len("sqlite:///") :]).exists():
             return None
         return self.tables
 
@@ -211,7 +220,7 @@ def build_platform(settings: Settings) -> Platform:
         registry=registry,
         objects=objects,
         store=store,
-        _tables_factory=lambda: build_tables(settings),
+        _tables_factory=lambda: build_tables(settings, config.options),
     )
 
 

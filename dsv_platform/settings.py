@@ -58,6 +58,10 @@ class Settings:
     """``DSV_BUILD_ENGINE``: ``duckdb`` (out of core, the default) or ``arrow`` (the in-memory reference assembly)."""
     build_memory: int = 1 << 30
     """``DSV_BUILD_MEMORY``: the build engine's memory limit (``2GiB``, ``512MiB`` or bytes; default 1 GiB); it spills past it under ``home/spill``."""
+    catalog_name: str | None = None
+    """``DSV_CATALOG_NAME``: the pyiceberg catalog to load (its ``.pyiceberg.yaml`` entry); unset, platform.yaml's, else ``dsv``."""
+    catalog: tuple[tuple[str, str], ...] = ()
+    """``DSV_CATALOG_<KEY>``: pyiceberg catalog properties over platform.yaml's ``catalog:`` (:func:`catalog_from_env`; docs/iceberg.md)."""
 
     @property
     def spill_dir(self) -> Path:
@@ -94,6 +98,8 @@ class Settings:
             key_store=Path(str(d["key_store"])),
             drop_folder=Path(str(d["drop_folder"])),
             dagster_home=Path(str(d["dagster_home"])) if follows else self.dagster_home,
+            catalog_name=None,
+            catalog=(),
         )
 
 
@@ -185,7 +191,28 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         subject_key_file=Path(env["DSV_SUBJECT_KEY_FILE"]).expanduser().resolve() if env.get("DSV_SUBJECT_KEY_FILE") else None,
         build_engine=_engine(env.get("DSV_BUILD_ENGINE", "")),
         build_memory=_size("DSV_BUILD_MEMORY", env.get("DSV_BUILD_MEMORY", ""), 1 << 30),
+        catalog_name=env.get("DSV_CATALOG_NAME") or None,
+        catalog=catalog_from_env(env),
     )
+
+
+_CATALOG_PREFIX = "DSV_CATALOG_"
+
+
+def catalog_from_env(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """``DSV_CATALOG_<KEY>=value`` as pyiceberg catalog properties, pyiceberg's own spelling (``PYICEBERG_CATALOG__<NAME>__<KEY>``).
+
+    ``__`` is a dot and ``_`` a dash, lower case: ``DSV_CATALOG_S3__ACCESS_KEY_ID`` is ``s3.access-key-id``,
+    ``DSV_CATALOG_URI`` is ``uri``. ``DSV_CATALOG_NAME`` names the catalog instead; an empty value is unset.
+    """
+    props = {}
+    for name, value in env.items():
+        if name.startswith(_CATALOG_PREFIX) and name != "DSV_CATALOG_NAME" and value:
+            key = name[len(_CATALOG_PREFIX) :].lower().replace("__", ".").replace("_", "-")
+            if not key or key.startswith(".") or key.endswith((".", "-")):
+                raise EnvironmentSetupError(f"{name}: not a catalog property name (DSV_CATALOG_URI, DSV_CATALOG_S3__ENDPOINT, ...)")
+            props[key] = value
+    return tuple(sorted(props.items()))
 
 
 @contextmanager

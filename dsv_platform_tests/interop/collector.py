@@ -50,16 +50,25 @@ def collector() -> Iterator[Collector]:
         server.server_close()
 
 
+def iceberg_table(dataset: dict[str, Any]) -> str | None:
+    """The table an Iceberg dataset (named by its location) is, from its symlink ``canonical.<table>`` in ``dsv://`` (docs/interop.md)."""
+    for ident in ((dataset.get("facets") or {}).get("symlinks") or {}).get("identifiers") or []:
+        if ident["namespace"].startswith("dsv://") and ident["name"].startswith("canonical.") and ident["type"] == "TABLE":
+            return str(ident["name"]).removeprefix("canonical.")
+    return None
+
+
 def node_of(dataset: dict[str, Any]) -> str | None:
-    """Our lineage node for an OpenLineage dataset, by name and version alone (docs/interop.md); None for a dataset outside it (a source file)."""
+    """Our lineage node for an OpenLineage dataset, by name (or symlink) and version alone (docs/interop.md); None outside it (a source file)."""
     name = dataset["name"]
     version = ((dataset.get("facets") or {}).get("version") or {}).get("datasetVersion")
+    table = iceberg_table(dataset)
+    if version is not None and table is not None:
+        return f"iceberg_snapshot:{table}@{version}"
     if version is None or not dataset["namespace"].startswith("dsv://"):
         return None
     if name.startswith("raw/"):
         return f"raw_batch:{name.split('/', 2)[2]}@{version}"
-    if name.startswith("canonical."):
-        return f"iceberg_snapshot:{name.removeprefix('canonical.')}@{version}"
     if name.startswith("model/"):
         return f"model_run:{version}"
     return f"realization:{version}"
@@ -72,11 +81,11 @@ def graph(events: list[dict[str, Any]]) -> set[tuple[str, str]]:
     for event in events:
         if event["eventType"] != "COMPLETE":
             continue
-        outs = [(o["name"], node_of(o)) for o in event.get("outputs", [])]
+        outs = [(iceberg_table(o), node_of(o)) for o in event.get("outputs", [])]
         for i in event.get("inputs", []):
             edges |= {(src, dst) for src in [node_of(i)] for _, dst in outs if src and dst}
         for name, node in outs:
-            if not name.startswith("canonical."):
+            if name is None:
                 continue  # only Iceberg tables have a version history our lineage records (succeeded_by)
             chain = history.setdefault(name, [])
             if node and node not in chain:

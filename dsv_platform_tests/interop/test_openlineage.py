@@ -28,7 +28,7 @@ from dsv_platform.services.ingest.canonical_load import load_partition
 from dsv_platform.services.reproduction.model_run import train_model
 from dsv_platform.settings import Settings, load_settings
 from dsv_platform_tests.defs.support import FRAUD_SOURCES, drop, range_tags
-from dsv_platform_tests.interop.collector import Collector, collector, graph, node_of, upstream
+from dsv_platform_tests.interop.collector import Collector, collector, graph, iceberg_table, node_of, upstream
 from dsv_platform_tests.scenarios.support import definition
 
 DAYS = ["2026-06-01", "2026-06-02"]
@@ -113,7 +113,7 @@ def test_dataset_facets_carry_hashes_and_snapshot_ids(pipeline: tuple[Settings, 
     assert dsv["properties"]["manifest_hash"] == snap["manifest_hash"].value and dsv["properties"]["content_hash"] == snap["content_hash"].value
     assert [(f["name"], f["type"]) for f in out["facets"]["schema"]["fields"]] == [(c.name, c.type.value) for c in definition("v6").contract.columns]
     pins = {(p["table"], str(p["snapshot_id"]), p["tag"]) for p in dsv["properties"]["pinned_snapshots"]}
-    ins = {(i["name"].removeprefix("canonical."), i["facets"]["version"]["datasetVersion"], i["facets"]["dsv"]["properties"]["tag"]) for i in build["inputs"]}
+    ins = {(iceberg_table(i), i["facets"]["version"]["datasetVersion"], i["facets"]["dsv"]["properties"]["tag"]) for i in build["inputs"]}
     assert ins == pins and {t for t, _, _ in pins} == {"transactions", "account_features", "labels_fraud_v6"}
     train = next(e for e in found.completed() if e["job"]["name"] == "train.fraud_model")
     assert train["outputs"][0]["facets"]["version"]["datasetVersion"] == model["run_manifest_hash"]

@@ -1,4 +1,4 @@
-"""Canonical tables on Apache Iceberg (pyiceberg SqlCatalog): two clocks, append-only corrections, pins.
+"""Canonical tables on Apache Iceberg (the catalog pyiceberg loads, docs/iceberg.md): two clocks, append-only corrections, pins.
 
 A correction or a late event is a new row, never a rewrite, so a table can be read as known at any time (``as_of``)
 or as corrected now; appends are idempotent and retried on a lost commit race, and ``pin`` tags the snapshot a realization needs.
@@ -24,10 +24,10 @@ from pyiceberg.table import Table
 from dsv_platform.adapters.iceberg.iceberg_catalog import build_catalog
 from dsv_platform.adapters.iceberg.iceberg_files import FileLedger, seal_written
 from dsv_platform.adapters.iceberg.iceberg_files import snapshot_id_of as _snapshot_id
-from dsv_platform.adapters.iceberg.iceberg_schema import DataFileWriter, equal, scan_arrow, where
+from dsv_platform.adapters.iceberg.iceberg_hygiene import PIN_MAX_REF_AGE_MS, TABLE_PROPERTIES, upgraded
+from dsv_platform.adapters.iceberg.iceberg_schema import DataFileWriter, equal, scan_arrow, where, with_sort_order
 from dsv_platform.adapters.iceberg.iceberg_values import (
     BATCH,
-    BATCH_METRICS,
     RECORDED_AT,
     AppendOutcome,
     PinnedSnapshot,
@@ -65,7 +65,7 @@ class CanonicalTables:
 
     @classmethod
     def open(cls, catalog_url: str, warehouse: str, **options: Any) -> CanonicalTables:
-        """The tables of the SQL catalog at ``catalog_url`` over ``warehouse`` (options as :func:`catalog_properties`)."""
+        """The tables of the catalog :func:`build_catalog` loads (by default the SQL catalog at ``catalog_url`` over ``warehouse``)."""
         return cls(build_catalog(catalog_url, warehouse, **options))
 
     def identifier(self, spec: TableSpecLike) -> str:
@@ -73,7 +73,7 @@ class CanonicalTables:
 
     # -- tables ---------------------------------------------------------------
     def table(self, spec: TableSpecLike) -> Table:
-        """The table of ``spec``, created (partitioned by the contract's ``partition_by``) if missing."""
+        """The table of ``spec``, created if missing: partitioned by the contract's ``partition_by``, sorted by its key (iceberg_hygiene.py)."""
         ident = self.identifier(spec)
         try:
             return self.catalog.load_table(ident)
@@ -82,10 +82,11 @@ class CanonicalTables:
         with contextlib.suppress(NamespaceAlreadyExistsError):
             self.catalog.create_namespace(self.namespace)
         try:
-            with self.catalog.create_table_transaction(ident, schema=table_schema(spec.contract), properties=BATCH_METRICS) as txn:
+            with self.catalog.create_table_transaction(ident, schema=table_schema(spec.contract), properties=TABLE_PROPERTIES) as txn:
                 if spec.contract.partition_by:
                     with txn.update_spec() as update:
                         update.add_identity(spec.contract.partition_by)
+                with_sort_order(txn, spec.contract)
         except (TableAlreadyExistsError, CommitFailedException):
             pass  # another writer created it first
         return self.catalog.load_table(ident)
@@ -151,7 +152,7 @@ class CanonicalTables:
             state = append_state(scanned, contract, batch, recorded_at, by_day=by_day)
             applied, latest = set(state.applied), state.latest
             txn, seen, new, restates = tbl.transaction(), dict[Any, int](), dict[Any, int](), 0
-            txn = txn.set_properties(BATCH_METRICS) if any(tbl.properties.get(k) != v for k, v in BATCH_METRICS.items()) else txn
+            txn = upgraded(txn, tbl, contract)  # a table made before the hygiene properties gets them now (no data rewritten)
             with txn.update_snapshot(snapshot_properties=batch_properties(batch)).fast_append() as files:
                 write = DataFileWriter(txn, files, tbl, CanonicalTableError)
                 for day, chunk in chunks():
@@ -369,7 +370,7 @@ class CanonicalTables:
                     raise CanonicalTableError(f"tag {tag!r} on {self.identifier(spec)} already pins snapshot {existing.snapshot_id}, not {target}")
                 return PinnedSnapshot(spec.name, target, tag)
             try:
-                tbl.manage_snapshots().create_tag(target, tag).commit()
+                tbl.manage_snapshots().create_tag(target, tag, max_ref_age_ms=PIN_MAX_REF_AGE_MS).commit()
             except CommitFailedException:
                 time.sleep(0.05 * attempt)
                 tbl = self.catalog.load_table(self.identifier(spec))

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
+from urllib.parse import unquote, urlparse
+
+from dsv_platform.core.errors import DsvError
 
 CHUNK = 1 << 20
 """Bytes read at a time while hashing a data file: memory stays bounded whatever the file's size."""
@@ -121,3 +125,23 @@ def snapshot_id_of(tbl: Any) -> int | None:
 
 def total_bytes(files: Iterable[DataFile]) -> int:
     return sum(f.size for f in files)
+
+
+def listed_files(io: Any, location: str) -> Iterator[tuple[str, int, datetime]]:
+    """Every file under the folder ``location`` (``file://`` or an object store such as ``s3://``): key, size, mtime (UTC).
+
+    Through the table's own FileIO (its S3 endpoint and credentials). The key is a local file's decoded path, else
+    the object's URI, as the metadata names it. A FileIO that cannot list raises: orphan cleanup fails closed.
+    """
+    from pyarrow import fs as pafs
+
+    parsed = urlparse(location)
+    scheme = parsed.scheme or "file"
+    if not callable(getattr(io, "fs_by_scheme", None)):
+        raise DsvError(f"{location}: the table's FileIO ({type(io).__name__}) cannot list files; orphan cleanup needs pyiceberg's PyArrowFileIO")
+    path = unquote(parsed.path) if scheme == "file" else f"{parsed.netloc}{parsed.path}"
+    filesystem = io.fs_by_scheme(scheme, parsed.netloc or None)
+    for info in filesystem.get_file_info(pafs.FileSelector(path.rstrip("/"), recursive=True, allow_not_found=True)):
+        if info.type == pafs.FileType.File:
+            mtime = info.mtime if info.mtime is None or info.mtime.tzinfo else info.mtime.replace(tzinfo=UTC)
+            yield (info.path if scheme == "file" else f"{scheme}://{info.path}"), int(info.size), mtime

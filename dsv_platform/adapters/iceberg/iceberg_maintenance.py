@@ -6,7 +6,6 @@ imports pyiceberg itself (that stays in iceberg.py).
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import pyarrow.compute as pc
 
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
 from dsv_platform.adapters.iceberg.iceberg_batches import BatchIndex
+from dsv_platform.adapters.iceberg.iceberg_files import listed_files
 from dsv_platform.adapters.iceberg.iceberg_values import RECORDED_AT
 from dsv_platform.core.config.source import TableSpecLike
 from dsv_platform.core.retention.gc import DataFileInfo, SnapshotInfo, TagInfo
@@ -84,15 +84,8 @@ def _scanned_max(tables: CanonicalTables, spec: TableSpecLike, snapshot_id: int)
 
 
 def _files_on_disk(tbl: Any) -> dict[str, tuple[int, datetime | None]]:
-    on_disk: dict[str, tuple[int, datetime | None]] = {}
-    data_dir = local_path(tbl.metadata.location.rstrip("/") + "/data")
-    if data_dir is not None and data_dir.exists():
-        for dirpath, _, names in os.walk(data_dir):
-            for fname in names:
-                full = Path(dirpath) / fname
-                st = full.stat()
-                on_disk[str(full)] = (st.st_size, datetime.fromtimestamp(st.st_mtime, UTC))
-    return on_disk
+    """Every file under the table's ``data/`` folder, local or in an object store (S3), by :func:`local_key`: size and mtime."""
+    return {key: (size, mtime) for key, size, mtime in listed_files(tbl.io, tbl.metadata.location.rstrip("/") + "/data")}
 
 
 def inventory(tables: CanonicalTables) -> tuple[list[SnapshotInfo], list[TagInfo], list[DataFileInfo]]:
@@ -179,15 +172,14 @@ def delete_data_file(tables: CanonicalTables, table: str, path: str) -> None:
 
 
 def expire_unprotected(tables: CanonicalTables, *, older_than: datetime) -> int:
-    """Expire every snapshot older than ``older_than`` that no branch or tag protects; returns how many went."""
+    """Expire every snapshot older than ``older_than`` that no branch or tag protects (pyiceberg's ``older_than``); returns how many went."""
     n = 0
     for name in tables.table_names():
         tbl = tables.load(name)
-        protected = {ref.snapshot_id for ref in tbl.refs().values()}
-        ids = [sn.snapshot_id for sn in tbl.snapshots() if sn.snapshot_id not in protected and sn.timestamp_ms < older_than.timestamp() * 1000]
-        if ids:
-            tbl.maintenance.expire_snapshots().by_ids(ids).commit()
-            n += len(ids)
+        before = len(tbl.snapshots())
+        if any(sn.timestamp_ms < older_than.timestamp() * 1000 for sn in tbl.snapshots()):  # else no commit at all
+            tbl.maintenance.expire_snapshots().older_than(older_than).commit()  # pyiceberg skips every branch and tag head
+            n += before - len(tables.load(name).snapshots())
     return n
 
 

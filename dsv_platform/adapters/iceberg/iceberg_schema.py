@@ -25,6 +25,7 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.expressions import BooleanExpression, EqualTo
 from pyiceberg.io.pyarrow import ArrowScan, _check_pyarrow_schema_compatible, _dataframe_to_data_files
 from pyiceberg.table import Table
+from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import (
     BinaryType,
     BooleanType,
@@ -239,6 +240,22 @@ def where(condition: BooleanExpression | tuple[str, object]) -> BooleanExpressio
     return equal(condition[0], condition[1]) if isinstance(condition, tuple) else condition
 
 
+def with_sort_order(txn: Any, contract: Contract) -> None:
+    """Stage the contract's key, ascending (nulls last, as Arrow sorts), as the table's sort order in the transaction ``txn``."""
+    with txn.update_sort_order() as update:
+        for column in contract.key:
+            update.asc(column, IdentityTransform())
+
+
+def sort_columns(table_metadata: Any) -> list[str]:
+    """The column names of the table's default sort order (none for an unsorted table)."""
+    order = table_metadata.sort_order_by_id(table_metadata.default_sort_order_id)
+    if order is None or order.is_unsorted:
+        return []
+    schema = table_metadata.schema()
+    return [schema.find_column_name(f.source_id) for f in order.fields]
+
+
 class DataFileWriter:
     """The data files of one snapshot being made by ``files`` (a fast append of ``txn``): one file counter for the snapshot
     (else every write's first file is named ``00000-0-<uuid>`` and replaces the one before), never one path twice (``error``)."""
@@ -248,9 +265,11 @@ class DataFileWriter:
         self.counter, self.paths = itertools.count(0), set[str]()
 
     def __call__(self, df: pa.Table) -> None:
-        """Write ``df`` (stamped rows, checked against the table schema) as data files of the snapshot."""
+        """Write ``df`` (stamped rows, checked against the table schema, sorted by the table's sort order) as data files of the snapshot."""
         meta = self.txn.table_metadata
         _check_pyarrow_schema_compatible(meta.schema(), provided_schema=df.schema, format_version=meta.format_version)
+        if order := sort_columns(meta):  # each data file sorted by the table's sort order (the key; iceberg_hygiene.py)
+            df = df.sort_by([(column, "ascending") for column in order])
         for data_file in _dataframe_to_data_files(table_metadata=meta, write_uuid=self.files.commit_uuid, df=df, io=self.tbl.io, counter=self.counter):
             if data_file.file_path in self.paths:  # a later write replaced an earlier one's bytes: never commit that
                 raise self.error(f"append to {'.'.join(self.tbl.name())}: data file {data_file.file_path} written twice")

@@ -27,13 +27,15 @@ PAUSE_SECONDS = 60.0
 
 @dataclass(frozen=True)
 class LineageDataset:
-    """One dataset of a run event: OpenLineage namespace and name, its version, schema and the ``dsv`` facet fields."""
+    """One dataset of a run event: OpenLineage namespace and name, its version, schema, the ``dsv`` facet fields and
+    other names of the same dataset (``symlinks``: ``(namespace, name)`` pairs, each a ``TABLE`` identifier)."""
 
     namespace: str
     name: str
     version: str | None = None
     schema: Sequence[tuple[str, str]] = ()
     dsv: Mapping[str, Any] = field(default_factory=dict)
+    symlinks: Sequence[tuple[str, str]] = ()
 
 
 @functools.cache
@@ -57,7 +59,7 @@ def _facet_class() -> type:
 
 
 def _facets(ds: LineageDataset) -> dict[str, Any]:
-    from openlineage.client.facet_v2 import dataset_version_dataset, schema_dataset
+    from openlineage.client.facet_v2 import dataset_version_dataset, schema_dataset, symlinks_dataset
 
     facets: dict[str, Any] = {}
     if ds.version is not None:
@@ -65,6 +67,9 @@ def _facets(ds: LineageDataset) -> dict[str, Any]:
     if ds.schema:
         fields = [schema_dataset.SchemaDatasetFacetFields(name=n, type=t) for n, t in ds.schema]
         facets["schema"] = schema_dataset.SchemaDatasetFacet(fields=fields, producer=PRODUCER)
+    if ds.symlinks:
+        ids = [symlinks_dataset.Identifier(namespace=ns, name=name, type="TABLE") for ns, name in ds.symlinks]
+        facets["symlinks"] = symlinks_dataset.SymlinksDatasetFacet(identifiers=ids, producer=PRODUCER)
     if ds.dsv:
         props = {k: v for k, v in ds.dsv.items() if k not in ("node", "kind") and v is not None}
         facets["dsv"] = _facet_class()(node=str(ds.dsv.get("node", "")), kind=str(ds.dsv.get("kind", "")), properties=props, producer=PRODUCER)

@@ -5,9 +5,8 @@ canonical partitions), ``dagster_modules: [module, ...]`` (modules exposing
 ``definitions(config) -> dagster.Definitions``, merged into the platform's)
 and ``demo: module`` (a module exposing ``main(argv) -> int``, run by
 ``dsv demo``), ``executor: NAME`` or ``{name: NAME, config: {...}}`` (how Dagster
-runs the steps of every job: in_process, multiprocess, celery or k8s; see
-docs/scaling-out.md). Only the names are checked here; the modules are imported by
-whoever runs them.
+runs the steps of every job; docs/scaling-out.md), ``catalog: {name, type, uri, ...}`` (the
+pyiceberg catalog, no credentials; docs/iceberg.md). Only the names are checked here.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from dsv_platform.core.publication.refs import ALIAS_PATTERN
 from dsv_platform.core.retention.policy import GcPolicy, parse_gc_policy
 
 PLATFORM_FILE = "platform.yaml"
-PLATFORM_KEYS = frozenset({"partitions", "dagster_modules", "demo", "executor", "protected_aliases", "gc"})
+PLATFORM_KEYS = frozenset({"partitions", "dagster_modules", "demo", "executor", "protected_aliases", "gc", "catalog"})
 EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
 EXECUTOR_KEYS = frozenset({"name", "config"})
 PARTITION_KEYS = frozenset({"start"})
@@ -47,6 +46,35 @@ class PlatformOptions:
     """Aliases that may point only to ELIGIBLE (approved) realizations (core.approval; default ``[production]``)."""
     gc: GcPolicy = field(default_factory=GcPolicy)
     """``gc: {safety_window_hours, keep_heads}``: the one GC policy (core/retention/policy.py)."""
+    catalog_name: str | None = None
+    """``catalog.name``: the pyiceberg catalog to load (None: ``DSV_CATALOG_NAME``, else ``dsv``)."""
+    catalog: tuple[tuple[str, str], ...] = ()
+    """The other ``catalog:`` keys: pyiceberg catalog properties (``DSV_CATALOG_*`` override them)."""
+
+
+_SECRET_WORDS = ("secret", "token", "password", "credential", "session")
+
+
+def is_secret(key: str, value: str) -> bool:
+    """A credential: a property key naming a secret, token, password or credential, or a URL with a password in it."""
+    authority = value.split("://", 1)[1].split("/", 1)[0] if "://" in value else ""
+    return any(word in key.lower() for word in _SECRET_WORDS) or ":" in authority.rpartition("@")[0]
+
+
+def _catalog(doc: Any, file: Path) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """``catalog:``: a mapping of property names to strings, numbers or booleans; a credential is refused (it belongs in the environment)."""
+    if not isinstance(doc, dict):
+        raise ConfigError(f"must be a mapping of pyiceberg catalog properties, got {doc!r}", file=file, key="catalog")
+    props: dict[str, str] = {}
+    for key, value in doc.items():
+        if not isinstance(key, str) or isinstance(value, (dict, list)) or value is None:
+            raise ConfigError(f"must be a string, number or boolean, got {value!r}", file=file, key=f"catalog.{key}")
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        if is_secret(key, text):
+            raise ConfigError("is a credential: set it in the environment (DSV_CATALOG_*), not in platform.yaml", file=file, key=f"catalog.{key}")
+        props[key] = text
+    name = props.pop("name", None)
+    return name, tuple(sorted(props.items()))
 
 
 def _executor(doc: Any, file: Path) -> tuple[str, dict[str, Any] | None]:
@@ -100,6 +128,7 @@ def parse_options(doc: Any, *, file: Path) -> PlatformOptions:
     if len(set(names)) != len(names):
         raise ConfigError("lists a module twice", file=file, key="dagster_modules")
     executor, executor_config = _executor(doc["executor"], file) if "executor" in doc else (None, None)
+    catalog_name, catalog = _catalog(doc["catalog"], file) if "catalog" in doc else (None, ())
     return PlatformOptions(
         partitions_start=_start(doc["partitions"], file) if "partitions" in doc else DEFAULT_PARTITIONS_START,
         dagster_modules=names,
@@ -108,6 +137,8 @@ def parse_options(doc: Any, *, file: Path) -> PlatformOptions:
         executor_config=executor_config,
         protected_aliases=_protected(doc["protected_aliases"], file) if "protected_aliases" in doc else DEFAULT_PROTECTED_ALIASES,
         gc=parse_gc_policy(doc["gc"], file=file) if "gc" in doc else GcPolicy(),
+        catalog_name=catalog_name,
+        catalog=catalog,
     )
 
 

@@ -3,7 +3,7 @@
 Each use case is wrapped once (:func:`emits`): START before it runs, COMPLETE with its inputs and
 outputs after, FAIL with the error message if it raises (the error still propagates). The
 datasets are the nodes of our own lineage (raw batch, Iceberg snapshot, realization, model run)
-named as in docs/interop.md, in the namespace ``dsv://<registry>``. Off (``Settings.openlineage``),
+named as in docs/interop.md: in the namespace ``dsv://<registry>``, an Iceberg table by its location. Off (``Settings.openlineage``),
 this costs one attribute lookup per call; on, emission problems are warnings, never failures.
 
 Details: docs/interop.md
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from dsv_platform.adapters.lineage import openlineage as ol
 from dsv_platform.adapters.lineage.openlineage import LineageDataset
@@ -55,12 +55,30 @@ def raw_batch(ns: str, record: LandingRecord) -> LineageDataset:
     return LineageDataset(ns, f"raw/{record.source}/{record.batch_id}", record.digest, (), facet)
 
 
+def location_name(location: str) -> tuple[str, str]:
+    """The OpenLineage (namespace, name) of a table at ``location``: ``file`` and the path, or ``s3://<bucket>`` and the key.
+
+    As OpenLineage's naming spec and its Spark integration name an Iceberg table: by its location, scheme and
+    authority (no credentials) the namespace, the path within it the name; ``s3a``/``s3n`` are ``s3``.
+    """
+    parts = urlsplit(location.rstrip("/"))
+    if parts.scheme in ("", "file"):
+        return FILE_NAMESPACE, unquote(parts.path)
+    scheme = "s3" if parts.scheme in ("s3a", "s3n") else parts.scheme
+    return f"{scheme}://{parts.netloc.rpartition('@')[2]}", unquote(parts.path).lstrip("/")
+
+
 def snapshot(platform: Platform, spec: TableSpecLike, snapshot_id: int, **extra: Any) -> LineageDataset:
-    """``iceberg_snapshot:<table>@<id>`` as the Iceberg table ``<catalog namespace>.<table>`` at version ``<id>``."""
+    """``iceberg_snapshot:<table>@<id>`` as the Iceberg table at its location (:func:`location_name`) at version ``<id>``.
+
+    Its ``symlinks`` facet keeps the name used before, ``<catalog namespace>.<table>`` in ``dsv://<registry>`` (docs/interop.md).
+    """
     tables = platform.tables
     node = f"iceberg_snapshot:{spec.name}@{snapshot_id}"
     facet = {"node": node, "kind": "iceberg_snapshot", "table": spec.name, "snapshot_id": snapshot_id, "schema_hash": spec.contract.schema_hash, **extra}
-    return LineageDataset(namespace(platform), f"{tables.namespace}.{spec.name}", str(snapshot_id), _schema(spec.contract), facet)
+    ns, name = location_name(tables.table(spec).metadata.location)
+    old = (namespace(platform), f"{tables.namespace}.{spec.name}")
+    return LineageDataset(ns, name, str(snapshot_id), _schema(spec.contract), facet, symlinks=(old,))
 
 
 @dataclass
@@ -139,4 +157,4 @@ def _landing_io(platform: Platform, files: Sequence[Path], landed: Iterable[Land
     return inputs, list(outputs.values())
 
 
-__all__ = ["FILE_NAMESPACE", "IO", "Trace", "emits", "landing", "namespace", "raw_batch", "snapshot"]
+__all__ = ["FILE_NAMESPACE", "IO", "Trace", "emits", "landing", "location_name", "namespace", "raw_batch", "snapshot"]
