@@ -14,7 +14,7 @@ from dsv_platform.core.config.source import SourceSpec, partition_text
 from dsv_platform.core.contracts.semantic_rules import load_families
 from dsv_platform.core.identity.hashing import content_hash
 from dsv_platform.core.publication.gates import GateResult
-from dsv_platform.defs.metadata import AssetResult, failure_cases, md_table
+from dsv_platform.defs.metadata import AssetResult, failure_cases, table
 from dsv_platform.defs.partitions import partition_days
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.defs.semantic_checks import family_check_results, family_check_specs
@@ -52,14 +52,14 @@ def canonical_result(loads: Sequence[PartitionLoad], families: dict[str, bool] |
             "schema_hash": dg.MetadataValue.text(last.digest.schema_hash),
             "snapshot_id": dg.MetadataValue.text(str(last.snapshot_id)),
             "rows_rejected": dg.MetadataValue.int(rejected),
-            "days": md_table(
+            "days": table(
                 ["day", "rows", "content hash", "rejected"], [(partition_text(x.day), x.rows, x.digest.content_hash[:16], x.rejected_rows) for x in loads]
             ),
-            "batches": md_table(
+            "batches": table(
                 ["day", "batch", "recorded_at", "appended", "unchanged", "rejected", "already applied"],
                 [_batch_row(x, b) for x in loads for b in x.batches],
             ),
-            "quarantined_batches": md_table(["batch", "digest", "reason"], [(r.batch_id, r.digest, r.reason) for load in loads for r in load.quarantined]),
+            "quarantined_batches": table(["batch", "digest", "reason"], [(r.batch_id, r.digest, r.reason) for load in loads for r in load.quarantined]),
         },
         check_results=[
             dg.AssetCheckResult(

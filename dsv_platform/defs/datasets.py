@@ -8,7 +8,7 @@ import dagster as dg
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.publication.gates import GateResult
 from dsv_platform.defs.integrity_checks import build_quarantine_check, integrity_check_specs, with_integrity_checks
-from dsv_platform.defs.metadata import AssetResult, md_table
+from dsv_platform.defs.metadata import AssetResult, table
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.defs.semantic_checks import semantic_check_specs, with_semantic_checks
 from dsv_platform.services.publication.approval import approval_of_ref, approval_text
@@ -56,11 +56,11 @@ def snapshot_result(build: RealizationBuild, approval: dict[str, str | None] | N
             "label_version": dg.MetadataValue.text(f"{m.labels.name}:{m.labels.version}" if m.labels else "none"),
             "watermark": dg.MetadataValue.text(m.watermark or ""),
             "rows": dg.MetadataValue.int(m.rows),
-            "pinned_snapshots": md_table(["table", "snapshot id", "tag"], [(p.table, p.snapshot_id, p.tag) for p in build.pins]),
-            "split_sizes": md_table(["split", "rows"], sorted(build.split_counts.items())),
+            "pinned_snapshots": table(["table", "snapshot id", "tag"], [(p.table, p.snapshot_id, p.tag) for p in build.pins]),
+            "split_sizes": table(["split", "rows"], sorted(build.split_counts.items())),
             "split_counts": dg.MetadataValue.json(dict(sorted(build.split_counts.items()))),
-            "partitions": md_table(["partition", "rows", "hash"], [(p.key, p.rows, p.hash[:16]) for p in m.partitions]),
-            "gates": md_table(["gate", "passed", "blocking"], [(g.name, g.passed, g.blocking) for g in gates]),
+            "partitions": table(["partition", "rows", "hash"], [(p.key, p.rows, p.hash[:16]) for p in m.partitions]),
+            "gates": table(["gate", "passed", "blocking"], [(g.name, g.passed, g.blocking) for g in gates]),
             "gate_results": dg.MetadataValue.json([{"name": g.name, "passed": g.passed, "blocking": g.blocking} for g in gates]),
             "gates_of": dg.MetadataValue.text(f"{build.ref} (its stored quality report)" if build.reused else "this build"),
         },
@@ -73,7 +73,7 @@ def splits_result(result: SplitsCheck) -> AssetResult:
         metadata={
             REF: dg.MetadataValue.text(result.ref),
             "assignment_hash": dg.MetadataValue.text(result.assignment_hash),
-            "split_sizes": md_table(["split", "rows"], sorted(result.counts.items())),
+            "split_sizes": table(["split", "rows"], sorted(result.counts.items())),
             "policy": dg.MetadataValue.json(dict(result.policy)),
         },
         check_results=[

@@ -15,7 +15,7 @@ from dsv_platform.core.ingest.batch import parse_batch_file
 from dsv_platform.core.ingest.landing_format import EXTENSIONS
 from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.trust.trust import Role
-from dsv_platform.defs.metadata import AssetResult, md_table
+from dsv_platform.defs.metadata import AssetResult, table
 from dsv_platform.defs.partitions import partition_days
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.services.lineage import openlineage
@@ -105,7 +105,7 @@ def raw_result(landed: Sequence[LandingRecord], every: Sequence[LandingRecord]) 
         data_version=dg.DataVersion(version),
         metadata={
             "batches_landed_now": dg.MetadataValue.md(landed_now),
-            "object_digests": md_table(DIGEST_COLUMNS, [(r.batch_id, partition_text(r.day), r.digest, r.rows, r.recorded_at, r.status.value) for r in every]),
+            "object_digests": table(DIGEST_COLUMNS, [(r.batch_id, partition_text(r.day), r.digest, r.rows, r.recorded_at, r.status.value) for r in every]),
             "rows": dg.MetadataValue.int(sum(r.rows for r in every if r.loadable)),
             "partition_version": dg.MetadataValue.text(version),
         },
@@ -114,7 +114,7 @@ def raw_result(landed: Sequence[LandingRecord], every: Sequence[LandingRecord]) 
                 check_name=BATCH_IS_READABLE,
                 passed=not quarantined,
                 severity=dg.AssetCheckSeverity.WARN,
-                metadata={"quarantined": md_table(["batch", "digest", "reason"], [(r.batch_id, r.digest, r.reason) for r in quarantined])},
+                metadata={"quarantined": table(["batch", "digest", "reason"], [(r.batch_id, r.digest, r.reason) for r in quarantined])},
             )
         ],
     )

@@ -15,7 +15,7 @@ import dagster as dg
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.contracts.semantic_rules import families
 from dsv_platform.core.publication.gates import GateResult
-from dsv_platform.defs.metadata import AssetResult, md_table
+from dsv_platform.defs.metadata import AssetResult, table
 from dsv_platform.services.publication.realization import RealizationBuild
 from dsv_platform.services.publication.semantic_gate import GATE_PREFIX, stored_semantic_gates
 
@@ -88,7 +88,7 @@ def family_check_results(families: Mapping[str, bool], gates: Iterable[GateResul
                 severity=_severity(blocking, rules),
                 description=_failed_lines(rules),
                 metadata={
-                    "rules": md_table(header, rows),
+                    "rules": table(header, rows),
                     "results": dg.MetadataValue.json([dict(g.detail) | {"passed": g.passed} for g in rules]),
                 },
             )
