@@ -17,6 +17,7 @@ from dsv_platform.core.publication.gates import GateResult
 from dsv_platform.defs.metadata import AssetResult, failure_cases, table
 from dsv_platform.defs.partitions import partition_days
 from dsv_platform.defs.resources import PlatformResource
+from dsv_platform.defs.retries import STEP_RETRY, retried_if_transient
 from dsv_platform.defs.semantic_checks import family_check_results, family_check_specs
 from dsv_platform.services.ingest.canonical_load import BatchLoad, PartitionLoad, load_partitions
 from dsv_platform.services.publication.semantic_gate import gates_of
@@ -82,6 +83,7 @@ def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition 
         partitions_def=partitions,
         backfill_policy=dg.BackfillPolicy.single_run() if partitions is not None else None,
         group_name="canonical",
+        retry_policy=STEP_RETRY,
         kinds={"iceberg"},
         deps=[dg.AssetKey(f"raw_{spec.name}")],
         check_specs=[
@@ -97,8 +99,9 @@ def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition 
         "read as known at T or as corrected now. Data version = content hash of the partition as corrected now.",
     )
     def _canonical(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
-        p = platform.get()
-        loads = load_partitions(p, spec, partition_days(context), progress=platform.progress(context, f"{spec.name}: "))
-        return canonical_result(loads, families)
+        with retried_if_transient():
+            p = platform.get()
+            loads = load_partitions(p, spec, partition_days(context), progress=platform.progress(context, f"{spec.name}: "))
+            return canonical_result(loads, families)
 
     return _canonical

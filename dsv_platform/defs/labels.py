@@ -8,6 +8,7 @@ from dsv_platform.core.config.labels import LabelVersion
 from dsv_platform.defs.metadata import AssetResult
 from dsv_platform.defs.partitions import label_version_partitions
 from dsv_platform.defs.resources import PlatformResource
+from dsv_platform.defs.retries import STEP_RETRY, retried_if_transient
 from dsv_platform.services.ingest.canonical_load import LabelBuild, build_labels
 
 
@@ -32,13 +33,15 @@ def build_label_asset(name: str, versions: dict[int, LabelVersion]) -> dg.Assets
         name=f"labels_{name}",
         partitions_def=label_version_partitions(versions),
         group_name="labels",
+        retry_policy=STEP_RETRY,
         kinds={"iceberg"},
         deps=[dg.AssetDep(f"canonical_{s}", partition_mapping=dg.AllPartitionMapping()) for s in inputs],
         description=f"Label {name}, one partition (and Iceberg table) per registered version ({described}). "
         "A new version is applied to all history; a label that changes is a new row, never a rewrite.",
     )
     def _labels(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
-        label = versions[int(context.partition_key.removeprefix("v"))]
-        return label_result(label, build_labels(platform.get(), label))
+        with retried_if_transient():
+            label = versions[int(context.partition_key.removeprefix("v"))]
+            return label_result(label, build_labels(platform.get(), label))
 
     return _labels

@@ -27,7 +27,7 @@ from dsv_platform.adapters.registry.trust import TrustRecords
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.errors import AliasConflictError, PublicationError
 from dsv_platform.core.identity.hashing import hash_partition, sort_by_key
-from dsv_platform.core.publication.gates import GateResult, QualityReport, report_of
+from dsv_platform.core.publication.gates import GateResult, GatesFailedError, QualityReport, report_of
 from dsv_platform.core.publication.manifest import BuiltPart, Manifest, build_manifest
 from dsv_platform.core.publication.records import PublishOutcome, Realization
 from dsv_platform.core.publication.states import RealizationState
@@ -225,7 +225,8 @@ class Publisher:
             names = ", ".join(g.name for g in report.failed if g.blocking)
             self.registry.transition(candidate, RealizationState.FAILED, reason=f"blocking gate(s) failed: {names}", actor=self.actor)
             self.store.abandon(attempt)
-            raise PublicationError(f"{request.dataset}:{request.version}: blocking gate(s) failed: {names} (quality report object {report_object})")
+            message = f"{request.dataset}:{request.version}: blocking gate(s) failed: {names} (quality report object {report_object})"
+            raise GatesFailedError(message, report=report, report_object=report_object)
         if self.gate is not None:  # a builder without the publisher role leaves a SEALED candidate: staging only
             self.gate.require(Role.PUBLISHER, definition=scope)
         outcome = self.publish_beside_gc(candidate, request, manifest, report_object, parts)  # audited in its transaction
