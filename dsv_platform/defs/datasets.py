@@ -7,6 +7,7 @@ import dagster as dg
 
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.publication.gates import GateResult, GatesFailedError
+from dsv_platform.defs.catalog import dataset_table, owners, schema_metadata, table_metadata
 from dsv_platform.defs.gate_checks import dataset_gates_spec, failed_gate_events, snapshot_check_results
 from dsv_platform.defs.integrity_checks import build_quarantine_check, integrity_check_specs
 from dsv_platform.defs.metadata import AssetResult, table
@@ -58,6 +59,7 @@ def snapshot_result(build: RealizationBuild, approval: dict[str, str | None] | N
             "label_version": dg.MetadataValue.text(f"{m.labels.name}:{m.labels.version}" if m.labels else "none"),
             "watermark": dg.MetadataValue.text(m.watermark or ""),
             "rows": dg.MetadataValue.int(m.rows),
+            **table_metadata(dataset_table(m.dataset, m.version), m.rows),
             "pinned_snapshots": table(["table", "snapshot id", "tag"], [(p.table, p.snapshot_id, p.tag) for p in build.pins]),
             "split_sizes": table(["split", "rows"], sorted(build.split_counts.items())),
             "split_counts": dg.MetadataValue.json(dict(sorted(build.split_counts.items()))),
@@ -120,6 +122,8 @@ def build_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
         name=f"{definition.asset_prefix}_snapshot",
         group_name="datasets",
         kinds={"parquet"},
+        owners=owners(definition.owner),
+        metadata=schema_metadata(definition.contract),
         pool=PUBLICATION_POOL,  # one publishing step at a time on the instance, whatever started the run
         retry_policy=STEP_RETRY,
         deps=snapshot_deps(definition),
@@ -146,6 +150,7 @@ def build_splits_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
         name=name,
         group_name="datasets",
         kinds={"parquet"},
+        owners=owners(definition.owner),
         retry_policy=STEP_RETRY,
         deps=[snapshot_key],
         check_specs=[

@@ -16,6 +16,7 @@ import dagster as dg
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.publication.gates import GatesFailedError
 from dsv_platform.core.publication.manifest import BuiltPart
+from dsv_platform.defs.catalog import owners, schema_metadata
 from dsv_platform.defs.datasets import snapshot_check_specs, snapshot_deps, snapshot_description, snapshot_materialization
 from dsv_platform.defs.gate_checks import failed_gate_events
 from dsv_platform.defs.resources import PlatformResource
@@ -102,6 +103,8 @@ def build_fanout_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefin
         name=f"{definition.asset_prefix}_snapshot",
         group_name="datasets",
         kinds={"parquet"},
+        owners=owners(definition.owner),
+        metadata=schema_metadata(definition.contract),
         ins=ins,
         check_specs=snapshot_check_specs(definition),
         description=snapshot_description(definition),

@@ -15,6 +15,7 @@ from dsv_platform.core.ingest.batch import parse_batch_file
 from dsv_platform.core.ingest.landing_format import EXTENSIONS
 from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.trust.trust import Role
+from dsv_platform.defs.catalog import owners
 from dsv_platform.defs.metadata import AssetResult, table
 from dsv_platform.defs.partitions import partition_days
 from dsv_platform.defs.resources import PlatformResource
@@ -129,6 +130,7 @@ def build_raw_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition | None
         partitions_def=partitions,
         backfill_policy=dg.BackfillPolicy.single_run() if partitions is not None else None,
         group_name="raw",
+        owners=owners(spec.contract.owner),
         retry_policy=STEP_RETRY,
         kinds={spec.landing_format},
         check_specs=[dg.AssetCheckSpec(BATCH_IS_READABLE, asset=name, description=f"every landed batch parses as {spec.landing_format}")],

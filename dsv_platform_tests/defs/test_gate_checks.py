@@ -39,9 +39,11 @@ def pipeline(tmp_path_factory):
             defs = build_defs(settings, config)
             return dg.materialize([*defs.assets], selection=selection, instance=instance, resources=defs.resources, raise_on_error=False, **kwargs)
 
-        assert run("group:raw or group:canonical", tags=range_tags(DAYS[0], DAYS[-1])).success
-        assert run("labels_fraud", partition_key="v6").success and run("labels_fraud", partition_key="v5").success
-        yield settings, config, instance, run
+        ingest = run("group:raw or group:canonical", tags=range_tags(DAYS[0], DAYS[-1]))
+        assert ingest.success
+        labels = run("labels_fraud", partition_key="v6")
+        assert labels.success and run("labels_fraud", partition_key="v5").success
+        yield settings, config, instance, run, (ingest, labels)
 
 
 def _unmeetable(config):
@@ -61,7 +63,7 @@ def _evaluation(instance: dg.DagsterInstance, check: str, asset: str = SNAPSHOT)
 
 
 def test_a_failed_blocking_gate_is_a_failed_check_naming_rule_observed_and_bound(pipeline):
-    settings, config, instance, run = pipeline
+    settings, config, instance, run, _ = pipeline
     failed = run(FAILING, config=_unmeetable(config))
     assert not failed.success and not failed.get_asset_materialization_events()
     run_id, gates = _evaluation(instance, DATASET_GATES, FAILING)
@@ -85,10 +87,23 @@ def test_a_failed_blocking_gate_is_a_failed_check_naming_rule_observed_and_bound
 
 
 def test_a_publication_takes_a_slot_of_the_publication_pool_and_reports_every_check(pipeline):
-    _settings, _config, instance, run = pipeline
+    _settings, _config, instance, run, _ = pipeline
     published = run(SNAPSHOT)
     assert published.success
     run_id, gates = _evaluation(instance, DATASET_GATES)
     assert run_id == published.run_id and gates.passed and "rule" not in gates.metadata
     info = instance.event_log_storage.get_concurrency_info(PUBLICATION_POOL)
     assert info.slot_count == 1 and not info.pending_step_count  # the pool was used (default limit 1) and released
+
+
+def test_materializations_carry_the_catalog_table_name_and_row_count(pipeline):
+    _settings, _config, _instance, run, (ingest, labels) = pipeline
+    for canonical in ingest.asset_materializations_for_node("canonical_transactions"):  # one per day of the ranged run
+        assert canonical.metadata["dagster/table_name"].value == "canonical.transactions"
+        assert canonical.metadata["dagster/row_count"].value == canonical.metadata["rows"].value > 0
+    [label] = labels.asset_materializations_for_node("labels_fraud")
+    assert label.metadata["dagster/table_name"].value == "canonical.labels_fraud_v6" and label.metadata["dagster/row_count"].value > 0
+    published = run(SNAPSHOT)  # published by the test above, or built here: the same realization
+    [snapshot] = published.asset_materializations_for_node(SNAPSHOT)
+    assert snapshot.metadata["dagster/table_name"].value == "datasets.fraud_training_set.v6"
+    assert snapshot.metadata["dagster/row_count"].value == snapshot.metadata["rows"].value > 0
