@@ -31,6 +31,7 @@ from dsv_platform.core.publication.gates import GateResult, GatesFailedError, Qu
 from dsv_platform.core.publication.manifest import BuiltPart, Manifest, build_manifest
 from dsv_platform.core.publication.records import PublishOutcome, Realization
 from dsv_platform.core.publication.states import RealizationState
+from dsv_platform.core.retry import retry
 from dsv_platform.core.trust.trust import Role
 from dsv_platform.services.lineage.lineage import record_realization_lineage
 from dsv_platform.services.publication.parallel_parts import default_build_jobs, ordered_map
@@ -288,17 +289,16 @@ class Publisher:
         assert realization.manifest_hash is not None
         if self.gate is not None:  # moving a name is publishing: an upstream writer cannot move a pointer
             self.gate.require(Role.PUBLISHER, definition=f"{realization.dataset}:{realization.version}")
-        for _ in range(attempts):
+        target = realization.manifest_hash
+        gave_up = PublicationError(f"alias {alias!r} of {realization.dataset}:{realization.version} kept moving; gave up after {attempts} attempts")
+
+        def swap(_: int) -> None:
             current = self.registry.get_alias(realization.dataset, realization.version, alias)
             expect = current.target if current else None
-            if expect == realization.manifest_hash:
+            if expect == target:
                 return
-            try:
-                who = None if self.gate is None else self.gate.identity  # audited in the move's own transaction
-                target = realization.manifest_hash
-                self.registry.set_alias(realization.dataset, realization.version, alias, target, expect=expect, actor=self.actor, audit_as=who)
-            except AliasConflictError:
-                continue
-            self.on_step(BuildStep.ALIAS_MOVED, f"{alias} -> {realization.manifest_hash}")
-            return
-        raise PublicationError(f"alias {alias!r} of {realization.dataset}:{realization.version} kept moving; gave up after {attempts} attempts")
+            who = None if self.gate is None else self.gate.identity  # audited in the move's own transaction
+            self.registry.set_alias(realization.dataset, realization.version, alias, target, expect=expect, actor=self.actor, audit_as=who)
+            self.on_step(BuildStep.ALIAS_MOVED, f"{alias} -> {target}")
+
+        retry(swap, attempts=attempts, again=lambda e: isinstance(e, AliasConflictError), exhausted=lambda _: gave_up)
