@@ -25,7 +25,8 @@ def test_a_lost_race_is_tried_again_after_a_jittered_wait_until_it_wins():
             raise Lost(f"lost {n}")
         return "won"
 
-    result = retry(attempt, attempts=5, again=lambda e: isinstance(e, Lost), exhausted=RuntimeError, on_retry=lambda n, e: reloaded.append(n), sleep=waits.append)
+    lost = lambda e: isinstance(e, Lost)  # noqa: E731
+    result = retry(attempt, attempts=5, again=lost, exhausted=RuntimeError, on_retry=lambda n, e: reloaded.append(n), sleep=waits.append)
     assert result == "won" and seen == [1, 2, 3] and reloaded == [1, 2]
     assert len(waits) == 2 and 0 <= waits[0] <= 0.05 and 0 <= waits[1] <= 0.1
 
