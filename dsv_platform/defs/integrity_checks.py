@@ -15,6 +15,7 @@ from dsv_platform.core.contracts.integrity_signals import GATE_PREFIX, SIGNALS
 from dsv_platform.core.publication.gates import GateResult
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.defs.resources import PlatformResource
+from dsv_platform.defs.retries import STEP_RETRY, retried_if_transient
 from dsv_platform.services.publication.integrity_signals import integrity_policy
 from dsv_platform.services.publication.quarantine import quarantine_of
 
@@ -63,23 +64,26 @@ def build_quarantine_check(definition: DatasetDefinition) -> dg.AssetChecksDefin
     @dg.asset_check(
         asset=snapshot_key,
         name=NOT_QUARANTINED,
+        retry_policy=STEP_RETRY,
         description="The latest published realization is not QUARANTINED (run it any time; a quarantine names who, when, why).",
     )
     def _not_quarantined(context: dg.AssetCheckExecutionContext, platform: PlatformResource) -> dg.AssetCheckResult:
-        event = context.instance.get_latest_materialization_event(snapshot_key)
-        materialized = None if event is None else event.asset_materialization
-        if materialized is None or "manifest_hash" not in materialized.metadata:
-            return dg.AssetCheckResult(passed=True, metadata={"note": dg.MetadataValue.text("nothing published yet")})
-        mh = str(materialized.metadata["manifest_hash"].value)
-        p = platform.get()
-        realization = p.registry.find_by_manifest_hash(mh)
-        state = realization.state if realization is not None else None
-        record = quarantine_of(p, mh)
-        metadata: dict[str, dg.MetadataValue] = {"manifest_hash": dg.MetadataValue.text(mh), "state": dg.MetadataValue.text(str(state and state.value))}
-        if record is not None:
-            metadata["quarantine"] = dg.MetadataValue.json({k: v for k, v in record.to_document().items() if k not in ("affected", "evidence")})
-        quarantined = state is RealizationState.QUARANTINED
-        why = f"QUARANTINED: {record.ref} by {record.created_by}: {record.reason}" if record is not None else "QUARANTINED (integrity scan)"
-        return dg.AssetCheckResult(passed=not quarantined, severity=dg.AssetCheckSeverity.ERROR, description=why if quarantined else None, metadata=metadata)
+        with retried_if_transient():
+            event = context.instance.get_latest_materialization_event(snapshot_key)
+            materialized = None if event is None else event.asset_materialization
+            if materialized is None or "manifest_hash" not in materialized.metadata:
+                return dg.AssetCheckResult(passed=True, metadata={"note": dg.MetadataValue.text("nothing published yet")})
+            mh = str(materialized.metadata["manifest_hash"].value)
+            p = platform.get()
+            realization = p.registry.find_by_manifest_hash(mh)
+            state = realization.state if realization is not None else None
+            record = quarantine_of(p, mh)
+            metadata: dict[str, dg.MetadataValue] = {"manifest_hash": dg.MetadataValue.text(mh), "state": dg.MetadataValue.text(str(state and state.value))}
+            if record is not None:
+                metadata["quarantine"] = dg.MetadataValue.json({k: v for k, v in record.to_document().items() if k not in ("affected", "evidence")})
+            quarantined = state is RealizationState.QUARANTINED
+            why = f"QUARANTINED: {record.ref} by {record.created_by}: {record.reason}" if record is not None else "QUARANTINED (integrity scan)"
+            error = dg.AssetCheckSeverity.ERROR
+            return dg.AssetCheckResult(passed=not quarantined, severity=error, description=why if quarantined else None, metadata=metadata)
 
     return _not_quarantined
