@@ -2,7 +2,7 @@
 
 import pytest
 
-from dsv_platform.core.retry import backoff_delay, retry
+from dsv_platform.core.publication.retry import backoff_delay, retry
 
 
 class Lost(Exception):

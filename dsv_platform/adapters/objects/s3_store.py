@@ -35,7 +35,7 @@ from dsv_platform.adapters.objects.object_store import (
 )
 from dsv_platform.adapters.objects.s3_client import ReachableClient
 from dsv_platform.core.errors import EnvironmentSetupError, ObjectConflictError, ObjectNotFoundError, ObjectStoreError
-from dsv_platform.core.retry import retry
+from dsv_platform.core.publication.retry import retry
 
 MiB = 1024 * 1024
 Upload = Callable[[dict[str, str]], None]

@@ -30,8 +30,8 @@ from dsv_platform.core.identity.hashing import hash_partition, sort_by_key
 from dsv_platform.core.publication.gates import GateResult, GatesFailedError, QualityReport, report_of
 from dsv_platform.core.publication.manifest import BuiltPart, Manifest, build_manifest
 from dsv_platform.core.publication.records import PublishOutcome, Realization
+from dsv_platform.core.publication.retry import retry
 from dsv_platform.core.publication.states import RealizationState
-from dsv_platform.core.retry import retry
 from dsv_platform.core.trust.trust import Role
 from dsv_platform.services.lineage.lineage import record_realization_lineage
 from dsv_platform.services.publication.parallel_parts import default_build_jobs, ordered_map
