@@ -1,4 +1,4 @@
-"""Dagster's own catalog metadata from the configuration: owners, column schema, table name and row count (docs/dagster.md).
+"""Dagster's own catalog metadata from the configuration: owners, column schema, table name, row count (docs/configuration.md).
 
 Owners come from the YAML ``owner`` (core/contracts/owners.py); ``dagster/column_schema`` from the
 contract (type with its parameters, description, nullability, the natural key as unique, units, ranges and
