@@ -52,6 +52,19 @@ def _unmeetable(config):
     return replace(config, datasets=datasets)
 
 
+def test_a_fanned_out_build_reports_its_failed_gates_the_same_way(pipeline):
+    _settings, config, instance, run, _ = pipeline
+    v5 = config.dataset("fraud_training_set", "v5")
+    fanned = replace(v5, version="v5f", fan_out=2, gates=replace(v5.gates, rows_at_least=UNREACHABLE))  # its own version: its own candidate
+    asset = f"{fanned.asset_prefix}_snapshot"
+    failed = run(asset, config=replace(config, datasets=[*config.datasets, fanned]))
+    assert not failed.success and not failed.get_asset_materialization_events()
+    run_id, gates = _evaluation(instance, DATASET_GATES, asset)
+    assert run_id == failed.run_id and not gates.passed and gates.metadata["rule"].value == "rows_at_least"
+    failure = next(e for e in failed.all_events if e.is_step_failure)
+    assert failure.step_key == f"{asset}.{fanned.asset_prefix}_seal" and "rows_at_least" in failure.step_failure_data.user_failure_data.description
+
+
 def _evaluation(instance: dg.DagsterInstance, check: str, asset: str = SNAPSHOT) -> tuple[str, dg.AssetCheckEvaluation]:
     """The run of the latest evaluation of ``check`` on ``asset``, and the evaluation (as the instance stored it)."""
     key = dg.AssetCheckKey(dg.AssetKey(asset), check)
