@@ -30,8 +30,8 @@ def retried_if_transient() -> Iterator[None]:
     """Let a transient platform error through to :data:`STEP_RETRY`; make every other error a Failure no policy retries."""
     try:
         yield
-    except dg.Failure:
-        raise  # ours say allow_retries=False where a retry cannot help
+    except (dg.Failure, dg.RetryRequested):
+        raise  # Dagster's own outcomes; our Failures say allow_retries=False where a retry cannot help
     except DsvError as exc:
         if transient(exc.kind):
             raise
