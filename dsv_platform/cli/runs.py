@@ -48,8 +48,8 @@ class RunFailedError(DsvError):
             vars(self)["kind"] = step_kind  # this instance's kind (the class keeps FAILED)
 
 
-DAGSTER_YAML = "telemetry:\n  enabled: false\n"
-"""The embedded default's Dagster instance configuration: default storage, no telemetry."""
+DAGSTER_YAML = "telemetry:\n  enabled: false\nconcurrency:\n  pools:\n    default_limit: 1\n"
+"""The embedded default's Dagster instance configuration: default storage, no telemetry, one slot per pool (the publication pool)."""
 
 
 def ensure_dagster_yaml(dagster_home: Path) -> bool:

@@ -14,9 +14,11 @@ from dsv_platform.core.config.source import SourceSpec, partition_text
 from dsv_platform.core.contracts.semantic_rules import load_families
 from dsv_platform.core.identity.hashing import content_hash
 from dsv_platform.core.publication.gates import GateResult
-from dsv_platform.defs.metadata import AssetResult, failure_cases, md_table
+from dsv_platform.defs.catalog import owners, schema_metadata, table_metadata
+from dsv_platform.defs.metadata import AssetResult, failure_cases, table
 from dsv_platform.defs.partitions import partition_days
 from dsv_platform.defs.resources import PlatformResource
+from dsv_platform.defs.retries import STEP_RETRY, retried_if_transient
 from dsv_platform.defs.semantic_checks import family_check_results, family_check_specs
 from dsv_platform.services.ingest.canonical_load import BatchLoad, PartitionLoad, load_partitions
 from dsv_platform.services.publication.semantic_gate import gates_of
@@ -40,7 +42,8 @@ def _batch_row(load: PartitionLoad, b: BatchLoad) -> tuple[object, ...]:
     return (partition_text(load.day), b.record.batch_id, b.record.recorded_at, b.outcome.appended, b.outcome.unchanged, b.rejected, b.outcome.already_applied)
 
 
-def canonical_result(loads: Sequence[PartitionLoad], families: dict[str, bool] | None = None) -> AssetResult:
+def canonical_result(loads: Sequence[PartitionLoad], families: dict[str, bool] | None = None, table_name: str = "") -> AssetResult:
+    """The loaded days' materialization (``table_name``: the Iceberg table, for the catalog) and their check results."""
     failures = [f for load in loads for f in load.failures]
     rejected = sum(load.rejected_rows for load in loads)
     last = loads[-1]
@@ -48,18 +51,19 @@ def canonical_result(loads: Sequence[PartitionLoad], families: dict[str, bool] |
         data_version=dg.DataVersion(data_version(loads)),
         metadata={
             "rows": dg.MetadataValue.int(sum(load.rows for load in loads)),
+            **(table_metadata(table_name, sum(load.rows for load in loads)) if table_name else {}),
             "content_hash": dg.MetadataValue.text(data_version(loads)),
             "schema_hash": dg.MetadataValue.text(last.digest.schema_hash),
             "snapshot_id": dg.MetadataValue.text(str(last.snapshot_id)),
             "rows_rejected": dg.MetadataValue.int(rejected),
-            "days": md_table(
+            "days": table(
                 ["day", "rows", "content hash", "rejected"], [(partition_text(x.day), x.rows, x.digest.content_hash[:16], x.rejected_rows) for x in loads]
             ),
-            "batches": md_table(
+            "batches": table(
                 ["day", "batch", "recorded_at", "appended", "unchanged", "rejected", "already applied"],
                 [_batch_row(x, b) for x in loads for b in x.batches],
             ),
-            "quarantined_batches": md_table(["batch", "digest", "reason"], [(r.batch_id, r.digest, r.reason) for load in loads for r in load.quarantined]),
+            "quarantined_batches": table(["batch", "digest", "reason"], [(r.batch_id, r.digest, r.reason) for load in loads for r in load.quarantined]),
         },
         check_results=[
             dg.AssetCheckResult(
@@ -82,6 +86,9 @@ def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition 
         partitions_def=partitions,
         backfill_policy=dg.BackfillPolicy.single_run() if partitions is not None else None,
         group_name="canonical",
+        owners=owners(spec.contract.owner),
+        metadata=schema_metadata(spec.contract),
+        retry_policy=STEP_RETRY,
         kinds={"iceberg"},
         deps=[dg.AssetKey(f"raw_{spec.name}")],
         check_specs=[
@@ -97,8 +104,9 @@ def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition 
         "read as known at T or as corrected now. Data version = content hash of the partition as corrected now.",
     )
     def _canonical(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
-        p = platform.get()
-        loads = load_partitions(p, spec, partition_days(context), progress=platform.progress(context, f"{spec.name}: "))
-        return canonical_result(loads, families)
+        with retried_if_transient():
+            p = platform.get()
+            loads = load_partitions(p, spec, partition_days(context), progress=platform.progress(context, f"{spec.name}: "))
+            return canonical_result(loads, families, p.tables.identifier(spec))
 
     return _canonical

@@ -1,16 +1,19 @@
 """Dataset assets from declarative definitions: one `<name>_<version>_snapshot` per file, and `_splits` when it has a split policy."""
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
-from dsv_platform.core.publication.gates import GateResult
-from dsv_platform.defs.integrity_checks import build_quarantine_check, integrity_check_specs, with_integrity_checks
-from dsv_platform.defs.metadata import AssetResult, md_table
+from dsv_platform.core.publication.gates import GateResult, GatesFailedError
+from dsv_platform.defs.catalog import dataset_table, owners, schema_metadata, table_metadata
+from dsv_platform.defs.gate_checks import dataset_gates_spec, failed_gate_events, snapshot_check_results
+from dsv_platform.defs.integrity_checks import build_quarantine_check, integrity_check_specs
+from dsv_platform.defs.metadata import AssetResult, table
 from dsv_platform.defs.resources import PlatformResource
-from dsv_platform.defs.semantic_checks import semantic_check_specs, with_semantic_checks
+from dsv_platform.defs.retries import PUBLICATION_POOL, STEP_RETRY, retried_if_transient
+from dsv_platform.defs.semantic_checks import semantic_check_specs
 from dsv_platform.services.publication.approval import approval_of_ref, approval_text
 from dsv_platform.services.publication.realization import RealizationBuild, SplitsCheck, build_realization, check_splits
 from dsv_platform.services.publication.semantic_gate import stored_gates
@@ -26,7 +29,7 @@ def upstream_ref(context: dg.AssetExecutionContext, key: dg.AssetKey) -> str:
     """The realization reference the latest materialization of ``key`` published (the exact pinned upstream)."""
     event = context.instance.get_latest_materialization_event(key)
     if event is None or event.asset_materialization is None or REF not in event.asset_materialization.metadata:
-        raise dg.Failure(f"{key.to_user_string()} has not published a realization yet; materialize it first")
+        raise dg.Failure(f"{key.to_user_string()} has not published a realization yet; materialize it first", allow_retries=False)
     return str(event.asset_materialization.metadata[REF].value)
 
 
@@ -56,11 +59,12 @@ def snapshot_result(build: RealizationBuild, approval: dict[str, str | None] | N
             "label_version": dg.MetadataValue.text(f"{m.labels.name}:{m.labels.version}" if m.labels else "none"),
             "watermark": dg.MetadataValue.text(m.watermark or ""),
             "rows": dg.MetadataValue.int(m.rows),
-            "pinned_snapshots": md_table(["table", "snapshot id", "tag"], [(p.table, p.snapshot_id, p.tag) for p in build.pins]),
-            "split_sizes": md_table(["split", "rows"], sorted(build.split_counts.items())),
+            **table_metadata(dataset_table(m.dataset, m.version), m.rows),
+            "pinned_snapshots": table(["table", "snapshot id", "tag"], [(p.table, p.snapshot_id, p.tag) for p in build.pins]),
+            "split_sizes": table(["split", "rows"], sorted(build.split_counts.items())),
             "split_counts": dg.MetadataValue.json(dict(sorted(build.split_counts.items()))),
-            "partitions": md_table(["partition", "rows", "hash"], [(p.key, p.rows, p.hash[:16]) for p in m.partitions]),
-            "gates": md_table(["gate", "passed", "blocking"], [(g.name, g.passed, g.blocking) for g in gates]),
+            "partitions": table(["partition", "rows", "hash"], [(p.key, p.rows, p.hash[:16]) for p in m.partitions]),
+            "gates": table(["gate", "passed", "blocking"], [(g.name, g.passed, g.blocking) for g in gates]),
             "gate_results": dg.MetadataValue.json([{"name": g.name, "passed": g.passed, "blocking": g.blocking} for g in gates]),
             "gates_of": dg.MetadataValue.text(f"{build.ref} (its stored quality report)" if build.reused else "this build"),
         },
@@ -73,7 +77,7 @@ def splits_result(result: SplitsCheck) -> AssetResult:
         metadata={
             REF: dg.MetadataValue.text(result.ref),
             "assignment_hash": dg.MetadataValue.text(result.assignment_hash),
-            "split_sizes": md_table(["split", "rows"], sorted(result.counts.items())),
+            "split_sizes": table(["split", "rows"], sorted(result.counts.items())),
             "policy": dg.MetadataValue.json(dict(result.policy)),
         },
         check_results=[
@@ -88,7 +92,7 @@ def splits_result(result: SplitsCheck) -> AssetResult:
 
 def snapshot_check_specs(definition: DatasetDefinition) -> list[dg.AssetCheckSpec]:
     name = f"{definition.asset_prefix}_snapshot"
-    return [*semantic_check_specs(definition, name), *integrity_check_specs(definition, name)]
+    return [*semantic_check_specs(definition, name), *integrity_check_specs(definition, name), dataset_gates_spec(name)]
 
 
 def snapshot_description(definition: DatasetDefinition) -> str:
@@ -101,9 +105,10 @@ def snapshot_description(definition: DatasetDefinition) -> str:
 
 def snapshot_materialization(platform: "Platform", definition: DatasetDefinition, build: RealizationBuild) -> AssetResult:
     """The snapshot's materialization and check results for ``build`` (a reused build's gates from its stored report)."""
-    gates = stored_gates(platform, build.manifest_hash, None) if build.reused else build.gates  # reused: the gates it passed then
-    result = with_semantic_checks(snapshot_result(build, approval_of_ref(platform.registry, build.ref), gates), definition, platform, build)
-    return with_integrity_checks(result, platform, build)  # poisoning signals (docs/quarantine.md)
+    gates = stored_gates(platform, build.manifest_hash, None) if build.reused else list(build.gates)  # reused: the gates it passed then
+    result = snapshot_result(build, approval_of_ref(platform.registry, build.ref), gates)
+    replaced: AssetResult = result._replace(check_results=snapshot_check_results(definition, gates))
+    return replaced
 
 
 def build_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
@@ -117,13 +122,22 @@ def build_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
         name=f"{definition.asset_prefix}_snapshot",
         group_name="datasets",
         kinds={"parquet"},
+        owners=owners(definition.owner),
+        metadata=schema_metadata(definition.contract),
+        pool=PUBLICATION_POOL,  # one publishing step at a time on the instance, whatever started the run
+        retry_policy=STEP_RETRY,
         deps=snapshot_deps(definition),
         check_specs=snapshot_check_specs(definition),
         description=snapshot_description(definition),
     )
-    def _snapshot(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
-        build = build_realization(platform.get(), definition, progress=platform.progress(context, f"{definition.ref}: "))
-        return snapshot_materialization(platform.get(), definition, build)
+    def _snapshot(context: dg.AssetExecutionContext, platform: PlatformResource) -> Iterator[Any]:
+        with retried_if_transient():
+            try:
+                build = build_realization(platform.get(), definition, progress=platform.progress(context, f"{definition.ref}: "))
+            except GatesFailedError as exc:  # every check's result, then the step fails naming the rules (defs/gate_checks.py)
+                yield from failed_gate_events(definition, exc)
+                return
+            yield snapshot_materialization(platform.get(), definition, build)
 
     return _snapshot
 
@@ -136,6 +150,8 @@ def build_splits_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
         name=name,
         group_name="datasets",
         kinds={"parquet"},
+        owners=owners(definition.owner),
+        retry_policy=STEP_RETRY,
         deps=[snapshot_key],
         check_specs=[
             dg.AssetCheckSpec(SPLITS_ARE_ENTITY_DISJOINT, asset=name, blocking=True, description=f"no {definition.entity_column} appears in two splits")
@@ -144,7 +160,8 @@ def build_splits_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
         "cross-checked against its manifest. Data version = assignment hash.",
     )
     def _splits(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
-        return splits_result(check_splits(platform.get(), upstream_ref(context, snapshot_key), definition))
+        with retried_if_transient():
+            return splits_result(check_splits(platform.get(), upstream_ref(context, snapshot_key), definition))
 
     return _splits
 
@@ -157,7 +174,9 @@ def build_dataset_assets(definition: DatasetDefinition) -> list[dg.AssetsDefinit
 
 
 PUBLICATION_TAG = "dsv/publication"
-"""Run tag of the jobs that publish realizations; deploy/dagster.yaml lets one such run execute at a time."""
+"""Run tag of the jobs that publish realizations (queued runs: deploy/dagster.yaml admits one such run at a time).
+
+The step-level limit that also holds for ad-hoc runs and ``dsv build`` is the pool :data:`PUBLICATION_POOL` (defs/retries.py)."""
 
 
 def build_publication_job(definition: DatasetDefinition) -> Any:  # an unresolved asset job

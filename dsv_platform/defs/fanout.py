@@ -14,9 +14,13 @@ from typing import Any
 import dagster as dg
 
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
+from dsv_platform.core.publication.gates import GatesFailedError
 from dsv_platform.core.publication.manifest import BuiltPart
+from dsv_platform.defs.catalog import owners, schema_metadata
 from dsv_platform.defs.datasets import snapshot_check_specs, snapshot_deps, snapshot_description, snapshot_materialization
+from dsv_platform.defs.gate_checks import failed_gate_events
 from dsv_platform.defs.resources import PlatformResource
+from dsv_platform.defs.retries import PUBLICATION_POOL, STEP_RETRY, retried_if_transient
 from dsv_platform.services.publication.fanout import FanOutPlan, plan_fanout, prepare_group, seal_fanout
 
 
@@ -31,22 +35,29 @@ def _plan_op(definition: DatasetDefinition, inputs: Sequence[str]) -> dg.OpDefin
         name=f"{definition.asset_prefix}_plan",
         ins={name: dg.In(dg.Nothing) for name in inputs},
         out={"plan": dg.Out(), "groups": dg.DynamicOut()},
+        retry_policy=STEP_RETRY,
         description=f"Pin {definition.ref}'s inputs, assemble, split and gate once, open the candidate; up to {definition.fan_out} groups of partitions.",
     )
     def _plan(context: dg.OpExecutionContext, platform: PlatformResource) -> Iterator[dg.Output[Any] | dg.DynamicOutput[Any]]:
-        plan = plan_fanout(platform.get(), definition, progress=platform.progress(context, f"{definition.ref} plan: "))
-        yield dg.Output(plan, "plan")
-        for i, keys in enumerate([] if plan.reused else plan.groups(definition.fan_out)):
-            yield dg.DynamicOutput(list(keys), mapping_key=f"g{i}", output_name="groups")
+        with retried_if_transient():
+            plan = plan_fanout(platform.get(), definition, progress=platform.progress(context, f"{definition.ref} plan: "))
+            yield dg.Output(plan, "plan")
+            for i, keys in enumerate([] if plan.reused else plan.groups(definition.fan_out)):
+                yield dg.DynamicOutput(list(keys), mapping_key=f"g{i}", output_name="groups")
 
     return _plan
 
 
 def _prepare_op(definition: DatasetDefinition) -> dg.OpDefinition:
-    @dg.op(name=f"{definition.asset_prefix}_prepare", description=f"Re-assemble {definition.ref}'s pinned inputs; hash and store one group's parts.")
+    @dg.op(
+        name=f"{definition.asset_prefix}_prepare",
+        retry_policy=STEP_RETRY,
+        description=f"Re-assemble {definition.ref}'s pinned inputs; hash and store one group's parts.",
+    )
     def _prepare(context: dg.OpExecutionContext, platform: PlatformResource, plan: FanOutPlan, keys: list[str]) -> list[BuiltPart]:
-        progress = platform.progress(context, f"{definition.ref} prepare {keys[0]}..{keys[-1]}: ")
-        return prepare_group(platform.get(), definition, plan, keys, progress=progress)
+        with retried_if_transient():
+            progress = platform.progress(context, f"{definition.ref} prepare {keys[0]}..{keys[-1]}: ")
+            return prepare_group(platform.get(), definition, plan, keys, progress=progress)
 
     return _prepare
 
@@ -57,15 +68,22 @@ def _seal_op(definition: DatasetDefinition) -> dg.OpDefinition:
     @dg.op(
         name=f"{definition.asset_prefix}_seal",
         out={"result": dg.Out(is_required=False), **check_outs},
+        pool=PUBLICATION_POOL,  # one publishing step at a time on the instance, whatever started the run
+        retry_policy=STEP_RETRY,
         description=f"Seal {definition.ref}'s candidate with every group's parts, gate, publish and move the alias.",
     )
     def _seal(
         context: dg.OpExecutionContext, platform: PlatformResource, plan: FanOutPlan, leaves: list[list[BuiltPart]]
     ) -> Iterator[dg.Output[Any] | dg.AssetCheckResult]:
-        build = seal_fanout(platform.get(), definition, plan, leaves, progress=platform.progress(context, f"{definition.ref} seal: "))
-        result = snapshot_materialization(platform.get(), definition, build)
-        yield dg.Output(None, "result", metadata=dict(result.metadata or {}), data_version=result.data_version)
-        yield from result.check_results or []
+        with retried_if_transient():
+            try:
+                build = seal_fanout(platform.get(), definition, plan, leaves, progress=platform.progress(context, f"{definition.ref} seal: "))
+            except GatesFailedError as exc:  # every check's result, then the step fails naming the rules (defs/gate_checks.py)
+                yield from failed_gate_events(definition, exc)
+                return
+            result = snapshot_materialization(platform.get(), definition, build)
+            yield dg.Output(None, "result", metadata=dict(result.metadata or {}), data_version=result.data_version)
+            yield from result.check_results or []
 
     return _seal
 
@@ -85,6 +103,8 @@ def build_fanout_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefin
         name=f"{definition.asset_prefix}_snapshot",
         group_name="datasets",
         kinds={"parquet"},
+        owners=owners(definition.owner),
+        metadata=schema_metadata(definition.contract),
         ins=ins,
         check_specs=snapshot_check_specs(definition),
         description=snapshot_description(definition),

@@ -6,7 +6,7 @@ definition's ``integrity.blocking`` names it; a failed blocking signal fails the
 failing while the latest published realization is QUARANTINED, naming the quarantine.
 """
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 import dagster as dg
 
@@ -14,14 +14,10 @@ from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.contracts.integrity_signals import GATE_PREFIX, SIGNALS
 from dsv_platform.core.publication.gates import GateResult
 from dsv_platform.core.publication.states import RealizationState
-from dsv_platform.defs.metadata import AssetResult
 from dsv_platform.defs.resources import PlatformResource
-from dsv_platform.services.publication.integrity_signals import integrity_policy, stored_integrity_gates
+from dsv_platform.defs.retries import STEP_RETRY, retried_if_transient
+from dsv_platform.services.publication.integrity_signals import integrity_policy
 from dsv_platform.services.publication.quarantine import quarantine_of
-from dsv_platform.services.publication.realization import RealizationBuild
-
-if TYPE_CHECKING:
-    from dsv_platform.bootstrap import Platform
 
 NOT_QUARANTINED = "realization_not_quarantined"
 
@@ -56,13 +52,10 @@ def _result(signal: str, gate: GateResult | None) -> dg.AssetCheckResult:
     )
 
 
-def with_integrity_checks(result: AssetResult, platform: "Platform", build: RealizationBuild) -> AssetResult:
-    """``result`` carrying one check result per signal (a reused build's from its stored quality report)."""
-    gates = stored_integrity_gates(platform, build.manifest_hash) if build.reused else [g for g in build.gates if g.name.startswith(f"{GATE_PREFIX}:")]
-    by_signal = {g.name.removeprefix(f"{GATE_PREFIX}:"): g for g in gates}
-    checks = [*(result.check_results or []), *(_result(s, by_signal.get(s)) for s in SIGNALS)]
-    replaced: AssetResult = result._replace(check_results=checks)
-    return replaced
+def integrity_check_results(gates: Iterable[GateResult]) -> list[dg.AssetCheckResult]:
+    """One check result per signal from a build's (or a stored quality report's) gates."""
+    by_signal = {g.name.removeprefix(f"{GATE_PREFIX}:"): g for g in gates if g.name.startswith(f"{GATE_PREFIX}:")}
+    return [_result(s, by_signal.get(s)) for s in SIGNALS]
 
 
 def build_quarantine_check(definition: DatasetDefinition) -> dg.AssetChecksDefinition:
@@ -71,23 +64,26 @@ def build_quarantine_check(definition: DatasetDefinition) -> dg.AssetChecksDefin
     @dg.asset_check(
         asset=snapshot_key,
         name=NOT_QUARANTINED,
+        retry_policy=STEP_RETRY,
         description="The latest published realization is not QUARANTINED (run it any time; a quarantine names who, when, why).",
     )
     def _not_quarantined(context: dg.AssetCheckExecutionContext, platform: PlatformResource) -> dg.AssetCheckResult:
-        event = context.instance.get_latest_materialization_event(snapshot_key)
-        materialized = None if event is None else event.asset_materialization
-        if materialized is None or "manifest_hash" not in materialized.metadata:
-            return dg.AssetCheckResult(passed=True, metadata={"note": dg.MetadataValue.text("nothing published yet")})
-        mh = str(materialized.metadata["manifest_hash"].value)
-        p = platform.get()
-        realization = p.registry.find_by_manifest_hash(mh)
-        state = realization.state if realization is not None else None
-        record = quarantine_of(p, mh)
-        metadata: dict[str, dg.MetadataValue] = {"manifest_hash": dg.MetadataValue.text(mh), "state": dg.MetadataValue.text(str(state and state.value))}
-        if record is not None:
-            metadata["quarantine"] = dg.MetadataValue.json({k: v for k, v in record.to_document().items() if k not in ("affected", "evidence")})
-        quarantined = state is RealizationState.QUARANTINED
-        why = f"QUARANTINED: {record.ref} by {record.created_by}: {record.reason}" if record is not None else "QUARANTINED (integrity scan)"
-        return dg.AssetCheckResult(passed=not quarantined, severity=dg.AssetCheckSeverity.ERROR, description=why if quarantined else None, metadata=metadata)
+        with retried_if_transient():
+            event = context.instance.get_latest_materialization_event(snapshot_key)
+            materialized = None if event is None else event.asset_materialization
+            if materialized is None or "manifest_hash" not in materialized.metadata:
+                return dg.AssetCheckResult(passed=True, metadata={"note": dg.MetadataValue.text("nothing published yet")})
+            mh = str(materialized.metadata["manifest_hash"].value)
+            p = platform.get()
+            realization = p.registry.find_by_manifest_hash(mh)
+            state = realization.state if realization is not None else None
+            record = quarantine_of(p, mh)
+            metadata: dict[str, dg.MetadataValue] = {"manifest_hash": dg.MetadataValue.text(mh), "state": dg.MetadataValue.text(str(state and state.value))}
+            if record is not None:
+                metadata["quarantine"] = dg.MetadataValue.json({k: v for k, v in record.to_document().items() if k not in ("affected", "evidence")})
+            quarantined = state is RealizationState.QUARANTINED
+            why = f"QUARANTINED: {record.ref} by {record.created_by}: {record.reason}" if record is not None else "QUARANTINED (integrity scan)"
+            error = dg.AssetCheckSeverity.ERROR
+            return dg.AssetCheckResult(passed=not quarantined, severity=error, description=why if quarantined else None, metadata=metadata)
 
     return _not_quarantined

@@ -1,4 +1,4 @@
-"""Small renderers from our values to Dagster metadata (markdown tables read best in the UI)."""
+"""Small renderers from our values to Dagster metadata: tables as ``MetadataValue.table`` (typed columns, sortable in the UI)."""
 
 from __future__ import annotations
 
@@ -16,16 +16,37 @@ if TYPE_CHECKING:
 else:
     AssetResult = dg.MaterializeResult  # Dagster reads asset return annotations: a subscripted one breaks assets with checks
 
+_TYPES = ((bool, "bool"), (int, "int"), (float, "float"))
 
-def md_table(header: Sequence[str], rows: Iterable[Sequence[object]], *, limit: int = MAX_ROWS) -> dg.MetadataValue:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    rows = list(rows)
-    for row in rows[:limit]:
-        lines.append("| " + " | ".join(str(v).replace("|", "\\|").replace("\n", "\\n") for v in row) + " |")
-    if len(rows) > limit:
-        lines.append(f"\n{len(rows) - limit} more not shown")
-    return dg.MetadataValue.md("\n".join(lines))
+
+Cell = str | int | float | bool | None
+
+
+def _cell(value: object) -> Cell:
+    return value if value is None or isinstance(value, str | int | float | bool) else str(value)
+
+
+def _type(values: Sequence[Cell]) -> str:
+    """The column's table type: bool, int or float when every non-null value is one (bool is not an int here), else string."""
+    present = [v for v in values if v is not None]
+    for python, name in _TYPES:
+        if present and all(type(v) is python for v in present):
+            return name
+    return "string"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[object]], *, limit: int = MAX_ROWS) -> dg.MetadataValue:
+    """``rows`` under ``header`` as a table; past ``limit`` rows the first column's description says how many are not shown."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    shown = cells[:limit]
+    types = [_type([r[i] for r in shown]) for i in range(len(header))]
+    for row in shown:  # a column of mixed types is a string column: every value its text
+        row[:] = [str(v) if t == "string" and v is not None else v for v, t in zip(row, types, strict=True)]
+    more = f"first {limit} of {len(cells)} rows shown" if len(cells) > limit else None
+    columns = [dg.TableColumn(name, t, description=more if i == 0 else None) for i, (name, t) in enumerate(zip(header, types, strict=True))]
+    records = [dg.TableRecord(dict(zip(header, row, strict=True))) for row in shown]
+    return dg.MetadataValue.table(records=records, schema=dg.TableSchema(columns=columns))
 
 
 def failure_cases(failures: Sequence[FailureCase]) -> dg.MetadataValue:
-    return md_table(["row", "key", "column", "check", "value"], [(f.row_index, f.row_key, f.column, f.check, f.value) for f in failures])
+    return table(["row", "key", "column", "check", "value"], [(f.row_index, f.row_key, f.column, f.check, f.value) for f in failures])

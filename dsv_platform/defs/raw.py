@@ -15,9 +15,11 @@ from dsv_platform.core.ingest.batch import parse_batch_file
 from dsv_platform.core.ingest.landing_format import EXTENSIONS
 from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.trust.trust import Role
-from dsv_platform.defs.metadata import AssetResult, md_table
+from dsv_platform.defs.catalog import owners
+from dsv_platform.defs.metadata import AssetResult, table
 from dsv_platform.defs.partitions import partition_days
 from dsv_platform.defs.resources import PlatformResource
+from dsv_platform.defs.retries import STEP_RETRY, retried_if_transient
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.trust import trust
 
@@ -86,7 +88,7 @@ def land_files(
     """Land each file write-once (``progress``: the stage ``landing``, one file at a time)."""
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
-        raise dg.Failure(f"no such batch file(s): {missing}")
+        raise dg.Failure(f"no such batch file(s): {missing}", allow_retries=False)
     landed: list[LandingRecord] = []
     progress.stage("landing", total=len(files), unit="files")
     for path in files:
@@ -105,7 +107,7 @@ def raw_result(landed: Sequence[LandingRecord], every: Sequence[LandingRecord]) 
         data_version=dg.DataVersion(version),
         metadata={
             "batches_landed_now": dg.MetadataValue.md(landed_now),
-            "object_digests": md_table(DIGEST_COLUMNS, [(r.batch_id, partition_text(r.day), r.digest, r.rows, r.recorded_at, r.status.value) for r in every]),
+            "object_digests": table(DIGEST_COLUMNS, [(r.batch_id, partition_text(r.day), r.digest, r.rows, r.recorded_at, r.status.value) for r in every]),
             "rows": dg.MetadataValue.int(sum(r.rows for r in every if r.loadable)),
             "partition_version": dg.MetadataValue.text(version),
         },
@@ -114,7 +116,7 @@ def raw_result(landed: Sequence[LandingRecord], every: Sequence[LandingRecord]) 
                 check_name=BATCH_IS_READABLE,
                 passed=not quarantined,
                 severity=dg.AssetCheckSeverity.WARN,
-                metadata={"quarantined": md_table(["batch", "digest", "reason"], [(r.batch_id, r.digest, r.reason) for r in quarantined])},
+                metadata={"quarantined": table(["batch", "digest", "reason"], [(r.batch_id, r.digest, r.reason) for r in quarantined])},
             )
         ],
     )
@@ -128,6 +130,8 @@ def build_raw_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition | None
         partitions_def=partitions,
         backfill_policy=dg.BackfillPolicy.single_run() if partitions is not None else None,
         group_name="raw",
+        owners=owners(spec.contract.owner),
+        retry_policy=STEP_RETRY,
         kinds={spec.landing_format},
         check_specs=[dg.AssetCheckSpec(BATCH_IS_READABLE, asset=name, description=f"every landed batch parses as {spec.landing_format}")],
         description=f"{spec.name} source batches ({spec.landing_format}) as they arrived, "
@@ -135,20 +139,21 @@ def build_raw_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition | None
         "their SHA-256. Landing the same bytes again is a no-op; new bytes for a batch id are a new object; unreadable batches are quarantined.",
     )
     def _raw(context: dg.AssetExecutionContext, config: RawBatchConfig, platform: PlatformResource) -> AssetResult:
-        days = partition_days(context)
-        p = platform.get()
-        zone = p.landing
-        zone.writer = trust.require(p, Role.SOURCE_WRITER, source=spec.name).identity  # recorded per landed batch (docs/trust.md)
-        if config.recorded_at is not None:  # a historical load: the writer names the recorded time, an operator must allow it
-            trust.require(p, Role.OPERATOR)
-            trust.audit(p, "ingest.recorded_at", f"source:{spec.name}", detail={"recorded_at": config.recorded_at, "files": list(config.files)})
-        skipped: list[str] = []
-        files = batch_files(spec, config, platform.settings().drop_folder, days, skipped)
-        progress = platform.progress(context, f"{spec.name}: ")
-        landed = openlineage.landing(p, spec, files, lambda: land_files(zone, spec, files, config, progress))
-        for reason in skipped:
-            context.log.warning(f"not landed: {reason}")
-        every = [r for d in days for r in zone.records(spec.name, d)]
-        return raw_result(landed, every)
+        with retried_if_transient():
+            days = partition_days(context)
+            p = platform.get()
+            zone = p.landing
+            zone.writer = trust.require(p, Role.SOURCE_WRITER, source=spec.name).identity  # recorded per landed batch (docs/trust.md)
+            if config.recorded_at is not None:  # a historical load: the writer names the recorded time, an operator must allow it
+                trust.require(p, Role.OPERATOR)
+                trust.audit(p, "ingest.recorded_at", f"source:{spec.name}", detail={"recorded_at": config.recorded_at, "files": list(config.files)})
+            skipped: list[str] = []
+            files = batch_files(spec, config, platform.settings().drop_folder, days, skipped)
+            progress = platform.progress(context, f"{spec.name}: ")
+            landed = openlineage.landing(p, spec, files, lambda: land_files(zone, spec, files, config, progress))
+            for reason in skipped:
+                context.log.warning(f"not landed: {reason}")
+            every = [r for d in days for r in zone.records(spec.name, d)]
+            return raw_result(landed, every)
 
     return _raw

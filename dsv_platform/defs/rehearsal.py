@@ -3,7 +3,7 @@ the integrity scan, and the platform's status figures."""
 
 import dagster as dg
 
-from dsv_platform.defs.metadata import AssetResult, md_table
+from dsv_platform.defs.metadata import AssetResult, table
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.services.publication.status import platform_status
 from dsv_platform.services.reproduction.rehearsal import RehearsalRun, full_rehearsal, integrity_scan, rehearse
@@ -48,7 +48,7 @@ def reconstructability(context: dg.AssetExecutionContext, config: RehearsalConfi
             "reconstructable_fraction": dg.MetadataValue.float(run.fraction),
             "rehearsed": dg.MetadataValue.int(len(run.reports)),
             "retained_models": dg.MetadataValue.int(run.retained),
-            "last_records": md_table(["run manifest", "outcome", "reason", "record"], rows),
+            "last_records": table(["run manifest", "outcome", "reason", "record"], rows),
         },
         check_results=[
             dg.AssetCheckResult(
@@ -56,7 +56,7 @@ def reconstructability(context: dg.AssetExecutionContext, config: RehearsalConfi
                 passed=not run.failures,
                 description="all reconstructable" if not run.failures else f"not reconstructable: {', '.join(reasons)}",
                 metadata={
-                    "failures": md_table(["run manifest", "outcome", "reason"], [(r.run_hash, r.outcome.value, r.reason) for r in run.failures]),
+                    "failures": table(["run manifest", "outcome", "reason"], [(r.run_hash, r.outcome.value, r.reason) for r in run.failures]),
                     "reasons": ", ".join(reasons) or "none",
                 },
             )
@@ -101,7 +101,7 @@ def full_reproducibility(context: dg.AssetExecutionContext, config: FullRehearsa
             "reproduced": dg.MetadataValue.int(len(run.reports)),
             "retained": dg.MetadataValue.int(run.retained),
             "rebuilt_from_raw": dg.MetadataValue.int(sum(bool(r.rebuilt) for r in run.reports)),
-            "last_records": md_table(["manifest", "kind", "outcome", "rebuilt", "reason", "record"], rows),
+            "last_records": table(["manifest", "kind", "outcome", "rebuilt", "reason", "record"], rows),
         },
         check_results=[
             dg.AssetCheckResult(
@@ -135,7 +135,7 @@ def realization_integrity(config: IntegrityConfig, platform: PlatformResource) -
                 passed=not bad,
                 description="all sampled realizations verified" if not bad else "; ".join(f"{f.outcome.value}: {f.ref} object {f.object}" for f in bad),
                 metadata={
-                    "mismatches": md_table(["ref", "outcome", "object", "quarantined"], [(f.ref, f.outcome.value, f.object, f.quarantined) for f in bad])
+                    "mismatches": table(["ref", "outcome", "object", "quarantined"], [(f.ref, f.outcome.value, f.object, f.quarantined) for f in bad])
                 },
             )
         ],
@@ -149,13 +149,13 @@ def realization_integrity(config: IntegrityConfig, platform: PlatformResource) -
 )
 def dataset_observability(platform: PlatformResource) -> AssetResult:
     rows = [s.to_document() for s in platform_status(platform.get())]
-    table = [
+    lines = [
         (s["ref"], s["usable_ref"] or "none", s["freshness_seconds"], s["publication_lag_seconds"], s["rows"], s["bytes"], s["retries"], s["gate_failures"])
         for s in rows
     ]
     return dg.MaterializeResult(
         metadata={
-            "definitions": md_table(["definition", "usable", "freshness s", "publication lag s", "rows", "bytes", "retries", "gate failures"], table),
+            "definitions": table(["definition", "usable", "freshness s", "publication lag s", "rows", "bytes", "retries", "gate failures"], lines),
             "status": dg.MetadataValue.json(rows),
         }
     )

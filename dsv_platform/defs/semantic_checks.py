@@ -8,19 +8,14 @@ WARN checks. Metadata carries each rule's observed value and bound. Details: doc
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
 
 import dagster as dg
 
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.contracts.semantic_rules import families
 from dsv_platform.core.publication.gates import GateResult
-from dsv_platform.defs.metadata import AssetResult, md_table
-from dsv_platform.services.publication.realization import RealizationBuild
-from dsv_platform.services.publication.semantic_gate import GATE_PREFIX, stored_semantic_gates
-
-if TYPE_CHECKING:
-    from dsv_platform.bootstrap import Platform
+from dsv_platform.defs.metadata import table
+from dsv_platform.services.publication.semantic_gate import GATE_PREFIX
 
 
 def check_name(family: str) -> str:
@@ -88,7 +83,7 @@ def family_check_results(families: Mapping[str, bool], gates: Iterable[GateResul
                 severity=_severity(blocking, rules),
                 description=_failed_lines(rules),
                 metadata={
-                    "rules": md_table(header, rows),
+                    "rules": table(header, rows),
                     "results": dg.MetadataValue.json([dict(g.detail) | {"passed": g.passed} for g in rules]),
                 },
             )
@@ -99,11 +94,3 @@ def family_check_results(families: Mapping[str, bool], gates: Iterable[GateResul
 def semantic_check_results(definition: DatasetDefinition, gates: Iterable[GateResult]) -> list[dg.AssetCheckResult]:
     """The results of :func:`semantic_check_specs` from the build's semantic gates (none for a reused realization)."""
     return family_check_results(families(definition.contract), gates)
-
-
-def with_semantic_checks(result: AssetResult, definition: DatasetDefinition, platform: Platform, build: RealizationBuild) -> AssetResult:
-    """``result`` (the snapshot's materialization) carrying the semantic check results (a reused build's from its stored report)."""
-    gates = stored_semantic_gates(platform, build.manifest_hash) if build.reused else build.gates
-    checks = [*(result.check_results or []), *semantic_check_results(definition, gates)]
-    replaced: AssetResult = result._replace(check_results=checks)
-    return replaced

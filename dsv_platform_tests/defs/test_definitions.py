@@ -110,7 +110,7 @@ def test_garbled_batch_fails_the_raw_check(env):
     [name] = drop(settings.drop_folder, [events.garbled_batch(DOMAIN.start)])
     result = _materialize(defs, instance, "raw_transactions", DAYS[0], run_config={"ops": {"raw_transactions": {"config": {"files": [name]}}}})
     [check] = result.get_asset_check_evaluations()
-    assert not check.passed and "CSV" in check.metadata["quarantined"].value
+    assert not check.passed and "CSV" in check.metadata["quarantined"].value.records[0].data["reason"]
 
 
 def test_without_files_a_run_lands_the_drop_folder_files_of_its_days(env):

@@ -28,6 +28,7 @@ import pytest
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.defs.datasets import PUBLICATION_TAG
+from dsv_platform.defs.retries import PUBLICATION_POOL
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.demo import SOURCES, START
 from dsv_platform.examples.fraud.generator import FraudDomain
@@ -158,7 +159,9 @@ def _launch(cluster: Deployment, job: str, *, assets: list[str] | None = None, t
 LOADED = """import json, dagster as dg
 with dg.DagsterInstance.get() as i:
     q = i.run_coordinator.get_run_queue_config()
-    print(json.dumps([type(i.run_coordinator).__name__, type(i.compute_log_manager).__name__, q.max_concurrent_runs, q.tag_concurrency_limits]))"""
+    pool = i.event_log_storage.get_concurrency_info("%s").slot_count
+    print(json.dumps([type(i.run_coordinator).__name__, type(i.compute_log_manager).__name__, q.max_concurrent_runs, q.tag_concurrency_limits, pool]))"""
+LOADED = LOADED % PUBLICATION_POOL
 
 
 def _dsv(env: dict[str, str], *args: str) -> dict[str, Any]:
@@ -184,15 +187,18 @@ def _iceberg_snapshots(env: dict[str, str], s3: Any) -> dict[str, set[str]]:
 
 
 def _check_instance(env: dict[str, str]) -> None:
-    """``dagster instance info`` succeeds on PostgreSQL; the lazily loaded run coordinator and compute log manager are the yaml's."""
+    """``dagster instance info`` succeeds on PostgreSQL; the lazily loaded run coordinator and compute log manager are the yaml's;
+    the publication pool gets its limit as deploy/README says (``dagster instance concurrency set``)."""
     out = subprocess.run([str(BIN / "dagster"), "instance", "info"], env=env, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-3000:]
     for name in ("PostgresRunStorage", "PostgresEventLogStorage", "PostgresScheduleStorage"):
         assert name in out.stdout, f"{name} not in:\n{out.stdout}"
+    pool = subprocess.run([str(BIN / "dagster"), "instance", "concurrency", "set", PUBLICATION_POOL, "1"], env=env, capture_output=True, text=True, timeout=180)
+    assert pool.returncode == 0, pool.stderr[-3000:]
     out = subprocess.run([str(BIN / "python"), "-c", LOADED], env=env, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-3000:]
     limit = [{"key": PUBLICATION_TAG, "limit": 1}]
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == ["QueuedRunCoordinator", "S3ComputeLogManager", 8, limit], out.stdout
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == ["QueuedRunCoordinator", "S3ComputeLogManager", 8, limit, 1], out.stdout
 
 
 def _run_everything(cluster: Deployment, env: dict[str, str]) -> tuple[set[str], set[str]]:

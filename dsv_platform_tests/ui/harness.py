@@ -148,7 +148,7 @@ def graphql(base: str, query: str, **variables: Any) -> dict[str, Any]:
 MATERIALIZATIONS = """query($key: AssetKeyInput!, $limit: Int) { assetOrError(assetKey: $key) { __typename ... on Asset {
   assetMaterializations(limit: $limit) { runId timestamp metadataEntries { label
     ... on TextMetadataEntry { text } ... on FloatMetadataEntry { floatValue } ... on IntMetadataEntry { intValue }
-    ... on MarkdownMetadataEntry { mdStr } ... on JsonMetadataEntry { jsonString } } } } } }"""
+    ... on MarkdownMetadataEntry { mdStr } ... on JsonMetadataEntry { jsonString } ... on TableMetadataEntry { table { records } } } } } } }"""
 CHECKS = """query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { __typename ... on AssetNode {
   assetChecksOrError { __typename ... on AssetChecks { checks { name executionForLatestMaterialization { runId status } } } } } } }"""
 RUN = """query($id: ID!) { runOrError(runId: $id) { __typename ... on Run { status } } }"""
@@ -157,11 +157,14 @@ RUN = """query($id: ID!) { runOrError(runId: $id) { __typename ... on Run { stat
 def materializations(base: str, asset: str, limit: int | None = None) -> list[dict[str, Any]]:
     """Newest first: run id, timestamp and metadata values of each materialization of ``asset``."""
     mats = graphql(base, MATERIALIZATIONS, key={"path": [asset]}, limit=limit)["assetOrError"]["assetMaterializations"]
-    pick = ("text", "floatValue", "intValue", "mdStr", "jsonString")
-    return [
-        {"run_id": m["runId"], "metadata": {e["label"]: next((e[k] for k in pick if k in e), None) for e in m["metadataEntries"]}}
-        for m in mats
-    ]
+    return [{"run_id": m["runId"], "metadata": {e["label"]: _entry_value(e) for e in m["metadataEntries"]}} for m in mats]
+
+
+def _entry_value(entry: dict[str, Any]) -> Any:
+    """A metadata entry's value: text, number, markdown, JSON text, or a table's records (one dict a row)."""
+    if "table" in entry:
+        return [json.loads(r) for r in entry["table"]["records"]]
+    return next((entry[k] for k in ("text", "floatValue", "intValue", "mdStr", "jsonString") if k in entry), None)
 
 
 def latest_metadata(base: str, asset: str) -> dict[str, Any]:

@@ -16,11 +16,10 @@ from dsv_platform_tests.ui.steps import Steps
 pytestmark = [pytest.mark.ui, pytest.mark.xdist_group("ui")]
 
 
-def _pinned(markdown: str) -> dict[str, str]:
-    """table -> snapshot id, from the pinned_snapshots markdown table (| table | snapshot id | tag |)."""
-    rows = re.findall(r"^\|\s*(\w+)\s*\|\s*(\d+)\s*\|", markdown, flags=re.M)
-    assert rows, markdown
-    return dict(rows)
+def _pinned(records: list[dict[str, object]]) -> dict[str, str]:
+    """table -> snapshot id, from the pinned_snapshots table (table, snapshot id, tag)."""
+    assert records, records
+    return {str(r["table"]): str(r["snapshot id"]) for r in records}
 
 
 def test_ml_engineer_follows_the_model_lineage_to_its_pinned_snapshots(steps: Steps) -> None:
@@ -30,7 +29,7 @@ def test_ml_engineer_follows_the_model_lineage_to_its_pinned_snapshots(steps: St
     # The snapshot materialization the model was trained on (a later rebuild from the same inputs has the same manifest).
     built = [m["metadata"] for m in materializations(steps.base, SNAPSHOT) if m["metadata"].get("manifest_hash") == trained_on]
     assert built, f"no {SNAPSHOT} materialization has the manifest {MODEL} was trained on ({trained_on})"
-    pinned = _pinned(str(built[0]["pinned_snapshots"]))
+    pinned = _pinned(built[0]["pinned_snapshots"])
 
     steps.open(f"/assets/{MODEL}", "trained_on_manifest_hash", trained_on, "pinned_snapshots", *pinned.values(), shot="model-overview")
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, cast
 from urllib.parse import urlparse
@@ -36,6 +35,7 @@ from dsv_platform.adapters.objects.object_store import (
 )
 from dsv_platform.adapters.objects.s3_client import ReachableClient
 from dsv_platform.core.errors import EnvironmentSetupError, ObjectConflictError, ObjectNotFoundError, ObjectStoreError
+from dsv_platform.core.publication.retry import retry
 
 MiB = 1024 * 1024
 Upload = Callable[[dict[str, str]], None]
@@ -60,6 +60,10 @@ def _precondition_failed(exc: ClientError) -> bool:
 def _unsupported(exc: ClientError) -> bool:
     code, status = _status(exc)
     return status == 501 or code == "NotImplemented"
+
+
+class _LostRace(Exception):
+    """A conditional create lost to another writer (or the store changed mode): the create is tried again."""
 
 
 def _conditional_conflict(exc: ClientError) -> bool:
@@ -162,29 +166,9 @@ class S3ObjectStore(ObjectStore):
     def _create(self, digest: str, upload: Upload) -> str:
         """Create the object key if absent (see the module docstring), then verify it."""
         key = self.key(object_key(digest))
-        for attempt in range(_ATTEMPTS):
-            try:
-                if not self.conditional_writes:
-                    if self._same_as_existing(digest):
-                        return digest
-                    upload({})
-                    break
-                upload({"IfNoneMatch": "*"})
-                break
-            except ClientError as exc:
-                if not self.conditional_writes:
-                    raise self._fail(f"cannot create object {digest} at", key, exc) from exc
-                if _precondition_failed(exc):
-                    if self._same_as_existing(digest):
-                        return digest
-                elif _unsupported(exc):
-                    self.conditional_writes = False
-                elif _conditional_conflict(exc):
-                    time.sleep(0.05 * 2**attempt)
-                else:
-                    raise self._fail(f"cannot create object {digest} at", key, exc) from exc
-        else:
-            raise ObjectStoreError(f"cannot create object {digest} at s3://{self.bucket}/{key}: it kept appearing and vanishing")
+        kept = ObjectStoreError(f"cannot create object {digest} at s3://{self.bucket}/{key}: it kept appearing and vanishing")
+        if retry(lambda _: self._create_once(digest, key, upload), attempts=_ATTEMPTS, again=lambda e: isinstance(e, _LostRace), exhausted=lambda _: kept):
+            return digest  # it was there already, with our bytes
         if self.verify_writes:
             try:
                 self.verify(digest)
@@ -193,6 +177,28 @@ class S3ObjectStore(ObjectStore):
                     self.client.delete_object(Bucket=self.bucket, Key=key)
                 raise
         return digest
+
+    def _create_once(self, digest: str, key: str, upload: Upload) -> bool:
+        """One attempt: True when the object was already there with our bytes, False when uploaded; a lost race raises _LostRace."""
+        try:
+            if not self.conditional_writes:
+                if self._same_as_existing(digest):
+                    return True
+                upload({})
+                return False
+            upload({"IfNoneMatch": "*"})
+            return False
+        except ClientError as exc:
+            if not self.conditional_writes:
+                raise self._fail(f"cannot create object {digest} at", key, exc) from exc
+            if _precondition_failed(exc):
+                if self._same_as_existing(digest):
+                    return True
+            elif _unsupported(exc):
+                self.conditional_writes = False
+            elif not _conditional_conflict(exc):
+                raise self._fail(f"cannot create object {digest} at", key, exc) from exc
+            raise _LostRace(str(exc)) from exc
 
     def _same_as_existing(self, digest: str) -> bool:
         """True if the key holds these bytes, False if it is absent; ObjectConflictError if it holds others."""

@@ -31,6 +31,7 @@ from dsv_platform.core.config.split_policy import parse_split_policy
 from dsv_platform.core.config_yaml import ConfigError, check_keys, names_list, need, read_yaml
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.contracts.integrity_signals import parse_integrity
+from dsv_platform.core.contracts.owners import owner_of
 from dsv_platform.core.identity.example_id import example_id_column
 from dsv_platform.core.splits.policy import SplitPolicy, policy_from_document
 from dsv_platform.core.trust.access import parse_access
@@ -361,7 +362,7 @@ def parse_definition(raw: Any, *, source: str | Path = "<definition>") -> Datase
         name=need(doc, "name", str, file=file),
         version=need(doc, "version", str, file=file),
         description=str(doc.get("description", "")),
-        owner=str(doc.get("owner", "unknown")),
+        owner=owner_of(doc, file),
         base=base,
         as_of_joins=_joins(doc, file),
         label=label,

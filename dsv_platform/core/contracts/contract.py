@@ -19,6 +19,7 @@ import yaml
 
 from dsv_platform.core import canonical_json
 from dsv_platform.core.config_yaml import StrictLoader
+from dsv_platform.core.contracts.owners import owner_problem
 from dsv_platform.core.contracts.semantic import SEMANTIC_COLUMN_KEYS, document_of, parse_column_expect, parse_drift, parse_expectations, read_reference
 from dsv_platform.core.errors import ContractError
 
@@ -347,6 +348,8 @@ def parse_contract(doc: Any, *, source: str | None = None) -> Contract:
     if partition_by is not None and partition_by not in seen:
         raise ContractError("partition_by names an undeclared column", file=source, column=str(partition_by))
     owner = doc.get("owner")
+    if (problem := owner_problem(owner)) is not None:
+        raise ContractError(problem, file=source)
     return Contract(
         name=name,
         columns=columns,

@@ -28,6 +28,7 @@ class Failure:
     meaning: str
     audit: str | None = None  # a core.reproduction Outcome value; None: not a resolution failure
     shares_with: tuple[FailureKind, ...] = ()  # kinds that knowingly share this exit code (both rows name each other)
+    transient: bool = False  # a retry may succeed (a service that did not answer); never a verdict on data, trust or state
 
     @property
     def resolution(self) -> bool:
@@ -81,6 +82,7 @@ FAILURES: tuple[Failure, ...] = (
         10,
         "PostgreSQL does not answer within the 5 s connect timeout (the URL named, its password masked), "
         "or the S3 endpoint does not answer (endpoint and store named)",
+        transient=True,
     ),
     Failure(K.FILE_ACCESS, 11, "a file or folder named on the command line cannot be read or written (`--plan`, `--write`, `--out`)"),
     Failure(
@@ -149,6 +151,11 @@ HEADER = ("kind", "exit code", "audit outcome", "meaning")
 def exit_code(kind: FailureKind) -> int:
     """The exit code of ``kind``."""
     return BY_KIND[kind].exit_code
+
+
+def transient(kind: FailureKind) -> bool:
+    """Whether a step that failed with ``kind`` may be retried (the failure table's ``transient`` rows: SERVICE_UNREACHABLE)."""
+    return BY_KIND[kind].transient
 
 
 def markdown_table() -> list[str]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dsv_platform.core import canonical_json
+from dsv_platform.core.errors import PublicationError
 
 
 @dataclass(frozen=True)
@@ -63,3 +64,12 @@ def report_of(manifest_hash: str, gates: Iterable[GateResult]) -> QualityReport:
     if len(set(names)) != len(names):
         raise ValueError(f"gate names must be unique, got {names}")
     return QualityReport(manifest_hash=manifest_hash, gates=gates)
+
+
+class GatesFailedError(PublicationError):
+    """A candidate's blocking gate(s) failed: the realization is FAILED; ``report`` holds every gate, ``report_object`` its stored copy."""
+
+    def __init__(self, message: str, *, report: QualityReport, report_object: str) -> None:
+        super().__init__(message)
+        self.report = report
+        self.report_object = report_object

@@ -4,7 +4,7 @@ import dagster as dg
 
 from dsv_platform.core.config.platform_config import PlatformConfig
 from dsv_platform.defs.datasets import REF, upstream_ref
-from dsv_platform.defs.metadata import AssetResult, md_table
+from dsv_platform.defs.metadata import AssetResult, table
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.examples.fraud import model
 from dsv_platform.services.reproduction.model_run import ModelRun, train_model
@@ -23,7 +23,7 @@ def model_result(run: ModelRun) -> AssetResult:
             "run_manifest_object": dg.MetadataValue.text(run.run_object),
             "trained_on_manifest_hash": dg.MetadataValue.text(run.manifest_hash),
             "trained_on_content_hash": dg.MetadataValue.text(run.content_hash),
-            "pinned_snapshots": md_table(["table", "snapshot id", "tag"], run.sources),
+            "pinned_snapshots": table(["table", "snapshot id", "tag"], run.sources),
             "metrics": dg.MetadataValue.json(run.metrics),
             "retention_root_id": dg.MetadataValue.int(run.retention_root),
         },

@@ -6,7 +6,7 @@ import dagster as dg
 
 from dsv_platform.core.config.platform_config import PlatformConfig
 from dsv_platform.defs.datasets import REF, upstream_ref
-from dsv_platform.defs.metadata import AssetResult, md_table
+from dsv_platform.defs.metadata import AssetResult, table
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.examples.readings.quarterly import produce_report
 from dsv_platform.services.reproduction.artifacts import ArtifactRun
@@ -25,8 +25,8 @@ def report_result(run: ArtifactRun) -> AssetResult:
             REF: dg.MetadataValue.text(run.manifest["inputs"][0]["ref"]),
             "manifest_hash": dg.MetadataValue.text(run.manifest_hash),
             "footer": dg.MetadataValue.text(run.record.footer),
-            "results": md_table(["result", "value"], rows),
-            "files": md_table(["file", "object"], sorted(run.record.files.items())),
+            "results": table(["result", "value"], rows),
+            "files": table(["file", "object"], sorted(run.record.files.items())),
             "figure": dg.MetadataValue.md(f"![hourly load and regional totals](data:image/png;base64,{png})"),
             "watermark": dg.MetadataValue.text(str(run.manifest["watermark"])),
             "retention_root_id": dg.MetadataValue.int(run.retention_root),

@@ -28,9 +28,10 @@ from dsv_platform.adapters.registry.trust import TrustRecords
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.errors import AliasConflictError, PublicationError
 from dsv_platform.core.identity.hashing import hash_partition, sort_by_key
-from dsv_platform.core.publication.gates import GateResult, QualityReport, report_of
+from dsv_platform.core.publication.gates import GateResult, GatesFailedError, QualityReport, report_of
 from dsv_platform.core.publication.manifest import BuiltPart, Manifest, build_manifest
 from dsv_platform.core.publication.records import PublishOutcome, Realization
+from dsv_platform.core.publication.retry import retry
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.core.trust.trust import Role
 from dsv_platform.services.lineage.lineage import record_realization_lineage
@@ -227,7 +228,8 @@ class Publisher:
             names = ", ".join(g.name for g in report.failed if g.blocking)
             self.registry.transition(candidate, RealizationState.FAILED, reason=f"blocking gate(s) failed: {names}", actor=self.actor)
             self.store.abandon(attempt)
-            raise PublicationError(f"{request.dataset}:{request.version}: blocking gate(s) failed: {names} (quality report object {report_object})")
+            message = f"{request.dataset}:{request.version}: blocking gate(s) failed: {names} (quality report object {report_object})"
+            raise GatesFailedError(message, report=report, report_object=report_object)
         if self.gate is not None:  # a builder without the publisher role leaves a SEALED candidate: staging only
             self.gate.require(Role.PUBLISHER, definition=scope)
         outcome = self.publish_beside_gc(candidate, request, manifest, report_object, parts)  # audited in its transaction
@@ -289,17 +291,16 @@ class Publisher:
         assert realization.manifest_hash is not None
         if self.gate is not None:  # moving a name is publishing: an upstream writer cannot move a pointer
             self.gate.require(Role.PUBLISHER, definition=f"{realization.dataset}:{realization.version}")
-        for _ in range(attempts):
+        target = realization.manifest_hash
+        gave_up = PublicationError(f"alias {alias!r} of {realization.dataset}:{realization.version} kept moving; gave up after {attempts} attempts")
+
+        def swap(_: int) -> None:
             current = self.registry.get_alias(realization.dataset, realization.version, alias)
             expect = current.target if current else None
-            if expect == realization.manifest_hash:
+            if expect == target:
                 return
-            try:
-                who = None if self.gate is None else self.gate.identity  # audited in the move's own transaction
-                target = realization.manifest_hash
-                self.registry.set_alias(realization.dataset, realization.version, alias, target, expect=expect, actor=self.actor, audit_as=who)
-            except AliasConflictError:
-                continue
-            self.on_step(BuildStep.ALIAS_MOVED, f"{alias} -> {realization.manifest_hash}")
-            return
-        raise PublicationError(f"alias {alias!r} of {realization.dataset}:{realization.version} kept moving; gave up after {attempts} attempts")
+            who = None if self.gate is None else self.gate.identity  # audited in the move's own transaction
+            self.registry.set_alias(realization.dataset, realization.version, alias, target, expect=expect, actor=self.actor, audit_as=who)
+            self.on_step(BuildStep.ALIAS_MOVED, f"{alias} -> {target}")
+
+        retry(swap, attempts=attempts, again=lambda e: isinstance(e, AliasConflictError), exhausted=lambda _: gave_up)

@@ -1,0 +1,71 @@
+"""Dagster's own catalog metadata from the configuration: owners, column schema, table name, row count (docs/configuration.md).
+
+Owners come from the YAML ``owner`` (core/contracts/owners.py); ``dagster/column_schema`` from the
+contract (type with its parameters, description, nullability, the natural key as unique, units, ranges and
+allowed values as constraints); ``dagster/table_name`` and ``dagster/row_count`` go with every materialization.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import dagster as dg
+
+from dsv_platform.core.contracts.contract import Column, Contract, LogicalType
+from dsv_platform.core.contracts.owners import catalog_owners
+
+DATASETS_NAMESPACE = "datasets"
+
+
+def owners(owner: str | None) -> list[str]:
+    return list(catalog_owners(owner))
+
+
+def _type(c: Column) -> str:
+    if c.type is LogicalType.DECIMAL:
+        return f"decimal({c.precision},{c.scale})"
+    if c.type is LogicalType.TIMESTAMP and c.resolution:
+        return f"timestamp[{c.resolution}]"
+    return str(c.type.value)
+
+
+def _other(c: Column) -> list[str]:
+    """The column's declared constraints beyond nullability and uniqueness, as text."""
+    other = [f"unit {c.unit}"] if c.unit else []
+    if c.value_range is not None:
+        other.append(f"range [{c.value_range[0]}, {c.value_range[1]}]")
+    if c.allowed_values is not None:
+        other.append(f"allowed values {list(c.allowed_values)}")
+    return other
+
+
+def column_schema(contract: Contract) -> dg.TableSchema:
+    """The contract's columns as a table schema: the catalog's column view of the asset."""
+    single_key = contract.key[0] if len(contract.key) == 1 else None
+    columns = [
+        dg.TableColumn(
+            c.name,
+            _type(c),
+            description=c.description,
+            constraints=dg.TableColumnConstraints(nullable=c.nullable, unique=c.name == single_key, other=_other(c)),
+        )
+        for c in contract.columns
+    ]
+    key = [f"natural key ({', '.join(contract.key)})"] if contract.key else []
+    return dg.TableSchema(columns=columns, constraints=dg.TableConstraints(other=key))
+
+
+def schema_metadata(contract: Contract) -> dict[str, Any]:
+    """The asset spec's metadata carrying the column schema."""
+    return {"dagster/column_schema": column_schema(contract)}
+
+
+def table_metadata(table_name: str, rows: int) -> Mapping[str, dg.MetadataValue]:
+    """A materialization's table name and row count as the catalog reads them."""
+    return {"dagster/table_name": dg.MetadataValue.text(table_name), "dagster/row_count": dg.MetadataValue.int(rows)}
+
+
+def dataset_table(name: str, version: str) -> str:
+    """The name a dataset version's realizations go by in the catalog: ``datasets.<name>.<version>``."""
+    return f"{DATASETS_NAMESPACE}.{name}.{version}"
