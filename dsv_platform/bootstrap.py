@@ -136,7 +136,10 @@ class Platform:
 
     @property
     def actor(self) -> str:
-        return self.settings.actor
+        """Who acts: the identity that proved its key (``DSV_IDENTITY``, else the home's ``admin``), never free text (docs/trust.md)."""
+        from dsv_platform.services.trust.trust import current_identity  # here: services import this module
+
+        return current_identity(self).name
 
     @property
     def home(self) -> Path:

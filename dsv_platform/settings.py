@@ -34,6 +34,7 @@ class Settings:
     key_store: Path
     drop_folder: Path
     actor: str
+    """A claim (``DSV_IDENTITY``, ``DSV_ACTOR`` or ``$USER``), never recorded: ``Platform.actor`` is the identity that proved its key."""
     config_dir: Path = field(default_factory=lambda: DEFAULT_CONFIG_DIR)
     dagster_home: Path = _FOLLOW_HOME
     """The Dagster instance folder (``DAGSTER_HOME``); left unset it is ``home / "dagster"``."""

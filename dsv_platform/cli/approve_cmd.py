@@ -32,7 +32,7 @@ def _revoke(args: argparse.Namespace, platform: Platform) -> int:
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("approve", help="approve a PUBLISHED realization: it becomes ELIGIBLE (protected aliases may point only there)")
     p.add_argument("ref", metavar="REF", help="name:version, name:version@sha256:<hash> or name:version@<alias>")
-    p.add_argument("--reason", required=True, help="why (recorded with the actor, DSV_ACTOR, in the realization's events)")
+    p.add_argument("--reason", required=True, help="why (recorded with the acting identity in the realization's events)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_approve)
     p = sub.add_parser("revoke", help="revoke an approval: ELIGIBLE -> PUBLISHED; refused while a protected alias points at it")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dsv_platform.adapters.iceberg.iceberg_schema import check_evolution
-from dsv_platform.adapters.objects.landing import index_day, scan_days
+from dsv_platform.adapters.objects.landing import LandingError, check_recorded_time, index_day, scan_days
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.cli.progress import stage_progress
@@ -23,7 +23,7 @@ from dsv_platform.core.ingest.landing_format import EXTENSIONS
 from dsv_platform.core.ingest.scan_memo import scan_file
 from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.trust.trust import Role
-from dsv_platform.defs.raw import RawBatchConfig, file_batch
+from dsv_platform.defs.raw import RawBatchConfig, file_batch, recorded_time
 from dsv_platform.services.trust import trust
 
 SHOWN = 5
@@ -55,7 +55,7 @@ def check_file(path: Path, spec: SourceSpec, config: RawBatchConfig, progress: P
     if scan.malformed:
         raise BatchFileError(f"{path}: {scan.malformed_reason}")
     _, recorded_at = file_batch(path, config)
-    days = tuple(scan_days(scan, index_day(spec, recorded_at.date())))
+    days = tuple(scan_days(scan, index_day(spec, (recorded_at or dt.datetime.now(dt.UTC)).date())))
     failures = scan.failures if scan.rejected else ()
     return IngestFile(path, digest, days, scan.accepted, scan.rejected, failures)
 
@@ -63,12 +63,27 @@ def check_file(path: Path, spec: SourceSpec, config: RawBatchConfig, progress: P
 def _config(args: argparse.Namespace, files: list[Path]) -> RawBatchConfig:
     if args.batch_id is not None and len(files) != 1:
         raise ConfigurationError("--batch-id names the batch of one file; give exactly one FILE")
-    if args.recorded_at is not None:
-        try:
-            dt.datetime.fromisoformat(args.recorded_at)
-        except ValueError:
-            raise ConfigurationError(f"--recorded-at: not an ISO time: {args.recorded_at!r}") from None
     return RawBatchConfig(files=[str(f) for f in files], batch_id=args.batch_id, recorded_at=args.recorded_at)
+
+
+def _historical_load(platform: Platform, spec: SourceSpec, claimed: str | None) -> None:
+    """``--recorded-at``: an operator's historical load (ACCESS_DENIED naming the identity otherwise); never in the future.
+
+    A future time is refused before anything lands (LandingError, INVALID), the attempt audited; the accepted load is
+    audited by the raw asset, naming files and batches.
+    """
+    try:
+        when = recorded_time(claimed)
+    except ValueError:
+        raise ConfigurationError(f"--recorded-at: not an ISO time: {claimed!r}") from None
+    if when is None:
+        return
+    trust.require(platform, Role.OPERATOR)
+    try:
+        check_recorded_time(when, f"--recorded-at for {spec.name}")
+    except LandingError as exc:
+        trust.audit(platform, "ingest.recorded_at", f"source:{spec.name}", detail={"recorded_at": claimed, "refused": str(exc)})
+        raise
 
 
 def _batch_ids(platform: Platform, source: str, item: IngestFile) -> list[str]:
@@ -108,6 +123,7 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
     if spec is None:
         raise UnknownNameError(f"unknown source {args.source!r}; known: {sorted(config.sources)} (configuration {config.folder})")
     trust.require(platform, Role.SOURCE_WRITER, source=spec.name)  # before anything lands (docs/trust.md)
+    _historical_load(platform, spec, args.recorded_at)
     changes = check_evolution(platform.tables, spec)  # a contract change the canonical table cannot take is refused before anything lands
     files = [Path(f).resolve() for f in args.files]
     progress = stage_progress()  # stages on stderr: validate here, then the run's landing, load and partitions
@@ -173,6 +189,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("source", metavar="SOURCE", help="a source of the configuration (DSV_CONFIG_DIR)")
     p.add_argument("files", metavar="FILE", nargs="+", help="batch files in the source's landing format")
     p.add_argument("--batch-id", metavar="ID", help="the batch id (one file only; default: the file name)")
-    p.add_argument("--recorded-at", metavar="ISO", help="when the source recorded the batch (default: the file's modification time)")
+    p.add_argument(
+        "--recorded-at",
+        metavar="ISO",
+        help="a historical load: when the batch was recorded (operator, audited, never in the future); default: the platform clock at landing",
+    )
     p.add_argument("--json", action="store_true", help="one JSON object: run_id, source, first_day, last_day, files")
     p.set_defaults(handler=_ingest)

@@ -7,7 +7,8 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from dsv_platform.adapters.objects.landing import LandingRecord, LandingStatus, LandingZone
+from dsv_platform.adapters.objects.landing import LandingRecord, LandingStatus, LandingZone, sanitize_batch_id
+from dsv_platform.bootstrap import Platform
 from dsv_platform.core.config.source import SourceSpec, partition_text
 from dsv_platform.core.errors import ConfigurationError
 from dsv_platform.core.identity.hashing import content_hash
@@ -32,7 +33,8 @@ class RawBatchConfig(dg.Config):
 
     files: list[str] = Field(default_factory=list)
     batch_id: str | None = None  # default: from a drop-folder name (<source>__<day>__<batch id>.<fmt>), else the file's stem
-    recorded_at: str | None = None  # ISO time the source recorded the batch; default: the file's modification time
+    recorded_at: str | None = None  # a historical load: the ISO time the batches were recorded (operator, audited); default: the platform clock at landing
+    recorded_at_files: dict[str, str] = Field(default_factory=dict)  # a historical load per file (file as given in ``files`` -> ISO time)
 
 
 def outside_reason(path: Path, drop_folder: Path) -> str | None:
@@ -75,11 +77,34 @@ def recorded_time(text: str | None) -> dt.datetime | None:
     return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
 
 
-def file_batch(path: Path, config: RawBatchConfig) -> tuple[str | None, dt.datetime]:
-    """The batch id (configured, else from a drop-folder name) and recorded time (configured, else the file's modification time)."""
+def claimed_time(path: Path, config: RawBatchConfig) -> str | None:
+    """The recorded time a historical load names for ``path`` (per file, else for the run), or None: the platform's clock decides."""
+    by_file = config.recorded_at_files
+    return by_file.get(str(path)) or by_file.get(path.name) or config.recorded_at
+
+
+def file_batch(path: Path, config: RawBatchConfig) -> tuple[str | None, dt.datetime | None]:
+    """The batch id (configured, else from a drop-folder name) and the claimed recorded time (None: the platform clock at landing).
+
+    Never the file's modification time: whoever writes the file controls it (docs/trust.md, "Who chooses the recorded time").
+    """
     parsed = parse_batch_file(path.name)
     batch_id = config.batch_id or (parsed.batch_id if parsed is not None else None)
-    return batch_id, recorded_time(config.recorded_at) or dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
+    return batch_id, recorded_time(claimed_time(path, config))
+
+
+def historical_load(platform: Platform, spec: SourceSpec, files: Sequence[Path], config: RawBatchConfig) -> None:
+    """A load naming its recorded times needs ``operator``; audited (``ingest.recorded_at``) per claimed time: identity, files, batches."""
+    claims: dict[str, list[Path]] = {}
+    for path in files:
+        if (claim := claimed_time(path, config)) is not None:
+            claims.setdefault(claim, []).append(path)
+    if not claims:
+        return
+    trust.require(platform, Role.OPERATOR)
+    for claim, paths in sorted(claims.items()):
+        batches = [file_batch(p, config)[0] or sanitize_batch_id(p.stem) for p in paths]
+        trust.audit(platform, "ingest.recorded_at", f"source:{spec.name}", detail={"recorded_at": claim, "files": [str(p) for p in paths], "batches": batches})
 
 
 def land_files(
@@ -144,11 +169,9 @@ def build_raw_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition | None
             p = platform.get()
             zone = p.landing
             zone.writer = trust.require(p, Role.SOURCE_WRITER, source=spec.name).identity  # recorded per landed batch (docs/trust.md)
-            if config.recorded_at is not None:  # a historical load: the writer names the recorded time, an operator must allow it
-                trust.require(p, Role.OPERATOR)
-                trust.audit(p, "ingest.recorded_at", f"source:{spec.name}", detail={"recorded_at": config.recorded_at, "files": list(config.files)})
             skipped: list[str] = []
             files = batch_files(spec, config, platform.settings().drop_folder, days, skipped)
+            historical_load(p, spec, files, config)  # naming a recorded time: an operator's historical load, audited
             progress = platform.progress(context, f"{spec.name}: ")
             landed = openlineage.landing(p, spec, files, lambda: land_files(zone, spec, files, config, progress))
             for reason in skipped:

@@ -39,7 +39,7 @@ class IntegrityConfig(dg.Config):
     "HASH_MISMATCH, ENVIRONMENT_DRIFT, ...).",
 )
 def reconstructability(context: dg.AssetExecutionContext, config: RehearsalConfig, platform: PlatformResource) -> AssetResult:
-    run = rehearse(platform.get(), period_days=config.period_days, actor="rehearsal")
+    run = rehearse(platform.get(), period_days=config.period_days, actor=platform.get().actor)
     _observe(context, run)
     rows = [(r.run_hash, r.outcome.value, r.reason if not r.reconstructable else "", r.record_id) for r in run.reports]
     reasons = sorted({r.outcome.value for r in run.failures})
@@ -91,7 +91,7 @@ def _observe(context: dg.AssetExecutionContext, run: RehearsalRun) -> None:
     "`reconstructability`.",
 )
 def full_reproducibility(context: dg.AssetExecutionContext, config: FullRehearsalConfig, platform: PlatformResource) -> AssetResult:
-    run = full_rehearsal(platform.get(), period_weeks=config.period_weeks, actor="rehearsal")
+    run = full_rehearsal(platform.get(), period_weeks=config.period_weeks, actor=platform.get().actor)
     _observe(context, run)
     rows = [(r.target, r.kind, r.outcome.value, "; ".join(r.rebuilt), r.reason if not r.reconstructable else "", r.record_id) for r in run.reports]
     reasons = sorted({r.outcome.value for r in run.failures})

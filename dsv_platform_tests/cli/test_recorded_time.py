@@ -1,7 +1,8 @@
-"""Issue 24 item 7 (in part): the writer cannot choose a future recorded time, and naming one is an audited operator act.
+"""Issue 24 item 7: the platform assigns the recorded time at landing; naming one is an operator's audited historical load.
 
 Before: ``--recorded-at 2099-01-01`` was accepted; the row beat every later honest correction and the manifest's
-watermark became 2099. A file's modification time in the future did the same silently.
+watermark became 2099. By default the recorded time was the file's modification time: a file touched to 2001 was
+recorded in 2001, one touched ahead beat every later batch.
 """
 
 from __future__ import annotations
@@ -14,14 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from dsv_platform.adapters.objects.landing import LandingError, LandingZone
+from dsv_platform.adapters.objects.landing import LandingError, LandingRecord, LandingZone
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.bootstrap import build_platform
+from dsv_platform.core.errors import FailureKind
 from dsv_platform.core.ingest.batch import RawBatch
 from dsv_platform.services.trust import trust
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.cli.test_ingest_rejected_rows import _setup
 from dsv_platform_tests.fixtures.cli_runner import run_dsv, without_progress
+from dsv_platform_tests.services.test_publisher import backend_url
+
+__all__ = ["backend_url"]
 
 
 def test_a_batch_recorded_in_the_future_is_refused_before_anything_lands(tmp_path: Path) -> None:
@@ -39,28 +44,69 @@ def test_a_batch_recorded_in_the_future_is_refused_before_anything_lands(tmp_pat
     assert zone.land(batch, TRANSACTIONS).batch_id == batch.batch_id  # a past recorded time lands
 
 
+def _records(env: dict[str, str]) -> list[LandingRecord]:
+    with build_platform(load_settings(env)) as p:
+        return p.landing.records("labs")
+
+
 def test_dsv_ingest_refuses_a_future_recorded_at_and_audits_a_historical_one(tmp_path: Path) -> None:
     env, batch = _setup(tmp_path)
     batch.write_text("result_id,day,analyte,value\n1,2026-06-01,Na,140.0\n")
+
     def ingest(*args: str) -> subprocess.CompletedProcess[str]:
         return run_dsv(env, "ingest", "labs", str(batch), *args)
 
     future = ingest("--recorded-at", "2099-01-01T00:00:00+00:00")
-    assert future.returncode != 0 and "is in the future" in future.stderr, future.stderr
-    assert len(without_progress(future.stderr)) == 1  # the stage that passed (validate), then one error line
+    assert future.returncode == FailureKind.INVALID.exit_code, future.stderr
+    [line] = without_progress(future.stderr)  # one typed line, before anything is validated or landed
+    assert line.startswith("dsv: error: --recorded-at for labs: recorded time 2099-01-01T00:00:00+00:00 is in the future"), line
+    assert _records(env) == []
     past = ingest("--recorded-at", "2026-06-02T08:00:00+00:00", "--json")
     assert past.returncode == 0, past.stderr
     assert json.loads(past.stdout)["files"][0]["rows_accepted"] == 1
     with build_platform(load_settings(env)) as p:
         refused, entry = [e for e in trust.records(p).audit_entries() if e["action"] == "ingest.recorded_at"]  # the refused attempt too
-    assert refused["detail"]["recorded_at"] == "2099-01-01T00:00:00+00:00"
-    assert entry["target"] == "source:labs" and entry["detail"]["recorded_at"] == "2026-06-02T08:00:00+00:00" and entry["identity"]
+    assert refused["detail"]["recorded_at"] == "2099-01-01T00:00:00+00:00" and "in the future" in refused["detail"]["refused"]
+    assert refused["identity"] == "admin"  # the command's identity refused it; its run lands as the service identity (docs/trust.md)
+    assert (entry["target"], entry["identity"]) == ("source:labs", "dagster")
+    assert entry["detail"] == {"recorded_at": "2026-06-02T08:00:00+00:00", "files": [str(batch.resolve())], "batches": ["labs-2026-06-01"]}
+    [record] = _records(env)
+    assert record.recorded_at == dt.datetime(2026, 6, 2, 8, tzinfo=dt.UTC) and record.writer == "dagster"
 
 
-def test_a_file_modified_in_the_future_is_refused(tmp_path: Path) -> None:
+def test_a_historical_load_by_a_non_operator_is_refused_naming_the_identity(backend_url: str, tmp_path: Path) -> None:
+    env, batch = _setup(tmp_path)
+    env["DSV_REGISTRY_URL"] = backend_url
+    batch.write_text("result_id,day,analyte,value\n1,2026-06-01,Na,140.0\n")
+    assert run_dsv(env, "identity", "create", "wanda").returncode == 0
+    assert run_dsv(env, "grants", "add", "wanda", "source_writer", "--source", "labs").returncode == 0
+    as_wanda = env | {"DSV_IDENTITY": "wanda"}
+    done = run_dsv(as_wanda, "ingest", "labs", str(batch), "--recorded-at", "2026-06-02T08:00:00+00:00")
+    assert done.returncode == FailureKind.ACCESS_DENIED.exit_code, done.stderr
+    [line] = without_progress(done.stderr)
+    assert line.startswith("dsv: error: ACCESS_DENIED: identity 'wanda' has no grant for role 'operator'"), line
+    assert _records(env) == []
+    landed = run_dsv(as_wanda, "ingest", "labs", str(batch))  # without a claimed time the writer lands, at the platform's clock
+    assert landed.returncode == 0, landed.stderr
+    assert [r.writer for r in _records(env)] == ["wanda"]
+
+
+def test_the_recorded_time_is_the_platform_clock_at_landing_not_the_file_time(tmp_path: Path) -> None:
     env, batch = _setup(tmp_path)
     batch.write_text("result_id,day,analyte,value\n1,2026-06-01,Na,140.0\n")
-    ahead = (dt.datetime.now(dt.UTC) + dt.timedelta(days=30)).timestamp()
-    os.utime(batch, (ahead, ahead))
-    done = run_dsv(env, "ingest", "labs", str(batch))
-    assert done.returncode != 0 and "is in the future" in done.stderr, done.stderr
+    ahead = batch.with_name("labs-ahead.csv")
+    ahead.write_text("result_id,day,analyte,value\n2,2026-06-01,K,4.1\n")
+    os.utime(batch, (dt.datetime(2001, 1, 1, tzinfo=dt.UTC).timestamp(),) * 2)  # whoever writes the file sets these
+    os.utime(ahead, ((dt.datetime.now(dt.UTC) + dt.timedelta(days=30)).timestamp(),) * 2)
+    before = dt.datetime.now(dt.UTC)
+    done = run_dsv(env, "ingest", "labs", str(batch), str(ahead))
+    after = dt.datetime.now(dt.UTC)
+    assert done.returncode == 0, done.stderr
+    records = _records(env)
+    assert len(records) == 2 and all(before <= r.recorded_at == r.landed_at <= after for r in records), records
+    with build_platform(load_settings(env)) as p:
+        assert not [e for e in trust.records(p).audit_entries() if e["action"] == "ingest.recorded_at"], "no claimed time: no historical load"
+    again = run_dsv(env, "ingest", "labs", str(batch), "--json")  # the same bytes, later: already landed, not a new batch
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["files"][0]["batch_ids"] == ["labs-2026-06-01"]
+    assert _records(env) == records

@@ -27,7 +27,7 @@ def test_reproduce_cmd_audits_rehearses_promotes_and_reports(lab: Lab, monkeypat
     run = lab.model(lab.fresh())
     code, out, _ = dsv(lab, monkeypatch, capsys, "reproduce", run.run_hash, "--json")
     doc = json.loads(out)
-    assert (code, doc["outcome"], doc["actor"], doc["tolerance_needed"]) == (0, "REPRODUCED", "auditor", "exact")
+    assert (code, doc["outcome"], doc["actor"], doc["tolerance_needed"]) == (0, "REPRODUCED", "admin", "exact")  # not DSV_ACTOR (#24 item 6)
     code, out, _ = dsv(lab, monkeypatch, capsys, "reproduce", run.ref)
     assert code == 0 and out.startswith("REPRODUCED: ")
 
@@ -50,7 +50,7 @@ def test_reproduce_cmd_audits_rehearses_promotes_and_reports(lab: Lab, monkeypat
     v6 = status["fraud_training_set:v6"]
     assert code == 0 and v6["usable_ref"] is not None and v6["rows"] > 0 and v6["bytes"] > 0
     assert v6["publication_lag_seconds"] > 0 and "build_and_seal" in v6["stage_seconds"]
-    assert any("auditor" in c["readers"] for c in v6["consumption"].values())
+    assert any("admin" in c["readers"] for c in v6["consumption"].values())  # reproduce read it as admin, whatever DSV_ACTOR says
     assert (v6["approval"]["state"], v6["approval"]["approved_by"], v6["approval"]["approval_reason"]) == ("ELIGIBLE", "auditor", "audit reproduced it")
     code, out, _ = dsv(lab, monkeypatch, capsys, "status")
     assert code == 0 and "fraud_training_set:v6: usable" in out and "state ELIGIBLE, approved by auditor" in out

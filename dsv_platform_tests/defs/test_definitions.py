@@ -3,10 +3,12 @@
 import dataclasses
 import datetime as dt
 import json
+import os
 
 import dagster as dg
 import pytest
 
+from dsv_platform.bootstrap import build_platform
 from dsv_platform.core.config_yaml import ConfigError
 from dsv_platform.defs import build_defs
 from dsv_platform.examples.fraud import events
@@ -148,3 +150,16 @@ def test_schedule_requests_the_previous_day(tmp_path):
     ctx = dg.build_schedule_context(scheduled_execution_time=dt.datetime(2026, 6, 10, 3, tzinfo=dt.UTC))
     [req] = list(schedule.evaluate_tick(ctx).run_requests)
     assert req.partition_key == "2026-06-09"
+
+
+def test_a_sensor_run_records_the_platform_clock_not_the_file_time(env):
+    settings, defs, instance = env
+    [name] = drop(settings.drop_folder, [events.daily_batch(DOMAIN, "transactions", DOMAIN.start)])
+    os.utime(settings.drop_folder / name, (dt.datetime(2001, 1, 1, tzinfo=dt.UTC).timestamp(),) * 2)  # the writer sets this, not the clock
+    with dg.build_sensor_context(instance=instance, resources={"platform": defs.resources["platform"]}) as ctx:
+        [req] = defs.resolve_sensor_def("drop_folder_sensor")(ctx).run_requests
+    before = dt.datetime.now(dt.UTC)
+    _materialize(defs, instance, "raw_transactions", req.partition_key, run_config=req.run_config)
+    with build_platform(settings) as p:
+        [record] = p.landing.records("transactions")
+    assert before <= record.recorded_at == record.landed_at <= dt.datetime.now(dt.UTC), record

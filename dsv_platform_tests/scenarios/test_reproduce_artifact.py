@@ -65,7 +65,7 @@ def test_reproduce_artifact_seven_steps_bit_for_bit(
     assert out.splitlines()[-1].startswith("  verdict: REPRODUCED (reproduction record ")
     records = lab.world.registry.reproduction_records(manifest_hash=run.manifest_hash)
     details = records[0].details
-    assert (records[0].outcome, records[0].actor) == ("REPRODUCED", "auditor")
+    assert (records[0].outcome, records[0].actor) == ("REPRODUCED", "admin")  # the proven identity, not DSV_ACTOR (#24 item 6)
     assert [(s["step"], s["status"]) for s in details["steps"]] == ALL_PASSED
     assert details["steps"][4]["detail"]["results"] == run.results, "the rerun's results are the recorded ones, bit for bit"
     assert details["steps"][3]["detail"]["loaded"] == run.manifest["environment"]["tz_database"]

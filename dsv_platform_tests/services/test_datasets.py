@@ -57,10 +57,10 @@ def test_open_dataset_by_alias_hash_and_version(backend_url: str, tmp_path: Path
         open_dataset(f"{name}@staging", settings=settings)
     with Registry.from_url(backend_url) as reg, reg.engine.connect() as conn:
         rows = conn.execute(select(s.consumption_records).order_by(s.consumption_records.c.id)).mappings().all()
-    assert [(r["actor"], r["ok"], r["manifest_hash"]) for r in rows[:3]] == [
-        ("trainer", True, new.manifest.manifest_hash),
-        ("trainer", True, old.manifest.manifest_hash),
-        ("trainer", True, old.manifest.manifest_hash),
+    assert [(r["actor"], r["ok"], r["manifest_hash"]) for r in rows[:3]] == [  # the identity that proved its key, not DSV_ACTOR (#24 item 6)
+        ("admin", True, new.manifest.manifest_hash),
+        ("admin", True, old.manifest.manifest_hash),
+        ("admin", True, old.manifest.manifest_hash),
     ]
     assert rows[3]["ok"] is False or rows[3]["ok"] == 0
     assert rows[3]["failure_kind"] == "NOT_FOUND"

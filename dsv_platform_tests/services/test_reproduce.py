@@ -23,7 +23,7 @@ def recorded(lab: Lab, report: ReproductionReport) -> dict[str, object]:
     records = lab.world.registry.reproduction_records(manifest_hash=report.manifest_hash)
     mine = [r for r in records if r.id == report.record_id]
     assert len(mine) == 1, "every audit writes one record"
-    assert mine[0].outcome == report.outcome.value and mine[0].actor == lab.settings.actor
+    assert mine[0].outcome == report.outcome.value and mine[0].actor == lab.world.platform.actor  # the proven identity
     return dict(mine[0].details)
 
 

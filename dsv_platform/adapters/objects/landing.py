@@ -154,7 +154,7 @@ class LandingZone:
             raise LandingError(f"a batch of source {batch.source!r} cannot land as source {spec.name!r}")
         if batch.format != spec.landing_format:
             raise LandingError(f"source {spec.name!r} lands {spec.landing_format} batches; this batch is {batch.format}")
-        _not_in_future(batch, spec, landed_at)
+        check_recorded_time(batch.recorded_at, f"batch {batch.batch_id!r} of {spec.name}", landed_at)
         digest = hashlib.sha256(batch.data).hexdigest()
         if self.redaction(digest) is None:  # a redacted batch's bytes are never stored again
             self.store.put(batch.data)
@@ -166,7 +166,7 @@ class LandingZone:
         """:meth:`land_all` of a file read in record batches (``scan``; ``batch`` carries no bytes): stored as a stream."""
         if batch.format != spec.landing_format or batch.source != spec.name:
             raise LandingError(f"source {spec.name!r} lands {spec.landing_format} batches of its own; this batch is {batch.source}/{batch.format}")
-        _not_in_future(batch, spec, landed_at)
+        check_recorded_time(batch.recorded_at, f"batch {batch.batch_id!r} of {spec.name}", landed_at)
         digest = file_digest(path)
         if self.redaction(digest) is None:  # a redacted batch's bytes are never stored again
             self.store.put_file(path)
@@ -231,17 +231,18 @@ class LandingZone:
         """Land a file of ``spec``'s landing format (``dsv ingest``); one record per partition day it touches.
 
         ``batch_id`` defaults to the file's stem (characters outside ``[A-Za-z0-9._-]`` become ``_``),
-        ``recorded_at`` to now (UTC); the batch's day is the first partition day its rows touch.
+        ``recorded_at`` to the platform's clock at landing (UTC, the landed time too); the batch's day is the first partition day its rows touch.
         """
         path = Path(path)
         ext = path.suffix.lstrip(".").lower()
         if ext in EXTENSIONS.values() and ext != EXTENSIONS[spec.landing_format]:
             raise LandingError(f"{path.name}: source {spec.name!r} lands {spec.landing_format} files, not {ext}")
-        when = recorded_at or dt.datetime.now(dt.UTC)
+        now = dt.datetime.now(dt.UTC)
+        when = recorded_at or now  # never the file's modification time: whoever writes the file sets it
         _, scan = scan_file(path, spec)  # the check before the run read these bytes already (scan_memo.py)
         days = scan_days(scan, index_day(spec, when.astimezone(dt.UTC).date()))
         ident = batch_id or sanitize_batch_id(path.stem)
-        return self.land_path(path, spec, RawBatch(spec.name, min(days), ident, when, b"", spec.landing_format), scan)
+        return self.land_path(path, spec, RawBatch(spec.name, min(days), ident, when, b"", spec.landing_format), scan, landed_at=now)
 
     def records(self, source: str | None = None, day: dt.date | None = None) -> list[LandingRecord]:
         """Index entries (all, of one source, or of one source and day) in landing order."""
@@ -354,12 +355,13 @@ def file_digest(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def _not_in_future(batch: RawBatch, spec: SourceSpec, landed_at: dt.datetime | None) -> None:
-    clock = (landed_at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
-    if batch.recorded_at > clock + FUTURE_SKEW:  # a writer must not choose a time every later honest correction loses to
+def check_recorded_time(when: dt.datetime, what: str, clock: dt.datetime | None = None) -> None:
+    """Refuse (LandingError, INVALID) a recorded time more than :data:`FUTURE_SKEW` ahead of the platform's clock."""
+    now = (clock or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
+    if when > now + FUTURE_SKEW:  # a writer must not choose a time every later honest correction loses to
         raise LandingError(
-            f"batch {batch.batch_id!r} of {spec.name}: recorded time {batch.recorded_at.isoformat()} is in the future "
-            f"(platform clock {clock.isoformat()}); a batch cannot be recorded after it lands"
+            f"{what}: recorded time {when.isoformat()} is in the future "
+            f"(platform clock {now.isoformat()}); a batch cannot be recorded after it lands"
         )
 
 
@@ -387,12 +389,11 @@ def read_drop_file(path: str | Path, sources: Mapping[str, SourceSpec]) -> RawBa
     """A drop-folder file as a batch; None if it is not ``<source>__<day>__<batch id>.<format>`` of a
     configured source in that source's landing format (:func:`drop_file_problem` says why).
 
-    We learn of a dropped file when it appears, so its ``recorded_at`` is the
-    file's modification time (UTC).
+    Its ``recorded_at`` is the platform's clock when it is read (UTC), never the file's
+    modification time, which whoever writes the file controls (docs/trust.md).
     """
     path = Path(path)
     parsed = parse_batch_file(path.name)
     if parsed is None or drop_file_problem(path, sources) is not None:
         return None
-    recorded_at = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
-    return RawBatch(parsed.source, parsed.day, parsed.batch_id, recorded_at, path.read_bytes(), parsed.format)
+    return RawBatch(parsed.source, parsed.day, parsed.batch_id, dt.datetime.now(dt.UTC), path.read_bytes(), parsed.format)

@@ -22,7 +22,7 @@ from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.approval import audit_in, locked_state
 from dsv_platform.adapters.registry.publication import insert_ignore
 from dsv_platform.adapters.registry.quarantine import quarantine_note
-from dsv_platform.adapters.registry.signed_events import sign_alias, verify_state
+from dsv_platform.adapters.registry.signed_events import sign_alias, signers, verify_state
 from dsv_platform.core.errors import NotFoundError, PublicationError, QuarantinedError
 from dsv_platform.core.publication.approval import DEFAULT_PROTECTED_ALIASES, check_protected_target
 from dsv_platform.core.publication.records import AliasMove, AliasRecord, StaleAliasError
@@ -51,7 +51,9 @@ def get_alias(conn: Connection, name: str, version: str, alias: str) -> AliasRec
 
 
 def alias_history(conn: Connection, name: str, version: str, alias: str) -> list[AliasMove]:
-    rows = conn.execute(select(H).where(H.c.dataset == name, H.c.version == version, H.c.alias == alias).order_by(H.c.generation, H.c.id))
+    """The moves of ``name:version@alias``, oldest first; a signed move's actor is its signer, not the free-text column."""
+    rows = list(conn.execute(select(H).where(H.c.dataset == name, H.c.version == version, H.c.alias == alias).order_by(H.c.generation, H.c.id)))
+    signed = signers(conn, "alias", [int(r.id) for r in rows])
     return [
         AliasMove(
             dataset=r.dataset,
@@ -60,7 +62,7 @@ def alias_history(conn: Connection, name: str, version: str, alias: str) -> list
             old_target=r.old_target,
             new_target=r.new_target,
             generation=r.generation,
-            actor=r.actor,
+            actor=signed.get(int(r.id), r.actor),
             reason=r.reason,
             at=r.at,
         )

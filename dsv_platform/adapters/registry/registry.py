@@ -10,6 +10,7 @@ records and redaction generations in bookkeeping.py; see publication.py for publ
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import insert, select, update
@@ -22,6 +23,7 @@ from dsv_platform.adapters.registry import publication as pub
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import resolution as res
 from dsv_platform.adapters.registry import schema as s
+from dsv_platform.adapters.registry import signed_events as se
 from dsv_platform.adapters.registry.bookkeeping import RegistryBookkeeping
 from dsv_platform.adapters.registry.collection import RegistryCollection
 from dsv_platform.adapters.registry.engine import create_registry_engine
@@ -45,6 +47,7 @@ from dsv_platform.core.publication.records import (
 )
 from dsv_platform.core.publication.refs import DatasetRef, parse_ref
 from dsv_platform.core.publication.states import ConcurrentTransitionError, RealizationState
+from dsv_platform.core.trust import events as ev
 
 
 class Registry(RegistrySignatures, RegistryBookkeeping, RegistryCollection):
@@ -206,9 +209,12 @@ class Registry(RegistrySignatures, RegistryBookkeeping, RegistryCollection):
             return None if row is None else q.realization_from_row(row)
 
     def events(self, realization_id: int) -> list[RealizationEvent]:
+        """The realization's events, oldest first; ``actor`` is the signer where the event is signed (docs/trust.md)."""
         t = s.realization_events
         with self._read() as conn:
-            return [q.event_from_row(r) for r in conn.execute(select(t).where(t.c.realization_id == realization_id).order_by(t.c.id))]
+            found = [q.event_from_row(r) for r in conn.execute(select(t).where(t.c.realization_id == realization_id).order_by(t.c.id))]
+            signed = se.signers(conn, ev.STATE, [e.id for e in found])
+        return [replace(e, actor=signed.get(e.id, e.actor)) for e in found]
 
     # ------------------------------------------------------------ reading
 
@@ -287,5 +293,6 @@ class Registry(RegistrySignatures, RegistryBookkeeping, RegistryCollection):
             return al.get_alias(conn, name, version, alias)
 
     def alias_history(self, name: str, version: str, alias: str) -> list[AliasMove]:
+        """The alias's moves, oldest first; ``actor`` is the signer where the move is signed (docs/trust.md)."""
         with self._read() as conn:
             return al.alias_history(conn, name, version, alias)

@@ -143,6 +143,15 @@ def sign_alias(conn: Connection, name: str, version: str, alias: str, now: datet
     _sign(conn, ev.ALIAS, f"alias:{name}:{version}@{alias}", int(rows[-1].id), _statement(ev.ALIAS, subject, rows), now)
 
 
+def signers(conn: Connection, kind: str, event_ids: list[int]) -> dict[int, str]:
+    """``{event id: signer}`` of the signed events among ``event_ids``: who acted is the identity that signed, not the free-text column."""
+    t = st.signed_events
+    if not event_ids:
+        return {}
+    rows = conn.execute(select(t.c.event_id, t.c.signer).where(t.c.kind == kind, t.c.event_id.in_(event_ids)))
+    return {int(r.event_id): str(r.signer) for r in rows}
+
+
 # ---------------------------------------------------------------- verification
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import shutil
 import sys
 import time
@@ -53,24 +52,25 @@ class Demo:
         self.failures = 0
 
     def write(self, batches: Sequence[RawBatch], step: str) -> list[Path]:
-        """The batches as the source would drop them: files named for the drop folder, modified when the source recorded them."""
+        """The batches as the source would drop them: files named for the drop folder."""
         folder = self.folder / step
         folder.mkdir(parents=True, exist_ok=True)
         paths = []
         for b in batches:
             path = folder / b.file_name
             path.write_bytes(b.data)
-            stamp = b.recorded_at.timestamp()
-            os.utime(path, (stamp, stamp))
             paths.append(path)
         return paths
 
     def land(self, batches: Sequence[RawBatch], step: str) -> None:
-        """One run landing (raw_*) and loading (canonical_*) every batch, over the days they cover."""
+        """One run landing (raw_*) and loading (canonical_*) every batch, over the days they cover.
+
+        The story's arrival times are a historical load (each file's recorded time named: operator, audited; docs/trust.md).
+        """
         paths = self.write(batches, step)
         sources = sorted({b.source for b in batches})
         days = sorted({b.day for b in batches})
-        ops = {f"raw_{s}": {"config": {"files": [str(p) for p, b in zip(paths, batches, strict=True) if b.source == s]}} for s in sources}
+        ops = {f"raw_{s}": {"config": _historical(paths, batches, s)} for s in sources}
         try:
             self.runner.run([a for s in sources for a in (f"raw_{s}", f"canonical_{s}")], days=(days[0], days[-1]), run_config={"ops": ops})
         finally:  # landed sealed (crypto-erasable); a plaintext copy under the home would outlive a privacy deletion
@@ -102,6 +102,12 @@ class Demo:
         print(f"      content hash {old['content_hash']}  re-read from storage: {reread} ({'UNCHANGED' if same else 'CHANGED (bug!)'})")
         print(f"  new {new['ref']}")
         print(f"      content hash {new['content_hash']}  ({'changed' if changed else 'unchanged'}; {expected}: {'ok' if ok else 'NOT OK'})")
+
+
+def _historical(paths: Sequence[Path], batches: Sequence[RawBatch], source: str) -> dict[str, Any]:
+    """The raw asset's config landing ``source``'s files, each recorded when the story says it arrived."""
+    mine = [(str(p), b) for p, b in zip(paths, batches, strict=True) if b.source == source]
+    return {"files": [p for p, _ in mine], "recorded_at_files": {p: b.recorded_at.isoformat() for p, b in mine}}
 
 
 def _lineage(model: dict[str, Any], snapshot: dict[str, Any]) -> None:
@@ -172,9 +178,9 @@ def _failure_modes(demo: Demo, base: dict[str, dict[str, Any]]) -> dict[str, dic
 
 def _release(platform: Platform, model: dict[str, Any]) -> None:
     """Approve the model's training realization (as the home's identity, not its builder), then promote the model: ``production`` moves only to ELIGIBLE."""
-    approval = approve(platform.registry, str(model["ref"]), reason=APPROVAL_REASON, actor="demo", gate=gatekeeper(platform))  # not its builder
+    approval = approve(platform.registry, str(model["ref"]), reason=APPROVAL_REASON, actor=platform.actor, gate=gatekeeper(platform))  # not its builder
     print(f"\napproval\n  {approval.realization.ref}: {approval.realization.state.value}; {approval.note}")
-    promoted = promote(platform, str(model["run_manifest_hash"]), actor="demo").to_document()
+    promoted = promote(platform, str(model["run_manifest_hash"]), actor=platform.actor).to_document()
     print(f"  promoted {promoted['model']} to {promoted['alias_ref']} (a protected alias: it points only at ELIGIBLE realizations)")
 
 

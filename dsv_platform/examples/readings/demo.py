@@ -82,10 +82,10 @@ def six_months_later(story: Story, run: ArtifactRun, old: dict[str, Any]) -> Non
     print(f"  old {old_ref}  content {old['content_hash']}")
     print(f"  new {new['ref']}  content {new['content_hash']}")
     registry = story.platform.registry
-    registry.release_retention_root(run.retention_root, actor="demo", reason="the report's one-quarter retention lapsed")
+    registry.release_retention_root(run.retention_root, actor=story.platform.actor, reason="the report's one-quarter retention lapsed")
     store, tables = story.platform.store, story.platform.existing_tables()
     plan = gc.plan(registry, store, tables=tables, landing=story.platform.existing_landing(), policy=GcPolicy(safety_window=timedelta(0)))
-    applied = gc.apply_plan(plan, registry=registry, store=store, tables=tables, dry_run=False, actor="demo")
+    applied = gc.apply_plan(plan, registry=registry, store=store, tables=tables, dry_run=False, actor=story.platform.actor)
     print(f"  the report's retention root released (one quarter lapsed); GC applied: {applied.summary()}")
     if tables is not None:
         print(f"  Iceberg's own retention then expired {gc.expire_source_snapshots(tables)} unprotected snapshot(s)")
@@ -125,7 +125,7 @@ def main(argv: Sequence[str]) -> int:
             story.land(generator.initial_batches(), "quarter")
             built = story.build()
             _timed(f"landed Q1 2026 (meters, calibration, readings) and published {built['ref']}", t0)
-            run = produce_report(platform, str(built["ref"]), clock=lambda: PRODUCED_AT, code=checkout_of(repo) if args.repo else None, actor="demo")
+            run = produce_report(platform, str(built["ref"]), clock=lambda: PRODUCED_AT, code=checkout_of(repo) if args.repo else None, actor=platform.actor)
             print(f"\nquarterly_consumption_report produced {PRODUCED_AT.isoformat()} (simulated clock)")
             print(f"  {numbers(run.results)}")
             print(f"  footer: {run.record.footer}")

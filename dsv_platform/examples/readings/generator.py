@@ -181,7 +181,8 @@ def correction_batch() -> RawBatch:
 def write_batches(folder: str | Path, batches: Iterable[RawBatch]) -> list[Path]:
     """Write ``batches`` into a drop folder under their batch file names (what `dsv ingest` and the sensor read).
 
-    Each file's modification time is its batch's ``recorded_at``: a dropped file is recorded when it appeared.
+    Each file's modification time is its batch's ``recorded_at``, as an extractor might set it; the platform never reads it
+    (it records a batch when it lands, or at a time an operator names: docs/trust.md).
     """
     root = Path(folder)
     root.mkdir(parents=True, exist_ok=True)

@@ -152,7 +152,7 @@ def record_activity(registry_or_platform: Registry | Platform, node: str, kind: 
     if not kind:
         raise ConfigurationError("an activity needs a kind (e.g. reproduction)")
     registry = registry_or_platform if isinstance(registry_or_platform, Registry) else registry_or_platform.registry
-    who = actor or (getattr(registry_or_platform, "actor", None) if not isinstance(registry_or_platform, Registry) else None) or "dsv-lineage"
+    who = actor or "dsv-lineage" if isinstance(registry_or_platform, Registry) else registry_or_platform.actor  # a platform: its proven identity
     return RunRecords(registry).add_activity(parsed, kind, record, actor=who)
 
 

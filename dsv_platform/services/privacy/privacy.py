@@ -132,7 +132,7 @@ class PrivacyCoordinator(SubjectIndexing):
         self.config = config
         self.store = store
         self.keys = store.keys
-        self.actor = actor
+        self.actor = actor if gate is None else gate.identity  # with a gate: the identity that proved its key, never free text
         self.zone = zone
         self.tables = tables
         self._subject_keys: dict[str, str] = {}  # hash -> key, only for subjects planned in this process (never stored)
@@ -389,7 +389,7 @@ def build_coordinator(platform: Platform, *, actor: str | None = None) -> Privac
     return PrivacyCoordinator(
         platform.registry,
         platform.store,
-        actor=actor or platform.actor,
+        actor=platform.actor,  # the proven identity; ``actor`` is kept for callers, never recorded (docs/trust.md)
         zone=platform.landing,
         tables=platform.tables,
         config=platform.config,

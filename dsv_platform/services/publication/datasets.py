@@ -262,7 +262,7 @@ def open_dataset(platform: Platform, ref: str | DatasetRef, *, actor: str | None
     from dsv_platform.services.trust.signing import require_trusted
 
     registry = platform.registry
-    who = actor or platform.actor
+    who = platform.actor  # the identity that proved its key; ``actor`` is kept for callers, never recorded (docs/trust.md)
     parsed = parse_ref(ref) if isinstance(ref, str) else ref
     detail: dict[str, object] = {"purpose": purpose}
     try:

@@ -133,7 +133,7 @@ class Publisher:
     ) -> None:
         self.registry = registry
         self.store = store
-        self.actor = actor
+        self.actor = actor if gate is None else gate.identity  # with a gate: the identity that proved its key, never free text
         self.on_step = on_step or (lambda step, detail: None)
         self.row_filter = row_filter  # e.g. privacy.exclude_deleted_subjects: drops rows of deleted subjects
         self.signer = signer  # the publisher identity: signs each realization's statement (docs/trust.md, "Signatures")

@@ -208,4 +208,4 @@ def quarantine_corrupt(platform: Platform, ref: str, manifest_hash: str, obj: st
     reason = f"integrity: object {obj}"
     entry = {"node": f"{REALIZATION}:{manifest_hash}", "kind": REALIZATION, "id": manifest_hash, "depth": 0, "ref": ref}
     evidence = {"object": obj, "error": error}
-    return records_of(platform).create(REALIZATION, manifest_hash, ref, reason=reason, actor=actor, evidence=evidence, affected=[entry])
+    return records_of(platform).create(REALIZATION, manifest_hash, ref, reason=reason, actor=platform.actor, evidence=evidence, affected=[entry])

@@ -138,7 +138,7 @@ def produce_artifact(
     actor: str | None = None,
 ) -> ArtifactRun:
     """Produce ``producer``'s artifact from ``inputs`` (``name:version`` -> ref); see the module docstring for the order."""
-    who = actor or platform.actor
+    who = platform.actor  # the proven identity; ``actor`` is kept for callers, never recorded
     now = clock or (lambda: dt.datetime.now(dt.UTC))
     _check_inputs(inputs)
     pin = code_pin_of(producer, code)

@@ -108,7 +108,7 @@ def train_model(
     environment: EnvironmentPin | Mapping[str, Any] | None = None,
 ) -> ModelRun:
     """Train ``model_name`` with ``trainer`` on ``ref``'s train split, evaluate on validation; the run is recorded intent first."""
-    who = actor or model_name
+    who = platform.actor  # the proven identity; ``actor`` is kept for callers, never recorded
     params = dict(parameters or {})
     path = trainer_path(trainer)
     pin = trainer_code(trainer, code)

@@ -78,7 +78,7 @@ def check_promotable(platform: Platform, run_hash: str, *, actor: str) -> tuple[
         raise PromotionRefusedError(Refusal.RUN_MANIFEST_MISSING, f"{digest} names a realization, not a model run manifest")
     recorded = found.run["realization"]
     try:
-        realization = registry.resolve_ref(str(recorded["ref"]), actor=actor)
+        realization = registry.resolve_ref(str(recorded["ref"]), actor=platform.actor)
     except ResolutionError as exc:
         raise PromotionRefusedError(Refusal.REALIZATION_UNRESOLVED, f"realization {recorded['ref']} does not resolve: {exc}") from exc
     if realization.manifest_hash != recorded["manifest_hash"]:
@@ -102,7 +102,7 @@ def check_promotable(platform: Platform, run_hash: str, *, actor: str) -> tuple[
 
 def promote(platform: Platform, run_hash: str, *, actor: str | None = None, alias: str = PRODUCTION) -> Promotion:
     """Gate, then move ``alias`` (default ``production``) to the model's realization and record the promotion."""
-    who = actor or platform.actor
+    who = platform.actor  # the proven identity; ``actor`` is kept for callers, never recorded
     realization, model_id = check_promotable(platform, run_hash, actor=who)
     registry = platform.registry
     Publisher(registry, platform.store, actor=who, gate=gatekeeper(platform)).move_alias(realization, alias)

@@ -108,6 +108,7 @@ def rehearse(platform: Platform, *, day: dt.date | None = None, period_days: int
     A model: resolve, re-hash, a training smoke test. An artifact: its manifest, code pin and inputs
     resolved and re-hashed (services/reproduction/rehearsal_artifacts.py). Nothing rebuilt: the "resolvable" series.
     """
+    actor = platform.actor  # the identity that proved its key; the parameter is kept for callers, never recorded (docs/trust.md)
     day = day or dt.datetime.now(dt.UTC).date()
     population = retained_population(platform)
     reports = tuple(
@@ -164,6 +165,7 @@ def full_rehearsal(
     model and artifact is reproduced once per ``period_weeks`` weeks. Its fraction is the "fully reproduced"
     series beside the daily "resolvable" one.
     """
+    actor = platform.actor  # the identity that proved its key; the parameter is kept for callers, never recorded (docs/trust.md)
     day = day or dt.datetime.now(dt.UTC).date()
     population = retained_population(platform)
     due = rotating_sample(population, day.toordinal() // 7, period_weeks)
@@ -204,6 +206,7 @@ class IntegrityScan:
 
 def integrity_scan(platform: Platform, *, day: dt.date | None = None, period_days: int = 7, actor: str = "integrity_scan") -> IntegrityScan:
     """Re-hash the readable realizations due on ``day``; quarantine and name the object on a mismatch."""
+    actor = platform.actor  # the identity that proved its key; the parameter is kept for callers, never recorded (docs/trust.md)
     day = day or dt.datetime.now(dt.UTC).date()
     registry = platform.registry
     population = registry.realizations_in(READABLE)

@@ -42,6 +42,7 @@ def _verdict(steps: list[Step]) -> Outcome:
 
 def resolve_artifact(platform: Platform, target: str, *, actor: str) -> ReproductionReport:
     """Steps 1-3 of reproducing the artifact ``target`` (its manifest hash), recorded; REPRODUCED means resolvable today."""
+    actor = platform.actor  # the identity that proved its key; the parameter is kept for callers, never recorded (docs/trust.md)
     record: ArtifactRecord | None = None
     try:
         record = locate_artifact(platform, target)

@@ -281,7 +281,7 @@ def reproduce(
     retrained by the trainer its run manifest names (``trainer`` overrides it). An artifact (its footer
     hash, a unique prefix of it, or its name) goes through the seven steps of services/reproduction/reproduce_artifact.py.
     """
-    who = actor or platform.actor
+    who = platform.actor  # the proven identity; ``actor`` is kept for callers, never recorded
     registry = platform.registry
     store = platform.store
     if is_artifact_target(platform, target):

@@ -120,6 +120,7 @@ def reproduce_artifact(
     platform: Platform, target: str, *, actor: str, rebuild: bool = True, procedure: str = "reproduce", repo: Path, progress: Say | None = None
 ) -> ReproductionReport:
     """Reproduce the artifact ``target`` names (footer hash, unique prefix, or name) in seven recorded steps."""
+    actor = platform.actor  # the identity that proved its key; the parameter is kept for callers, never recorded (docs/trust.md)
     say = progress or (lambda _message: None)
     started = time.monotonic()
     try:

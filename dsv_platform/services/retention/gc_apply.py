@@ -100,6 +100,7 @@ def apply_plan(
     With ``gate``, applying needs the operator role and is audited (``gc.apply``); a dry run needs no role.
     """
     step = on_step or (lambda name, detail: None)
+    actor = actor if gate is None else gate.identity  # with a gate: the identity that proved its key, never free text
     if gate is not None and not dry_run:
         gate.require(Role.OPERATOR)
     check_fresh(registry, plan)
