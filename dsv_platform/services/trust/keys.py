@@ -57,7 +57,10 @@ def write_new_key(path: Path) -> None:
 
 def load_private_key(platform: Platform, name: str) -> Ed25519PrivateKey:
     """The private key of ``name`` from the key folder; a missing or unreadable key is ACCESS_DENIED naming the file."""
-    path = key_path(platform, name)
+    return _load(key_path(platform, name), name)
+
+
+def _load(path: Path, name: str) -> Ed25519PrivateKey:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -70,4 +73,29 @@ def load_private_key(platform: Platform, name: str) -> Ed25519PrivateKey:
         raise AccessDeniedError(f"identity {name!r}: {path} is not a PEM Ed25519 private key") from exc
     if not isinstance(key, Ed25519PrivateKey):
         raise AccessDeniedError(f"identity {name!r}: {path} is not an Ed25519 private key")
+    return key
+
+
+def keygen(key_dir: Path, name: str) -> tuple[bytes, Path, bool]:
+    """The holder's side: a key pair for ``name`` in its own ``key_dir`` (kept when present); the raw public key, the path, whether new.
+
+    Nothing touches a registry: the holder hands the public key (and its fingerprint) to an operator, who registers it
+    (``dsv identity create NAME --public-key FILE``). The private key never leaves ``key_dir``.
+    """
+    path = key_dir / f"{check_identity_name(name)}.key"
+    created = not path.exists()
+    if created:
+        write_new_key(path)
+    return raw_public(_load(path, name)), path, created
+
+
+def parse_public_key(text: str, *, what: str) -> bytes:
+    """A raw Ed25519 public key from ``<64 hex>`` or ``ed25519:<64 hex>`` (what ``dsv identity keygen`` prints); else a ConfigurationError naming ``what``."""
+    value = text.strip().removeprefix("ed25519:")
+    try:
+        key = bytes.fromhex(value)
+    except ValueError:
+        key = b""
+    if len(key) != 32:
+        raise ConfigurationError(f"{what}: not an Ed25519 public key (64 hex digits, optionally prefixed ed25519:): {text.strip()[:80]!r}")
     return key

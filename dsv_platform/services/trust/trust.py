@@ -100,6 +100,17 @@ def create_identity(platform: Platform, name: str, *, by: str) -> tuple[Identity
     return Identity(name, public), created
 
 
+def register_identity(platform: Platform, name: str, public: bytes, *, by: str) -> tuple[Identity, bool]:
+    """The operator's side: record the public key a holder generated (``dsv identity keygen``), certified by the operator.
+
+    No private key is written or read here. False when ``name`` existed with this key; another key is a ConfigurationError.
+    """
+    record, created = records(platform).add_identity(check_identity_name(name), public.hex(), fingerprint(public), created_by=by)
+    if record.public_key != public.hex():
+        raise ConfigurationError(f"identity {name!r} already exists with another public key ({record.fingerprint}), not {fingerprint(public)}")
+    return Identity(name, public), created
+
+
 def _bootstrap(platform: Platform, name: str) -> Identity:
     """A built-in identity (``admin``, the Dagster service's) of a non-strict registry, with every role.
 
