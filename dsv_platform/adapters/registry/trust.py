@@ -270,6 +270,20 @@ class TrustRecords(RegistryTransactions):
         with self._read() as conn:
             return [entry_of(r) for r in conn.execute(stmt)]
 
+    def audit_head(self) -> tuple[int, str] | None:
+        """The newest entry's (seq, entry hash), or None for an empty log (what a publication's statement signs)."""
+        t = st.audit_log
+        with self._read() as conn:
+            row = conn.execute(select(t.c.seq, t.c.entry_hash).order_by(t.c.seq.desc()).limit(1)).first()
+        return None if row is None else (int(row.seq), str(row.entry_hash))
+
+    def audit_hash_at(self, seq: int) -> str | None:
+        """Entry ``seq``'s hash as the log holds it now; None when it holds no such entry."""
+        t = st.audit_log
+        with self._read() as conn:
+            found = conn.execute(select(t.c.entry_hash).where(t.c.seq == seq)).scalar()
+        return None if found is None else str(found)
+
     def verify_audit(self) -> dict[str, Any]:
         """The whole log checked: chain, signatures, checkpoints (AuditChainError / AuditTamperedError naming the entry)."""
         with self._read() as conn:
