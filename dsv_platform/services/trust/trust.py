@@ -23,6 +23,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from dsv_platform.adapters.registry.certificates import ROOT_FILE, load_root
+from dsv_platform.adapters.registry.launches import Launch
 from dsv_platform.adapters.registry.signed_events import EventSigner, pin_root, policy_of
 from dsv_platform.adapters.registry.trust import BOOTSTRAP_PROPERTY, STRICT_PROPERTY, TrustRecords
 from dsv_platform.bootstrap import Platform
@@ -38,6 +39,7 @@ BOOTSTRAP = "bootstrap"
 """The identity recorded for the bootstrap's own grants in the audit log."""
 STRICT_MARKER = "STRICT"
 _identities: weakref.WeakKeyDictionary[Platform, Identity] = weakref.WeakKeyDictionary()
+_launches: weakref.WeakKeyDictionary[Platform, Launch] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -326,7 +328,15 @@ class Gatekeeper:
         return require(self.platform, role, definition=definition, source=source, purpose=purpose)
 
     def record_builder(self, realization_id: int) -> None:
-        record_builder(self.platform, realization_id)
+        """The builder: in a Dagster run, who launched it (launch.py; unverified: the service identity), else the current identity."""
+        launch = _launches.get(self.platform)
+        if launch is None:
+            record_builder(self.platform, realization_id)
+            return
+        from dsv_platform.services.trust.launch import with_builder_grant  # here: launch.py imports this module
+
+        realization = self.platform.registry.get(realization_id)
+        records(self.platform).record_launch(realization_id, with_builder_grant(self.platform, launch, f"{realization.dataset}:{realization.version}"))
 
     def audit(self, action: str, target: str, *, reason: str | None = None, detail: Mapping[str, Any] | None = None) -> int:
         return audit(self.platform, action, target, reason=reason, detail=detail)
@@ -334,6 +344,11 @@ class Gatekeeper:
 
 def gatekeeper(platform: Platform) -> Gatekeeper:
     return Gatekeeper(platform)
+
+
+def adopt_launch(platform: Platform, launch: Launch) -> None:
+    """From now on ``platform`` builds for the Dagster run ``launch`` describes: its launcher (or the service) is the builder."""
+    _launches[platform] = launch
 
 
 def mark_strict(platform: Platform) -> None:
