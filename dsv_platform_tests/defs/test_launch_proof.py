@@ -139,3 +139,16 @@ def test_dsv_build_launch_tags_prints_a_request_for_the_publication_job(
         assert verify_launch(p, tags, job="publish_fraud_training_set_v6", run_id="ui-run").launcher == "alice"
     refused = cli("build", "fraud_training_set:v6", "--launch-tags", identity="bob")  # no builder grant: no request to sign
     assert refused.code == 7 and "'builder'" in refused.err, refused
+
+
+@pytest.mark.slow
+def test_dsv_build_records_the_command_identity_as_builder(team: Team, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    cli = DsvCli(capsys, monkeypatch, {"DSV_HOME": str(team.settings.home), "DSV_REGISTRY_URL": team.settings.registry_url})
+    built = cli("build", "fraud_training_set:v6", "--json")  # the command is admin; its run acts as the service identity
+    assert built.code == 0, built
+    ref = json.loads(built.out)["ref"]
+    with team.as_("bob") as p:
+        realization = p.registry.resolve_ref(ref)
+        launch = trust.records(p).launch_of(realization.id)
+        assert launch is not None and (launch.launcher, launch.service) == ("admin", "dagster"), launch
+        assert trust.builder_of(p, realization.id) == "admin", "the command that launched the run, not the service identity"
