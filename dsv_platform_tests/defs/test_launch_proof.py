@@ -95,7 +95,9 @@ def test_the_launcher_a_signed_request_proves_is_the_builder(team: Team) -> None
         assert approve(p.registry, ref, reason="report reviewed", actor="bob", gate=trust.gatekeeper(p)).changed
 
 
-def test_an_unverified_launch_is_approved_only_by_who_could_not_have_launched_it(team: Team) -> None:
+def test_an_unverified_launch_is_approved_only_by_who_could_not_have_launched_it(
+    team: Team, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     ref, run_id = team.snapshot("v5")  # launched without a request: the Launchpad, or anyone with the UI
     with team.as_("carol") as p:
         realization = p.registry.resolve_ref(ref)
@@ -106,6 +108,12 @@ def test_an_unverified_launch_is_approved_only_by_who_could_not_have_launched_it
             approve(p.registry, ref, reason="looks fine", actor="carol", gate=trust.gatekeeper(p))
     with team.as_("bob") as p:
         assert approve(p.registry, ref, reason="report reviewed", actor="bob", gate=trust.gatekeeper(p)).changed
+    cli = DsvCli(capsys, monkeypatch, {"DSV_HOME": str(team.settings.home), "DSV_REGISTRY_URL": team.settings.registry_url})
+    verified = cli("verify", ref, "--json")
+    assert verified.code == 0, verified
+    doc = json.loads(verified.out)
+    assert doc["built_by"] == "dagster" and doc["approved_by"] == ["bob"]
+    assert doc["launch"] == {"launcher": None, "verified": False, "service": "dagster", "run_id": run_id, "reason": "no launch request"}
 
 
 def test_a_replayed_forged_or_misdirected_request_proves_nothing(team: Team) -> None:
