@@ -18,6 +18,7 @@ from dsv_platform.core.errors import AuditTamperedError, ConfigurationError, Fil
 from dsv_platform.core.trust import audit_seal
 from dsv_platform.core.trust.trust import Role
 from dsv_platform.services.trust import trust
+from dsv_platform.services.trust.signing import verify_publication_heads
 from dsv_platform.settings import load_settings
 
 
@@ -59,9 +60,10 @@ def _verify(args: argparse.Namespace, platform: Platform) -> int:
         if problem is not None:
             raise AuditTamperedError(f"the audit log does not verify against {args.against}: {problem}")
     checked = platform.registry.verify_signed_state()  # UNTRUSTED (exit 13) naming the first state or alias no signature backs
-    doc = {"verified": True, **summary, "signed_state": checked}
+    heads = verify_publication_heads(platform)  # UNTRUSTED naming a publication whose signed audit head the log lost
+    doc = {"verified": True, **summary, "signed_state": checked, "publication_heads": heads}
     sealed = f"; {summary['signed_entries']} signed entries, {summary['checkpoints']} signed checkpoint(s)"
-    signed = f"; signed state of {checked['realizations']} realization(s) and {checked['aliases']} alias(es) verifies"
+    signed = f"; signed state of {checked['realizations']} realization(s) and {checked['aliases']} alias(es) verifies; {heads} publication head(s) in the log"
     print(json.dumps(doc, indent=2) if args.json else f"audit log verifies: {doc['entries']} entries, head {doc['head']}{sealed}{signed}")
     return 0
 

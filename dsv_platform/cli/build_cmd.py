@@ -8,11 +8,12 @@ import json
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.cli.progress import stage_progress
-from dsv_platform.cli.runs import Runner, UnknownNameError, asset_metadata, check_lines
+from dsv_platform.cli.runs import IN_PROCESS_JOB, Runner, UnknownNameError, asset_metadata, check_lines
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.config.platform_config import PlatformConfig
 from dsv_platform.core.trust.trust import Role
 from dsv_platform.services.trust import trust
+from dsv_platform.services.trust.launch import launch_tags
 
 JSON_KEYS = ("ref", "manifest_hash", "content_hash", "rows", "split_counts")
 
@@ -30,10 +31,15 @@ def find_definition(config: PlatformConfig, text: str) -> DatasetDefinition:
 def _build(args: argparse.Namespace, platform: Platform) -> int:
     definition = find_definition(platform.config, args.dataset)
     trust.require(platform, Role.BUILDER, definition=definition.ref)  # the run checks publisher before it publishes (docs/trust.md)
+    if args.launch_tags:  # for a run launched elsewhere (Launchpad, GraphQL, dagster job launch --tags): no build here
+        job = args.job or f"publish_{definition.asset_prefix}"
+        print(json.dumps(launch_tags(platform, job=job, partition=args.partition)))
+        return 0
     snapshot, splits = f"{definition.asset_prefix}_snapshot", f"{definition.asset_prefix}_splits"
     runner = Runner.open(platform.settings, platform.config, progress=stage_progress())  # stages on stderr
+    proof = launch_tags(platform, job=IN_PROCESS_JOB)  # the run records this command's identity as the builder
     try:
-        result = runner.run([snapshot, splits] if definition.split_policy is not None else [snapshot])  # no split policy: no splits asset
+        result = runner.run([snapshot, splits] if definition.split_policy is not None else [snapshot], launch=proof)  # no split policy: no splits asset
     finally:
         runner.close()
     meta = asset_metadata(result, snapshot)
@@ -58,4 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("build", help="materialize a dataset's snapshot and splits (one Dagster run) and print its identity")
     p.add_argument("dataset", metavar="NAME:VERSION", help="a dataset of the configuration (DSV_CONFIG_DIR), e.g. fraud_training_set:v6")
     p.add_argument("--json", action="store_true", help="one JSON object: ref, manifest_hash, content_hash, rows, split_counts")
+    p.add_argument("--launch-tags", action="store_true", help="build nothing: print a signed launch request's run tags (JSON) for a run launched elsewhere")
+    p.add_argument("--job", help="with --launch-tags: the Dagster job the run will be (default publish_<dataset>_<version>)")
+    p.add_argument("--partition", help="with --launch-tags: the run's partition key, if any")
     p.set_defaults(handler=_build)

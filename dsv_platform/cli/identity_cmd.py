@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
 from dsv_platform.adapters.registry.signed_events import policy_of
 from dsv_platform.bootstrap import Platform
@@ -11,19 +13,57 @@ from dsv_platform.cli.context import with_platform
 from dsv_platform.core.errors import AccessDeniedError, ConfigurationError
 from dsv_platform.core.trust.trust import Grant, Role
 from dsv_platform.services.trust import trust
+from dsv_platform.services.trust.keys import keygen, parse_public_key
+from dsv_platform.settings import load_settings
 
 
 @with_platform
 def _create(args: argparse.Namespace, platform: Platform) -> int:
+    """Register an identity: with ``--public-key``, the key its holder generated (``dsv identity keygen``); without, a key pair here."""
     trust.check_identity_name(args.name)
     trust.require(platform, Role.OPERATOR)  # identities are created by an operator (the bootstrap admin in a non-strict home)
-    identity, created = trust.create_identity(platform, args.name, by=trust.current_identity(platform).name)
-    path = trust.key_path(platform, args.name)
-    doc = {"identity": identity.name, "fingerprint": identity.fingerprint, "created": created, "private_key": str(path)}
+    by = trust.current_identity(platform).name
+    if args.public_key is not None:
+        identity, created = trust.register_identity(platform, args.name, _public_key_arg(args.public_key), by=by)
+        where = None
+    else:  # the embedded default: the key pair in this key folder
+        identity, created = trust.create_identity(platform, args.name, by=by)
+        where = str(trust.key_path(platform, args.name))
+    doc = {"identity": identity.name, "fingerprint": identity.fingerprint, "created": created, "private_key": where}
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
-        print(f"identity {identity.name}: {identity.fingerprint}" + ("" if created else " (existed)") + f"; private key {path}")
+        held = f"; private key {where}" if where else "; its private key stays with its holder"
+        print(f"identity {identity.name}: {identity.fingerprint}" + ("" if created else " (existed)") + held)
+    return 0
+
+
+def _public_key_arg(value: str) -> bytes:
+    """``--public-key``: ``-`` (stdin), a file holding the key, or the key itself (what ``dsv identity keygen`` prints)."""
+    if value == "-":
+        return parse_public_key(sys.stdin.read(), what="--public-key - (stdin)")
+    path = Path(value)
+    if path.is_file():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigurationError(f"--public-key {path}: cannot read ({exc})") from exc
+        return parse_public_key(text, what=f"--public-key {path}")
+    return parse_public_key(value, what="--public-key")
+
+
+def _keygen(args: argparse.Namespace) -> int:
+    """The holder's side: a key pair in this process's key folder (DSV_KEY_DIR); prints the public key to hand to an operator."""
+    key_dir = load_settings().identity_key_dir
+    public, path, created = keygen(key_dir, args.name)
+    text = f"ed25519:{public.hex()}"
+    if args.json:
+        print(json.dumps({"identity": args.name, "public_key": text, "fingerprint": trust.fingerprint(public), "created": created, "private_key": str(path)}))
+        return 0
+    print(text)  # stdout holds only the public key: dsv identity keygen NAME > NAME.pub
+    note = "" if created else " (existed: the key already in the folder)"
+    print(f"identity {args.name}: fingerprint {trust.fingerprint(public)}, private key {path}{note}", file=sys.stderr)
+    print(f"an operator registers it: dsv identity create {args.name} --public-key {args.name}.pub", file=sys.stderr)
     return 0
 
 
@@ -98,8 +138,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("identity", help="identities and their Ed25519 keys: create, list, show (the current one)")
     s = p.add_subparsers(dest="identity_command", metavar="SUBCOMMAND")
     s.required = True
-    c = s.add_parser("create", help="a key pair: private key in the key folder (DSV_KEY_DIR), public key in the registry; prints the fingerprint")
+    c = s.add_parser("keygen", help="the holder's side: a key pair in your own key folder (DSV_KEY_DIR); prints the public key to register")
     c.add_argument("name", metavar="NAME")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(handler=_keygen)
+    c = s.add_parser("create", help="register an identity (operator): --public-key its holder's key (dsv identity keygen), else a key pair here")
+    c.add_argument("name", metavar="NAME")
+    c.add_argument("--public-key", metavar="FILE|-|KEY", help="the public key the holder's dsv identity keygen printed: a file, - for stdin, or the key")
     c.add_argument("--json", action="store_true")
     c.set_defaults(handler=_create)
     c = s.add_parser("list", help="registered identities with fingerprints and roles")

@@ -173,6 +173,9 @@ def _verify(args: argparse.Namespace, platform: Platform) -> int:
     else:
         print(f"{'OK' if signature.trusted else 'UNTRUSTED'} {dataset.ref}: {len(dataset.partitions)} objects and the content hash {content} verified")
         print(f"  built by {who['built_by']}, published by {who['published_by'] or '-'}, approved by {', '.join(who['approved_by']) or '-'}")
+        if (launch := who["launch"]) is not None:
+            state = "verified launch request" if launch["verified"] else f"unverified launch: {launch['reason']}"
+            print(f"  Dagster run {launch['run_id']} as {launch['service']!r}: {state}")
         print(f"  signature {signature.status}: {signature.reason} (signer {signature.signer or '-'}, keyid {signature.keyid or '-'})")
         print(f"  {_files_line(data_files)}")
         if args.splits:
@@ -214,7 +217,19 @@ def _provenance(platform: Platform, realization: Realization, signature: Signatu
         "built_by": (signature.builder if trusted else None) or built_by(platform, realization),
         "published_by": signature.publisher if trusted else None,
         "approved_by": approvers(platform, realization),
+        "launch": _launch(platform, realization),
     }
+
+
+def _launch(platform: Platform, realization: Realization) -> dict[str, Any] | None:
+    """Who launched its Dagster run: ``verified`` when a signed launch request proved ``launcher`` (None: not built in Dagster)."""
+    from dsv_platform.services.trust import trust
+
+    launch = trust.records(platform).launch_of(realization.id)
+    if launch is None:
+        return None
+    return {"launcher": launch.launcher, "verified": launch.launcher is not None, "service": launch.service, "run_id": launch.run_id,
+            "reason": launch.reason}  # fmt: skip
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

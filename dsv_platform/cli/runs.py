@@ -25,6 +25,8 @@ from dsv_platform.settings import Settings
 
 RANGE_START = "dagster/asset_partition_range_start"
 RANGE_END = "dagster/asset_partition_range_end"
+IN_PROCESS_JOB = "__ephemeral_asset_job__"
+"""The job name of a run :meth:`Runner.run` executes (``dagster.materialize``): what its launch request names."""
 QUIET: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 """The console stays quiet: a failed run is one ``dsv`` line naming the log file that holds Dagster's events and stack traces."""
 
@@ -182,16 +184,17 @@ class Runner:
         days: tuple[dt.date, dt.date] | None = None,
         run_config: Mapping[str, Any] | None = None,
         check: bool = True,
+        launch: Mapping[str, str] | None = None,
     ) -> dg.ExecuteInProcessResult:
         """Materialize ``selection`` (asset names or a selection string) as one run, over one partition or the day range ``days``.
 
-        ``check``: raise :class:`RunFailedError` when the run failed.
+        ``check``: raise :class:`RunFailedError` when the run failed. ``launch``: the launcher's signed launch request tags.
         """
-        tags: dict[str, str] = {}
+        tags: dict[str, str] = dict(launch or {})
         if days is not None and days[0] == days[1]:
             partition = days[0].isoformat()
         elif days is not None:
-            tags = {RANGE_START: days[0].isoformat(), RANGE_END: days[1].isoformat()}
+            tags |= {RANGE_START: days[0].isoformat(), RANGE_END: days[1].isoformat()}
         result = dg.materialize(
             [a for a in self.defs.assets or () if isinstance(a, dg.AssetsDefinition)],
             selection=selection if isinstance(selection, str) else list(selection),

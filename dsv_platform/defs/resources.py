@@ -14,7 +14,8 @@ from pydantic import PrivateAttr
 from dsv_platform.bootstrap import Platform, build_platform
 from dsv_platform.core.errors import ConfigurationError
 from dsv_platform.core.progress.stages import Progress, StageLines, fan_out
-from dsv_platform.services.trust.trust import ensure_service_identity
+from dsv_platform.services.trust.launch import verify_launch
+from dsv_platform.services.trust.trust import adopt_launch, ensure_service_identity
 from dsv_platform.settings import Settings
 
 SERVICE_IDENTITY = "dagster"
@@ -38,6 +39,10 @@ class PlatformResource(dg.ConfigurableResource[Any]):
     """Where the command that runs the assets in process draws their progress (``dsv build`` and ``dsv ingest``: stderr); None: the run log only."""
 
     _platform: Platform | None = PrivateAttr(default=None)
+    _run: Any = PrivateAttr(default=None)  # the DagsterRun this execution belongs to: its tags carry the launch request
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        self._run = context.run
 
     @classmethod
     def for_settings(cls, settings: Settings, *, progress: Progress | None = None) -> "PlatformResource":
@@ -63,6 +68,9 @@ class PlatformResource(dg.ConfigurableResource[Any]):
         if self._platform is None or self._platform.closed:
             self._platform = build_platform(self.settings())
             ensure_service_identity(self._platform, default=SERVICE_IDENTITY)
+            if self._run is not None:  # who launched the run, proven by a signed launch request, is the builder (docs/trust.md)
+                run = self._run
+                adopt_launch(self._platform, verify_launch(self._platform, run.tags, job=run.job_name, run_id=run.run_id))
         return self._platform
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:

@@ -53,7 +53,7 @@ def test_demo_old_hashes_unchanged_and_new_ones_changed_where_they_should(demo):
         old, old_content, _, new, new_content = found[title]
         assert new_content == old_content
     assert "all checks ok" in stdout and "make ui" in stdout
-    assert re.search(r"approval\n  fraud_training_set:v6@sha256:[0-9a-f]{64}: ELIGIBLE; approved by admin: ", stdout), "approved before production moved"
+    assert re.search(r"approval\n  fraud_training_set:v6@sha256:[0-9a-f]{64}: ELIGIBLE; approved by reviewer: ", stdout), "approved before production moved"
     assert "to fraud_training_set:v6@production" in stdout
     assert re.search(r"-> pinned snapshots:\n\s+\| transactions \| \d+ \| fraud_training_set-v6-[0-9a-f]{20} \|", stdout)
 
@@ -86,7 +86,7 @@ def test_demo_twice_on_one_home_reuses_it(demo):
     assert first.startswith("fresh DSV_HOME=")
     second = _run_demo(home)
     assert second.startswith(f"reusing DSV_HOME={home.resolve()} (") and "all checks ok" in second
-    assert "ELIGIBLE; already ELIGIBLE (approved by admin" in second and "to fraud_training_set:v6@production" in second
+    assert "ELIGIBLE; already ELIGIBLE (approved by reviewer" in second and "to fraud_training_set:v6@production" in second
     base = re.search(r"fraud_training_set:v6 -> (\S+)", second)[1]
     final = re.findall(r"-> (fraud_training_set:v6@\S+)", first)[-1]
     assert base == final, "the same pinned inputs give the same realization"

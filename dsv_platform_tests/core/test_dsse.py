@@ -89,3 +89,15 @@ def test_statements_of_another_shape_are_refused(env: dsse.Envelope, message: st
 
 def test_keyid_is_the_sha256_of_the_public_key() -> None:
     assert dsse.keyid_of(b"\x00" * 32) == "66687aadf862bd776c8fc18b8e9f8e20089714856ee233b3902a591d0d5f2925"
+
+
+def test_a_statement_with_the_audit_head_parses_and_one_without_still_does() -> None:
+    old = dsse.parse_statement(envelope_of(statement()))
+    assert old.audit_head is None and "audit_head" not in old.predicate  # statements from before the head was signed
+    doc = statement()
+    doc["predicate"] = {**doc["predicate"], "audit_head": {"seq": 12, "hash": "e" * 64}}  # type: ignore[dict-item]
+    assert dsse.parse_statement(envelope_of(doc)).audit_head == (12, "e" * 64)
+    for bad in ({"seq": "12", "hash": "e" * 64}, {"seq": 12}, {"seq": True, "hash": "e"}, "12"):
+        doc["predicate"] = {**doc["predicate"], "audit_head": bad}  # type: ignore[dict-item]
+        with pytest.raises(dsse.EnvelopeError, match="audit_head"):
+            dsse.parse_statement(envelope_of(doc))

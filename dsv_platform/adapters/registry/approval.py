@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry import schema_trust as st
+from dsv_platform.adapters.registry.launches import refuse_unverified_approver
 from dsv_platform.core.errors import AccessDeniedError
 from dsv_platform.core.publication.approval import check_approvable, check_revocable, check_revoke_aliases
 from dsv_platform.core.publication.records import Realization
@@ -57,6 +58,7 @@ def refuse_own_build(conn: Connection, realization: Realization, identity: str) 
             ref=realization.ref,
             detail={"identity": identity, "role": "approver", "builder": builder},
         )
+    refuse_unverified_approver(conn, realization, identity)  # a Dagster build nobody proved launching: no possible launcher approves it
 
 
 def audit_in(conn: Connection, identity: str | None, action: str, target: str, *, reason: str | None, now: datetime, detail: dict[str, object]) -> None:

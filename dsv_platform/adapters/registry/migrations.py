@@ -177,6 +177,12 @@ def _v16(conn: Connection) -> None:
     _append_only(conn, st.data_file_digests.name)
 
 
+def _v18(conn: Connection) -> None:
+    for table in (st.realization_launches, st.launch_nonces):
+        table.create(conn)
+        _append_only(conn, table.name)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "definitions, realizations, events, manifests, publication claims, aliases", _v1),
     Migration(2, "reader ACL, redaction generation; lineage, retention, consumption, redaction, reproduction tables", _v2),
@@ -193,6 +199,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(14, "signed state transitions and alias moves; operator certificates of identity keys and grants", _v14),
     Migration(15, "signed audit entries and signed checkpoints of the audit head", _v15),
     Migration(16, "SHA-256 and size of every canonical data file the platform wrote, signed", _v16),
+    Migration(18, "who launched each Dagster-built realization: the identity a signed launch request proved, or unverified", _v18),
 )
 LATEST = max(m.version for m in MIGRATIONS)  # numbers are reserved per issue: the newest is not always the last one written
 

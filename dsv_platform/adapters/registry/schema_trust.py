@@ -69,6 +69,28 @@ realization_builders = Table(  # who built a realization (the approver check: no
     Column("recorded_at", UtcDateTime, nullable=False),
 )
 
+realization_launches = Table(  # append-only (migration 18): who launched a Dagster-built realization, and whether a signed launch request proved it
+    "realization_launches",
+    metadata,
+    Column("realization_id", Integer, ForeignKey("realizations.id"), primary_key=True),
+    Column("launcher", NAME),  # the identity a valid launch request proved; NULL: unverified (builder = the service identity)
+    Column("service", NAME, nullable=False),  # the identity the run acted as
+    Column("run_id", String(64), nullable=False),
+    Column("job", Text, nullable=False),
+    Column("nonce", String(64)),  # the launch request's nonce: claimed by one run only
+    Column("reason", Text, nullable=False),
+    Column("recorded_at", UtcDateTime, nullable=False),
+)
+
+launch_nonces = Table(  # append-only (migration 18): each launch request's nonce, claimed by the first run that showed it
+    "launch_nonces",
+    metadata,
+    Column("nonce", String(64), primary_key=True),
+    Column("run_id", String(64), nullable=False),
+    Column("identity", NAME, nullable=False),
+    Column("claimed_at", UtcDateTime, nullable=False),
+)
+
 signed_events = Table(  # append-only (migration 14): the acting identity's signature of a state transition or an alias move
     "signed_events",
     metadata,

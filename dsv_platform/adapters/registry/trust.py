@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 from dsv_platform.adapters.registry import schema_trust as st
 from dsv_platform.adapters.registry.audit_seal import entry_of, export_document, seal_entry, verify_log, write_checkpoint
 from dsv_platform.adapters.registry.certificates import GRANT, KEY, certify, grant_statement, key_statement, verified_grants, verified_key
+from dsv_platform.adapters.registry.launches import Launch, claim_nonce, launch_of, record_launch
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.adapters.registry.signed_events import policy_of
 from dsv_platform.adapters.registry.transactions import RegistryTransactions
@@ -270,6 +271,20 @@ class TrustRecords(RegistryTransactions):
         with self._read() as conn:
             return [entry_of(r) for r in conn.execute(stmt)]
 
+    def audit_head(self) -> tuple[int, str] | None:
+        """The newest entry's (seq, entry hash), or None for an empty log (what a publication's statement signs)."""
+        t = st.audit_log
+        with self._read() as conn:
+            row = conn.execute(select(t.c.seq, t.c.entry_hash).order_by(t.c.seq.desc()).limit(1)).first()
+        return None if row is None else (int(row.seq), str(row.entry_hash))
+
+    def audit_hash_at(self, seq: int) -> str | None:
+        """Entry ``seq``'s hash as the log holds it now; None when it holds no such entry."""
+        t = st.audit_log
+        with self._read() as conn:
+            found = conn.execute(select(t.c.entry_hash).where(t.c.seq == seq)).scalar()
+        return None if found is None else str(found)
+
     def verify_audit(self) -> dict[str, Any]:
         """The whole log checked: chain, signatures, checkpoints (AuditChainError / AuditTamperedError naming the entry)."""
         with self._read() as conn:
@@ -297,6 +312,18 @@ class TrustRecords(RegistryTransactions):
                 conn.execute(insert(t).values(realization_id=realization_id, identity=identity, recorded_at=self._now()))
 
         self._retrying(work)
+
+    def record_launch(self, realization_id: int, launch: Launch) -> Launch:
+        """The builder of a Dagster-built realization and its launch, in one transaction (launches.py); the launch as recorded."""
+        return self._retrying(lambda conn: record_launch(conn, realization_id, launch, self._now()))
+
+    def claim_nonce(self, nonce: str, *, run_id: str, identity: str) -> str | None:
+        """Claim a launch request's nonce for ``run_id``; the run that claimed it before (a replay), else None."""
+        return self._retrying(lambda conn: claim_nonce(conn, nonce, run_id, identity, self._now()))
+
+    def launch_of(self, realization_id: int) -> Launch | None:
+        with self._read() as conn:
+            return launch_of(conn, realization_id)
 
     def builder_of(self, realization_id: int) -> str | None:
         t = st.realization_builders

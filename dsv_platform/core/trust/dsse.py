@@ -24,6 +24,8 @@ PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://dsv-platform.dev/realization/v1"
 PREDICATE_KEYS = frozenset({"builder", "publisher", "sources", "code", "quality_report", "content_hash", "manifest_hash"})
+OPTIONAL_PREDICATE_KEYS = frozenset({"audit_head"})
+"""Keys a newer statement carries and an older one lacks: ``audit_head`` ({seq, hash} of the newest audit entry when it was signed)."""
 
 
 class EnvelopeError(DsvError):
@@ -102,6 +104,7 @@ def parse_envelope(data: bytes) -> Envelope:
 def realization_statement(
     *, dataset: str, version: str, manifest_hash: str, content_hash: str, builder: str, publisher: str,
     sources: list[dict[str, Any]], code: Mapping[str, Any] | None, quality_report: str | None,
+    audit_head: tuple[int, str] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The in-toto Statement a publisher signs: subject = the manifest hash; predicate = who built and published it from what."""
     predicate = {
@@ -113,6 +116,8 @@ def realization_statement(
         "content_hash": content_hash,
         "manifest_hash": manifest_hash,
     }
+    if audit_head is not None:  # the log's head at publication: dsv verify checks the log still holds it
+        predicate["audit_head"] = {"seq": audit_head[0], "hash": audit_head[1]}
     return {
         "_type": STATEMENT_TYPE,
         "subject": [{"name": subject_name(dataset, version), "digest": {"sha256": manifest_hash}}],
@@ -137,6 +142,12 @@ class Statement:
     def builder(self) -> str:
         return str(self.predicate["builder"])
 
+    @property
+    def audit_head(self) -> tuple[int, str] | None:
+        """The (seq, entry hash) of the newest audit entry when this was signed; None in a statement from before it was recorded."""
+        head = self.predicate.get("audit_head")
+        return None if head is None else (int(head["seq"]), str(head["hash"]))
+
 
 def parse_statement(envelope: Envelope) -> Statement:
     """The envelope's statement, refusing any other payload type, statement type, predicate type or subject shape."""
@@ -157,8 +168,11 @@ def parse_statement(envelope: Envelope) -> Statement:
     if not isinstance(name, str) or not isinstance(digest, Mapping) or not isinstance(digest.get("sha256"), str):
         raise EnvelopeError("statement subject must have a name and a sha256 digest")
     predicate = doc.get("predicate")
-    if not isinstance(predicate, Mapping) or set(predicate) != PREDICATE_KEYS:
-        raise EnvelopeError(f"statement predicate must have exactly the keys {sorted(PREDICATE_KEYS)}")
+    if not isinstance(predicate, Mapping) or not PREDICATE_KEYS <= set(predicate) <= PREDICATE_KEYS | OPTIONAL_PREDICATE_KEYS:
+        raise EnvelopeError(f"statement predicate must have exactly the keys {sorted(PREDICATE_KEYS)} (and optionally {sorted(OPTIONAL_PREDICATE_KEYS)})")
+    head = predicate.get("audit_head")
+    if head is not None and not (isinstance(head, Mapping) and set(head) == {"seq", "hash"} and type(head["seq"]) is int and isinstance(head["hash"], str)):
+        raise EnvelopeError("statement predicate audit_head must be {seq: integer, hash: string}")
     if not isinstance(predicate["publisher"], str) or not isinstance(predicate["builder"], str):
         raise EnvelopeError("statement predicate must name the builder and the publisher")
     return Statement(subject=name, digest=digest["sha256"], predicate=predicate)

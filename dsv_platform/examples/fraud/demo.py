@@ -15,13 +15,15 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from dsv_platform.bootstrap import Platform
+from dsv_platform.bootstrap import Platform, build_platform
 from dsv_platform.cli.context import open_platform
 from dsv_platform.cli.runs import Runner
 from dsv_platform.core.ingest.batch import RawBatch
+from dsv_platform.core.trust.trust import Grant, Role
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.demo_diff import label_diff
 from dsv_platform.examples.fraud.demo_home import prepare_home
@@ -32,6 +34,7 @@ from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.services.publication.approval import approve
 from dsv_platform.services.publication.datasets import open_dataset
 from dsv_platform.services.reproduction.promotion import promote
+from dsv_platform.services.trust import trust
 from dsv_platform.services.trust.trust import gatekeeper
 
 START = dt.date(2026, 6, 1)
@@ -39,6 +42,8 @@ BUGGY_FEATURE_DAYS = 3  # the feature job ran with the cents bug for three days 
 MAIN = "fraud_training_set_v6_snapshot"
 SOURCES = ("transactions", "chargebacks", "account_features")
 APPROVAL_REASON = "demo: gates passed, old realizations re-verified after every failure mode"
+REVIEWER = "reviewer"
+"""The demo's approver: holds no builder grant, so it may approve what the Dagster runs built (docs/trust.md)."""
 
 
 class Demo:
@@ -176,9 +181,18 @@ def _failure_modes(demo: Demo, base: dict[str, dict[str, Any]]) -> dict[str, dic
     return malformed
 
 
+def _reviewer(platform: Platform) -> Platform:
+    """The demo's ``reviewer``: approver only. Its Dagster runs carry no launch request, so no identity that may build approves them."""
+    operator = trust.current_identity(platform).name
+    trust.create_identity(platform, REVIEWER, by=operator)
+    trust.change_grant(platform, Grant(REVIEWER, Role.APPROVER), add=True, reason="the demo's reviewer: approves, never builds")
+    return build_platform(replace(platform.settings, identity=REVIEWER))
+
+
 def _release(platform: Platform, model: dict[str, Any]) -> None:
-    """Approve the model's training realization (as the home's identity, not its builder), then promote the model: ``production`` moves only to ELIGIBLE."""
-    approval = approve(platform.registry, str(model["ref"]), reason=APPROVAL_REASON, actor=platform.actor, gate=gatekeeper(platform))  # not its builder
+    """Approve the model's training realization (as ``reviewer``, who may not build it), then promote the model: ``production`` moves only to ELIGIBLE."""
+    with _reviewer(platform) as reviewer:
+        approval = approve(reviewer.registry, str(model["ref"]), reason=APPROVAL_REASON, actor=reviewer.actor, gate=gatekeeper(reviewer))
     print(f"\napproval\n  {approval.realization.ref}: {approval.realization.state.value}; {approval.note}")
     promoted = promote(platform, str(model["run_manifest_hash"]), actor=platform.actor).to_document()
     print(f"  promoted {promoted['model']} to {promoted['alias_ref']} (a protected alias: it points only at ELIGIBLE realizations)")

@@ -279,8 +279,10 @@ class Publisher:
             if self.gate is not None and outcome.created:  # unsigned: no publication transaction of ours to write it in
                 self.gate.audit("publish", outcome.realization.ref, detail={"request_id": request_id})
             return outcome
-        builder = TrustRecords.of(self.registry).builder_of(candidate) or self.registry.get(candidate).created_by
-        signature = sign_realization(self.signer, self.store, manifest, builder=builder, quality_report=report_object)
+        records = TrustRecords.of(self.registry)
+        builder = records.builder_of(candidate) or self.registry.get(candidate).created_by
+        head = records.audit_head()  # the statement signs the log's head: a cut or rewrite behind it is detected (docs/trust.md)
+        signature = sign_realization(self.signer, self.store, manifest, builder=builder, quality_report=report_object, audit_head=head)
         edge = ("object", signature.envelope_object, "realization", manifest.manifest_hash, "signs", {"keyid": signature.keyid})
         self.registry.record_lineage([edge], actor=self.actor)  # GC keeps the envelope as long as the realization
         who = None if self.gate is None else self.gate.identity

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from dsv_platform.adapters.objects.object_store import ObjectStore
 from dsv_platform.adapters.registry.signatures import SignatureRecord
 from dsv_platform.core import canonical_json
-from dsv_platform.core.errors import AccessDeniedError, ObjectStoreError, UntrustedError
+from dsv_platform.core.errors import AccessDeniedError, AuditTamperedError, ObjectStoreError, UntrustedError
 from dsv_platform.core.publication.manifest import Manifest
 from dsv_platform.core.publication.records import Realization
 from dsv_platform.core.publication.states import RealizationState
@@ -54,7 +54,9 @@ def signer_of(platform: Platform) -> Signer:
     return Signer(identity=who.name, public_key=who.public_key, sign=lambda data: trust.sign_bytes(platform, data, identity=who.name))
 
 
-def sign_realization(signer: Signer, store: ObjectStore, manifest: Manifest, *, builder: str, quality_report: str | None) -> SignatureRecord:
+def sign_realization(
+    signer: Signer, store: ObjectStore, manifest: Manifest, *, builder: str, quality_report: str | None, audit_head: tuple[int, str] | None = None
+) -> SignatureRecord:
     """Sign ``manifest``'s statement as ``signer``; the envelope is stored as an object (its SHA-256 names it)."""
     statement = dsse.realization_statement(
         dataset=manifest.dataset,
@@ -66,6 +68,7 @@ def sign_realization(signer: Signer, store: ObjectStore, manifest: Manifest, *, 
         sources=[s.to_document() for s in manifest.sources],
         code=manifest.code.to_document() if manifest.code else None,
         quality_report=quality_report,
+        audit_head=audit_head,
     )
     payload = canonical_json.dumps(statement)
     signature = signer.sign(dsse.pae(dsse.PAYLOAD_TYPE, payload))
@@ -145,7 +148,43 @@ def _verify(platform: Platform, realization: Realization, row: SignatureRecord) 
         trust.require(platform, Role.PUBLISHER, definition=f"{realization.dataset}:{realization.version}", identity=row.signer)
     except (AccessDeniedError, UntrustedError) as exc:
         return bad(f"signer {row.signer!r} does not hold the publisher role for {realization.dataset}:{realization.version} ({exc})", **who)
+    if (cut := audit_head_problem(platform, statement)) is not None:
+        return bad(cut, **who)
     return SignatureStatus(ref, VALID, True, f"signed by publisher {row.signer!r}", **(base | who))
+
+
+def audit_head_problem(platform: Platform, statement: dsse.Statement) -> str | None:
+    """Why the audit log no longer holds the head ``statement`` signed (cut or rewritten behind the publication); None when it does."""
+    head = statement.audit_head
+    if head is None:  # a statement from before the head was signed
+        return None
+    seq, signed = head
+    now = trust.records(platform).audit_hash_at(seq)
+    if now is None:
+        return f"the audit log no longer holds entry {seq}, the head this publication's statement signed: the log was cut behind the publication"
+    if now != signed:
+        return f"audit entry {seq} is not the one this publication's statement signed (hash {now[:16]}..., signed {signed[:16]}...): the log was rewritten"
+    return None
+
+
+def verify_publication_heads(platform: Platform) -> int:
+    """Every signed publication's audit head is still in the log (``dsv audit --verify``); AuditTamperedError naming the first that is not.
+
+    Returns how many heads were checked; an unreadable envelope is skipped here (``dsv verify`` refuses it).
+    """
+    checked = 0
+    for realization in platform.registry.realizations_in(frozenset(RealizationState)):
+        row = platform.registry.signature_of(realization.id)
+        if row is None:
+            continue
+        try:
+            statement = dsse.parse_statement(dsse.parse_envelope(platform.store.get(row.envelope_object, verify=True)))
+        except (ObjectStoreError, dsse.EnvelopeError):
+            continue
+        if (problem := audit_head_problem(platform, statement)) is not None:
+            raise AuditTamperedError(f"{realization.ref}: {problem}", ref=realization.ref, detail={"audit_head": list(statement.audit_head or ())})
+        checked += statement.audit_head is not None
+    return checked
 
 
 def check_signature(platform: Platform, realization: Realization) -> SignatureStatus:
@@ -175,4 +214,14 @@ def approvers(platform: Platform, realization: Realization) -> list[str]:
     return [e.actor for e in platform.registry.events(realization.id) if e.to_state is RealizationState.ELIGIBLE]
 
 
-__all__ = ["SignatureStatus", "Signer", "approvers", "built_by", "check_signature", "require_trusted", "sign_realization", "signer_of"]
+__all__ = [
+    "SignatureStatus",
+    "Signer",
+    "approvers",
+    "built_by",
+    "check_signature",
+    "require_trusted",
+    "sign_realization",
+    "signer_of",
+    "verify_publication_heads",
+]

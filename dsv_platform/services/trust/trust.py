@@ -13,10 +13,6 @@ bootstraps only its first identity; a fresh home on it mints nobody.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import os
-import re
-import tempfile
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,23 +20,26 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from dsv_platform.adapters.registry.certificates import ROOT_FILE, load_root
+from dsv_platform.adapters.registry.launches import Launch
 from dsv_platform.adapters.registry.signed_events import EventSigner, pin_root, policy_of
 from dsv_platform.adapters.registry.trust import BOOTSTRAP_PROPERTY, STRICT_PROPERTY, TrustRecords
 from dsv_platform.bootstrap import Platform
 from dsv_platform.core.errors import AccessDeniedError, ConfigurationError, FileAccessError
 from dsv_platform.core.trust.trust import Grant, Role, describe_request, grant_covers
+from dsv_platform.services.trust.keys import check_identity_name, fingerprint, key_path, load_private_key, raw_public, write_new_key
+
+__all__ = ["check_identity_name", "fingerprint", "key_path", "load_private_key"]  # re-exported: keys.py holds them
 
 ADMIN = "admin"
 """The identity a non-strict home bootstraps on first use, holding every role."""
 BOOTSTRAP = "bootstrap"
 """The identity recorded for the bootstrap's own grants in the audit log."""
 STRICT_MARKER = "STRICT"
-_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,63}\Z")
 _identities: weakref.WeakKeyDictionary[Platform, Identity] = weakref.WeakKeyDictionary()
+_launches: weakref.WeakKeyDictionary[Platform, Launch] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -51,16 +50,6 @@ class Identity:
     @property
     def fingerprint(self) -> str:
         return fingerprint(self.public_key)
-
-
-def fingerprint(public_key: bytes) -> str:
-    return f"ed25519:sha256:{hashlib.sha256(public_key).hexdigest()[:32]}"
-
-
-def check_identity_name(name: str) -> str:
-    if not _NAME.match(name):
-        raise ConfigurationError(f"identity name {name!r}: use 1-64 of a-z 0-9 _ . - starting with a letter")
-    return name
 
 
 def records(platform: Platform) -> TrustRecords:
@@ -95,54 +84,6 @@ def is_strict(where: Platform | HomeSettings) -> bool:
     return home_strict
 
 
-# ---------------------------------------------------------------- keys
-
-
-def key_path(platform: Platform, name: str) -> Path:
-    return platform.settings.identity_key_dir / f"{check_identity_name(name)}.key"
-
-
-def _raw_public(key: Ed25519PrivateKey) -> bytes:
-    return key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-
-
-def _write_new_key(path: Path) -> None:
-    """A fresh private key at ``path`` (mode 0600), written aside then linked: never a half-written key, never an overwrite."""
-    pem = Ed25519PrivateKey.generate().private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".key-")
-        try:
-            os.fchmod(fd, 0o600)
-            os.write(fd, pem)
-            os.fsync(fd)
-            os.close(fd)
-            with contextlib.suppress(FileExistsError):  # another process created it first: theirs is the key
-                os.link(tmp, path)
-        finally:
-            os.unlink(tmp)
-    except OSError as exc:
-        raise FileAccessError(f"identity key {path}: cannot write ({exc.strerror})") from exc
-
-
-def load_private_key(platform: Platform, name: str) -> Ed25519PrivateKey:
-    """The private key of ``name`` from the key folder; a missing or unreadable key is ACCESS_DENIED naming the file."""
-    path = key_path(platform, name)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise AccessDeniedError(f"identity {name!r}: no private key at {path} (DSV_KEY_DIR); this process cannot act as {name!r}") from None
-    except OSError as exc:
-        raise FileAccessError(f"identity key {path}: cannot read ({exc.strerror})") from exc
-    try:
-        key = serialization.load_pem_private_key(data, password=None)
-    except ValueError as exc:
-        raise AccessDeniedError(f"identity {name!r}: {path} is not a PEM Ed25519 private key") from exc
-    if not isinstance(key, Ed25519PrivateKey):
-        raise AccessDeniedError(f"identity {name!r}: {path} is not an Ed25519 private key")
-    return key
-
-
 # ---------------------------------------------------------------- identities
 
 
@@ -153,11 +94,22 @@ def create_identity(platform: Platform, name: str, *, by: str) -> tuple[Identity
     if existing is not None and not path.exists():
         raise ConfigurationError(f"identity {name!r} already exists (fingerprint {existing.fingerprint}); its private key is not in {path.parent}")
     if not path.exists():
-        _write_new_key(path)
-    public = _raw_public(load_private_key(platform, name))
+        write_new_key(path)
+    public = raw_public(load_private_key(platform, name))
     record, created = records(platform).add_identity(name, public.hex(), fingerprint(public), created_by=by)
     if record.public_key != public.hex():
         raise AccessDeniedError(f"identity {name!r}: the private key at {path} does not match the public key in the registry ({record.fingerprint})")
+    return Identity(name, public), created
+
+
+def register_identity(platform: Platform, name: str, public: bytes, *, by: str) -> tuple[Identity, bool]:
+    """The operator's side: record the public key a holder generated (``dsv identity keygen``), certified by the operator.
+
+    No private key is written or read here. False when ``name`` existed with this key; another key is a ConfigurationError.
+    """
+    record, created = records(platform).add_identity(check_identity_name(name), public.hex(), fingerprint(public), created_by=by)
+    if record.public_key != public.hex():
+        raise ConfigurationError(f"identity {name!r} already exists with another public key ({record.fingerprint}), not {fingerprint(public)}")
     return Identity(name, public), created
 
 
@@ -172,8 +124,8 @@ def _bootstrap(platform: Platform, name: str) -> Identity:
     path = key_path(platform, name)
     wrote = not path.exists()
     if wrote:
-        _write_new_key(path)
-    public = _raw_public(load_private_key(platform, name))
+        write_new_key(path)
+    public = raw_public(load_private_key(platform, name))
     every_role = [Grant(name, role) for role in Role]
     enlist_signer(platform, name)  # the registry's first identity certifies its own grants: its key becomes the pinned root
     if trust.bootstrap_identity(name, public.hex(), fingerprint(public), by=BOOTSTRAP, grants=every_role, reason="bootstrap of a non-strict registry"):
@@ -207,7 +159,7 @@ def _operator_holder(platform: Platform, *, exclude: str) -> str | None:
         if not any(g.role is Role.OPERATOR and g.definition is None and g.source is None for g in trust.grants(record.name)):
             continue
         try:
-            held = _raw_public(load_private_key(platform, record.name)).hex()
+            held = raw_public(load_private_key(platform, record.name)).hex()
         except AccessDeniedError:
             continue
         if held == record.public_key:
@@ -230,7 +182,7 @@ def current_identity(platform: Platform) -> Identity:
             raise AccessDeniedError(f"identity {name!r} is not registered (dsv identity create {name})")
         identity = _bootstrap(platform, name)
     else:
-        public = _raw_public(load_private_key(platform, name))
+        public = raw_public(load_private_key(platform, name))
         if public.hex() != record.public_key:
             raise AccessDeniedError(
                 f"identity {name!r}: the private key at {key_path(platform, name)} does not match the registered public key ({record.fingerprint})"
@@ -270,7 +222,7 @@ def _upgrade_home(platform: Platform, name: str, public: bytes) -> None:
 def enlist_signer(platform: Platform, name: str) -> None:
     """From now on the registry's state transitions and alias moves are signed by ``name`` (its key is in the key folder)."""
     key = load_private_key(platform, name)
-    policy_of(platform.registry.engine).signer = EventSigner(name, _raw_public(key), key.sign)
+    policy_of(platform.registry.engine).signer = EventSigner(name, raw_public(key), key.sign)
 
 
 def ensure_service_identity(platform: Platform, *, default: str) -> Identity:
@@ -376,7 +328,15 @@ class Gatekeeper:
         return require(self.platform, role, definition=definition, source=source, purpose=purpose)
 
     def record_builder(self, realization_id: int) -> None:
-        record_builder(self.platform, realization_id)
+        """The builder: in a Dagster run, who launched it (launch.py; unverified: the service identity), else the current identity."""
+        launch = _launches.get(self.platform)
+        if launch is None:
+            record_builder(self.platform, realization_id)
+            return
+        from dsv_platform.services.trust.launch import with_builder_grant  # here: launch.py imports this module
+
+        realization = self.platform.registry.get(realization_id)
+        records(self.platform).record_launch(realization_id, with_builder_grant(self.platform, launch, f"{realization.dataset}:{realization.version}"))
 
     def audit(self, action: str, target: str, *, reason: str | None = None, detail: Mapping[str, Any] | None = None) -> int:
         return audit(self.platform, action, target, reason=reason, detail=detail)
@@ -384,6 +344,11 @@ class Gatekeeper:
 
 def gatekeeper(platform: Platform) -> Gatekeeper:
     return Gatekeeper(platform)
+
+
+def adopt_launch(platform: Platform, launch: Launch) -> None:
+    """From now on ``platform`` builds for the Dagster run ``launch`` describes: its launcher (or the service) is the builder."""
+    _launches[platform] = launch
 
 
 def mark_strict(platform: Platform) -> None:
