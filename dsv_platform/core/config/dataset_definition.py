@@ -1,9 +1,8 @@
 """Declarative dataset definitions (``datasets/<name>_<version>.yaml``) parsed into frozen values.
 
 A definition is a governed recipe; a semantic change is a new definition version, i.e. a
-new file. Cross-checks against the sources live in :mod:`dsv_platform.core.config.platform_config`.
-
-Details: docs/lineage-and-reproduction.md
+new file. Cross-checks against the sources live in :mod:`dsv_platform.core.config.platform_config`
+(details: docs/lineage-and-reproduction.md).
 """
 
 from __future__ import annotations
