@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from dsv_platform.core import canonical_json
 from dsv_platform.core.config_yaml import ConfigError
 from dsv_platform.core.errors import SplitPolicyError
-from dsv_platform.core.splits.split_checks import CheckFinding, CheckReport
 from dsv_platform.core.splits.split_common import (
     CheckTally,
     ColumnNeed,
@@ -29,8 +28,10 @@ from dsv_platform.core.splits.split_common import (
     recorded_input_column,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: loading a split policy (`dsv resolve`) needs neither numpy nor pyarrow
     import pyarrow as pa
+
+    from dsv_platform.core.splits.split_checks import CheckReport
 
 ERA_SPLIT = "era-split/1"
 _KEYS = {"column", "eras"}
@@ -170,6 +171,8 @@ class EraTally:
             self.first.setdefault(row["split"], str(row["era_min"]))
 
     def report(self) -> CheckReport:
+        from dsv_platform.core.splits.split_checks import CheckFinding, CheckReport
+
         findings = []
         listed = dict(self.policy.eras)
         for name in list(self.policy.names) + sorted(set(self.rows) - set(self.policy.names)):
