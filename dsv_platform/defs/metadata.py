@@ -22,7 +22,13 @@ _TYPES = ((bool, "bool"), (int, "int"), (float, "float"))
 Cell = str | int | float | bool | None
 
 
+# The UI reads table cells as JavaScript numbers: an integer past 2**53 (an Iceberg snapshot id) would show rounded.
+JS_SAFE_INT = 2**53 - 1
+
+
 def _cell(value: object) -> Cell:
+    if type(value) is int and abs(value) > JS_SAFE_INT:
+        return str(value)  # exact digits; its column becomes a string column
     return value if value is None or isinstance(value, str | int | float | bool) else str(value)
 
 

@@ -90,8 +90,12 @@ def test_resolution_failures_through_the_cli(backend_url: str, tmp_path: Path) -
 
     with Registry.from_url(backend_url) as reg:
         reg.set_allowed_readers(pw.NAME, pw.VERSION, ["fraud-team"])
-    failure(dsv("resolve", f"{BASE}@production", "--json", env={**env, "DSV_ACTOR": "intruder"}), "ACCESS_DENIED", 7)
-    allowed = dsv("resolve", f"{BASE}@sha256:{h['tamper']}", env={**env, "DSV_ACTOR": "fraud-team"})
+    for name in ("intruder", "fraud-team"):  # readers are proven identities (a DSV_ACTOR claim names no one, docs/trust.md)
+        assert dsv("identity", "create", name, env=env).returncode == 0
+        grant = dsv("grants", "add", name, "consumer", "--definition", BASE, "--reason", "reads the protocol", env=env)
+        assert grant.returncode == 0, grant.stderr
+    failure(dsv("resolve", f"{BASE}@production", "--json", env={**env, "DSV_IDENTITY": "intruder"}), "ACCESS_DENIED", 7)
+    allowed = dsv("resolve", f"{BASE}@sha256:{h['tamper']}", env={**env, "DSV_IDENTITY": "fraud-team"})
     assert allowed.returncode == 6  # the reader is allowed; the manifest is still corrupt
 
 

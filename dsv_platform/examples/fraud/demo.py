@@ -121,8 +121,9 @@ def _lineage(model: dict[str, Any], snapshot: dict[str, Any]) -> None:
     print(f"  -> {model['ref']}")
     print(f"  -> manifest {model['trained_on_manifest_hash']} (content {model['trained_on_content_hash']})")
     print("  -> pinned snapshots:")
-    for line in str(snapshot["pinned_snapshots"]).splitlines()[2:]:
-        print(f"       {line}")
+    for record in snapshot["pinned_snapshots"].records:  # the asset's metadata table: table, snapshot id, tag
+        row = record.data
+        print(f"       | {row['table']} | {row['snapshot id']} | {row['tag']} |")
 
 
 def _timed(label: str, step: Callable[[], Any]) -> Any:
