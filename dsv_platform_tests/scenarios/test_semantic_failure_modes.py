@@ -19,6 +19,7 @@ from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.examples.fraud.demo_semantic import cents_batches, leaked_test_accounts, restore_batches
 from dsv_platform.services.publication.realization import ALIAS, RealizationBuild
 from dsv_platform_tests.scenarios.support import World
+from dsv_platform_tests.services.test_datasets import flip_byte
 
 DAYS = 5
 
@@ -96,3 +97,29 @@ def test_an_unreadable_previous_publication_blocks_saying_baseline_unreadable(wo
     baseline = failed["semantic:baseline"]
     assert baseline["blocking"] and baseline["detail"]["reason"].startswith(f"baseline unreadable: {good.ref} (CORRUPT")
     assert "semantic:baseline" in message
+
+
+def test_a_reused_build_whose_stored_report_does_not_read_shows_a_failed_gate(world):
+    """Fail closed (#25 item 9): the report gone or garbled, a reuse reports one blocking failed gate naming it, never "no gates"."""
+    from dsv_platform.defs.gate_checks import dataset_gates_result
+    from dsv_platform.services.publication.semantic_gate import stored_gates, stored_semantic_gates
+
+    good = _good(world)
+    assert all(g.passed for g in stored_gates(world.platform, good.manifest_hash, None) if g.blocking)
+    edges = world.registry.lineage_edges(node=("realization", good.manifest_hash))
+    report = next(e.src_id for e in edges if e.relation == "reports_on" and e.src_kind == "quality_report")
+    sealed = world.platform.store.keys.sealed(report)
+    assert sealed is not None  # the report is encrypted at rest like every object
+    for damage in ("garbled", "gone"):
+        if damage == "garbled":
+            flip_byte(world.platform.store.sealed_store.path(sealed))
+        else:
+            world.delete_object(report)
+        again = world.build()
+        assert again.reused and again.manifest_hash == good.manifest_hash
+        [gate] = stored_gates(world.platform, good.manifest_hash, None)
+        assert gate.name == "quality_report" and not gate.passed and gate.blocking and report in gate.detail["observed"], gate
+        [semantic] = stored_semantic_gates(world.platform, good.manifest_hash)
+        assert semantic.name == "semantic:quality_report" and not semantic.passed
+        check = dataset_gates_result([gate])
+        assert not check.passed and check.severity.value == "ERROR" and report in (check.description or ""), check

@@ -105,14 +105,25 @@ def stored_semantic_gates(platform: Platform, manifest_hash: str) -> list[GateRe
 
 
 def stored_gates(platform: Platform, manifest_hash: str, prefix: str | None) -> list[GateResult]:
-    """The gates named ``<prefix>:...`` (``None``: every gate) of the quality report stored with a realization (empty when it has none)."""
+    """The gates named ``<prefix>:...`` (``None``: every gate) of the quality report stored with a realization (empty when it has none).
+
+    A report the lineage names but the store cannot give back is one failed blocking gate ``<prefix>:quality_report``
+    saying so (fail closed, docs/reliability.md): a reused build never shows "no gates" for gates it cannot read."""
     for edge in platform.registry.lineage_edges(node=("realization", manifest_hash)):
         if edge.relation != "reports_on" or edge.src_kind != "quality_report":
             continue
         try:
             doc = json.loads(platform.store.get(edge.src_id))
-        except ObjectStoreError:
-            return []
+        except (ObjectStoreError, ValueError) as e:
+            return [unreadable_report_gate(prefix, edge.src_id, e)]
         gates = [g for g in doc.get("gates", []) if prefix is None or str(g.get("name", "")).startswith(f"{prefix}:")]
         return [GateResult(g["name"], bool(g["passed"]), dict(g.get("detail", {})), blocking=bool(g.get("blocking", True))) for g in gates]
     return []
+
+
+def unreadable_report_gate(prefix: str | None, digest: str, error: Exception) -> GateResult:
+    """The failed gate that stands for a stored quality report that does not read (gone, corrupt or not JSON)."""
+    name = f"{prefix}:quality_report" if prefix else "quality_report"
+    reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+    detail = {"rule": "quality_report", "observed": f"unreadable: {digest} ({reason})", "bound": "a readable stored quality report"}
+    return GateResult(name, False, detail, blocking=True)
