@@ -1,18 +1,23 @@
 """Jobs, the daily schedule and the drop-folder sensor, over whatever sources the configuration names."""
 
+import datetime as dt
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
+from dsv_platform.adapters.objects.landing import scan_days
 from dsv_platform.core.config.source import SourceSpec
 from dsv_platform.core.ingest.batch import parse_batch_file
+from dsv_platform.core.ingest.scan_memo import scan_file
 from dsv_platform.defs.raw import RawBatchConfig, outside_reason
 from dsv_platform.defs.resources import PlatformResource
+
+RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 DAILY_JOB = "daily_ingest_job"
 REFERENCE_JOB = "reference_ingest_job"
@@ -26,6 +31,83 @@ class Automation:
     sensors: list[dg.SensorDefinition]
 
 
+def _stat(path: Path) -> str:
+    """What says a file may have changed without reading it: size, mtime, ctime (a writer can set mtime, not ctime), inode."""
+    st = path.stat()
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A cursor entry: the file's stat and SHA-256 when it was last read (an old cursor's bare digest has no stat)."""
+
+    stat: str
+    digest: str
+
+    @staticmethod
+    def parse(entry: str) -> "Seen | None":
+        if len(entry) == 64 and all(c in "0123456789abcdef" for c in entry):
+            return Seen("", entry)  # a cursor written before stats were kept: hashed again once, requested only if changed
+        stat, sep, digest = entry.rpartition("@")
+        return Seen(stat, digest) if sep and len(digest) == 64 else None
+
+    def __str__(self) -> str:
+        return f"{self.stat}@{self.digest}"
+
+
+def touched_days(path: Path, spec: SourceSpec, named: dt.date) -> tuple[str, list[dt.date]]:
+    """The file's SHA-256 and the partition days its accepted rows touch (the file-name day when it does not parse: the raw check says why)."""
+    digest, scan = scan_file(path, spec)  # in record batches; remembered, so the run's landing does not read it again in this process
+    if scan.malformed or not spec.partitioned:
+        return digest, [named]
+    arriving = dt.datetime.now(dt.UTC).date()  # a row without a partition value is indexed on its arrival day, as dsv ingest does
+    return digest, sorted(scan_days(scan, arriving)) if scan.accepted else []
+
+
+def drop_request(
+    path: Path, digest: str, sources: Mapping[str, SourceSpec], partitions: dg.PartitionsDefinition, days: Sequence[dt.date] | None = None
+) -> dg.RunRequest | None:
+    """The run landing and loading one drop-folder file, or None if it is not a batch file of a known source, format and day.
+
+    ``days``: the partition days its rows touch (default the file-name day); the run covers their range, so late rows
+    for earlier days load with it. A day outside ``partitions`` makes it None (the sensor logs which)."""
+    parsed = parse_batch_file(path.name)
+    if parsed is None or parsed.source not in sources or sources[parsed.source].landing_format != parsed.format:
+        return None
+    partitioned = sources[parsed.source].partitioned  # a reference table's file lands whatever its day, in REFERENCE_JOB
+    span = sorted(days) if days else [parsed.day]
+    first, last = span[0].isoformat(), span[-1].isoformat()
+    if partitioned and not (partitions.has_partition_key(first) and partitions.has_partition_key(last)):
+        return None
+    raw = f"raw_{parsed.source}"
+    tags = {"dsv/drop_file": path.name, "dsv/digest": digest}
+    if partitioned and first != last:
+        tags |= {RANGE_START: first, RANGE_END: last}
+    return dg.RunRequest(
+        run_key=f"{path.name}@{digest}",
+        partition_key=first if partitioned and first == last else None,
+        job_name=DAILY_JOB if partitioned else REFERENCE_JOB,
+        asset_selection=[dg.AssetKey(raw), dg.AssetKey(f"canonical_{parsed.source}")],
+        run_config=dg.RunConfig(ops={raw: RawBatchConfig(files=[path.name])}),
+        tags=tags,
+    )
+
+
+def _changed(path: Path, before: str | None, sources: Mapping[str, SourceSpec]) -> tuple[Seen, list[dt.date] | None]:
+    """The file's new cursor entry and, when its bytes changed, the days its rows touch (None: unchanged, or not a batch of a source)."""
+    stat = _stat(path)
+    seen = Seen.parse(before) if before else None
+    if seen is not None and seen.stat == stat:
+        return seen, None  # unchanged: not even opened
+    parsed = parse_batch_file(path.name)
+    spec = sources.get(parsed.source) if parsed is not None else None
+    if parsed is None or spec is None or spec.landing_format != parsed.format:
+        digest = _digest(path)
+        return Seen(stat, digest), (None if seen is not None and seen.digest == digest else [])
+    digest, days = touched_days(path, spec, parsed.day)
+    return Seen(stat, digest), (None if seen is not None and seen.digest == digest else days)
+
+
 def _digest(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
@@ -34,57 +116,46 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def drop_request(path: Path, digest: str, sources: Mapping[str, SourceSpec], partitions: dg.PartitionsDefinition) -> dg.RunRequest | None:
-    """The run landing and loading one drop-folder file, or None if it is not a batch file of a known source, format and day."""
-    parsed = parse_batch_file(path.name)
-    if parsed is None or parsed.source not in sources or sources[parsed.source].landing_format != parsed.format:
-        return None
-    partitioned = sources[parsed.source].partitioned  # a reference table's file lands whatever its day, in REFERENCE_JOB
-    if partitioned and not partitions.has_partition_key(parsed.day.isoformat()):
-        return None
-    raw = f"raw_{parsed.source}"
-    return dg.RunRequest(
-        run_key=f"{path.name}@{digest}",
-        partition_key=parsed.day.isoformat() if partitioned else None,
-        job_name=DAILY_JOB if partitioned else REFERENCE_JOB,
-        asset_selection=[dg.AssetKey(raw), dg.AssetKey(f"canonical_{parsed.source}")],
-        run_config=dg.RunConfig(ops={raw: RawBatchConfig(files=[path.name])}),
-        tags={"dsv/drop_file": path.name, "dsv/digest": digest},
-    )
-
-
 def build_drop_folder_sensor(jobs: list[Any], sources: Mapping[str, SourceSpec], partitions: dg.PartitionsDefinition) -> dg.SensorDefinition:
     @dg.sensor(
         name="drop_folder_sensor",
         jobs=jobs,
         minimum_interval_seconds=30,
-        description="Lands and loads a batch file as soon as it appears (or changes) in the drop folder.",
+        description="Lands and loads a batch file as soon as it appears (or changes) in the drop folder, over every partition its rows touch. "
+        "The cursor holds one entry per file now in the folder (its stat and SHA-256): an unchanged file is not read again.",
     )
     def drop_folder_sensor(context: dg.SensorEvaluationContext, platform: PlatformResource) -> dg.SensorResult:
-        seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
+        before: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
         folder = platform.settings().drop_folder
-        requests, skipped = [], []
-        outside = []
+        seen: dict[str, str] = {}  # only the files present now: the cursor is bounded by the folder, not by its history
+        requests, skipped, outside, refused = [], [], [], []
         for path in sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []:
             reason = outside_reason(path, folder)
             if reason is not None:
-                if seen.get(path.name) != reason:  # logged once per target, not every tick
+                if before.get(path.name) != reason:  # logged once per target, not every tick
                     outside.append(reason)
-                    seen[path.name] = reason
+                seen[path.name] = reason
                 continue
-            digest = _digest(path)
-            if seen.get(path.name) == digest:
+            entry, days = _changed(path, before.get(path.name), sources)
+            seen[path.name] = str(entry)
+            if days is None:
                 continue
-            seen[path.name] = digest
-            request = drop_request(path, digest, sources, partitions)
-            if request is None:
+            request = drop_request(path, entry.digest, sources, partitions, days) if days else None
+            if request is not None:
+                requests.append(request)
+            elif days or parse_batch_file(path.name) is None:
                 skipped.append(path.name)
             else:
-                requests.append(request)
+                refused.append(path.name)
         for reason in outside:
             context.log.warning(f"skipped, never landed: {reason}")
         if skipped:
-            context.log.warning(f"not batch files (expected <source>__<YYYY-MM-DD>__<batch id>.<the source's format> for a known source and day): {skipped}")
+            context.log.warning(
+                "not landed: not a batch file (expected <source>__<YYYY-MM-DD>__<batch id>.<the source's format> for a known source) "
+                f"or rows on a day outside the partitions: {skipped}"
+            )
+        if refused:
+            context.log.warning(f"not landed: no row satisfies the source's contract (dsv ingest FILE lists every rejected row): {refused}")
         return dg.SensorResult(run_requests=requests, cursor=json.dumps(seen, sort_keys=True))
 
     return drop_folder_sensor
