@@ -14,7 +14,7 @@ from dsv_platform.core.config.source import SourceSpec, partition_text
 from dsv_platform.core.contracts.semantic_rules import load_families
 from dsv_platform.core.identity.hashing import content_hash
 from dsv_platform.core.publication.gates import GateResult
-from dsv_platform.defs.catalog import owners, schema_metadata, table_metadata
+from dsv_platform.defs.catalog import code_version, owners, schema_metadata, table_metadata
 from dsv_platform.defs.metadata import AssetResult, failure_cases, table
 from dsv_platform.defs.partitions import partition_days
 from dsv_platform.defs.resources import PlatformResource
@@ -88,6 +88,7 @@ def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition 
         group_name="canonical",
         owners=owners(spec.contract.owner),
         metadata=schema_metadata(spec.contract),
+        code_version=code_version(spec.contract.schema_hash, spec.valid_time, spec.partition_by),
         retry_policy=STEP_RETRY,
         kinds={"iceberg"},
         deps=[dg.AssetKey(f"raw_{spec.name}")],

@@ -7,7 +7,10 @@ allowed values as constraints); ``dagster/table_name`` and ``dagster/row_count``
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -69,3 +72,22 @@ def table_metadata(table_name: str, rows: int) -> Mapping[str, dg.MetadataValue]
 def dataset_table(name: str, version: str) -> str:
     """The name a dataset version's realizations go by in the catalog: ``datasets.<name>.<version>``."""
     return f"{DATASETS_NAMESPACE}.{name}.{version}"
+
+
+def code_version(*parts: str | None) -> str:
+    """An asset's ``code_version``: what decides its output besides its inputs, hashed (16 hex digits, shown in the UI).
+
+    Dagster marks an asset "code version changed" when it differs from the one its latest materialization ran with."""
+    return hashlib.sha256("\n".join(p or "-" for p in parts).encode()).hexdigest()[:16]
+
+
+def module_source_hash(module: str) -> str | None:
+    """SHA-256 of a Python module's source file (a label module), found without importing it; None when it has none."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    origin = getattr(spec, "origin", None) if spec is not None else None
+    if not origin or not Path(origin).is_file():
+        return None
+    return hashlib.sha256(Path(origin).read_bytes()).hexdigest()

@@ -5,9 +5,10 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
+from dsv_platform.core import canonical_json
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.publication.gates import GateResult, GatesFailedError
-from dsv_platform.defs.catalog import dataset_table, owners, schema_metadata, table_metadata
+from dsv_platform.defs.catalog import code_version, dataset_table, owners, schema_metadata, table_metadata
 from dsv_platform.defs.gate_checks import dataset_gates_spec, failed_gate_events, snapshot_check_results
 from dsv_platform.defs.integrity_checks import build_quarantine_check, integrity_check_specs
 from dsv_platform.defs.metadata import AssetResult, table
@@ -42,13 +43,24 @@ def snapshot_deps(definition: DatasetDefinition) -> list[dg.AssetDep]:
     return deps
 
 
+def snapshot_code_version(definition: DatasetDefinition) -> str:
+    """The recipe (sources, window, joins, labels pinned, split policy) and the contract's schema: a change of either is a code change."""
+    return code_version(definition.recipe_hash, definition.contract.schema_hash)
+
+
+def snapshot_data_version(build: RealizationBuild) -> str:
+    """The content hash, with the label version joined: an unrelated append re-pins (a new manifest) but the same rows stay in sync."""
+    labels = build.manifest.labels
+    return build.content_hash if labels is None else f"{build.content_hash}+{labels.name}:{labels.version}"
+
+
 def snapshot_result(build: RealizationBuild, approval: dict[str, str | None] | None = None, gates: Sequence[GateResult] | None = None) -> AssetResult:
     """The snapshot's materialization; ``gates``: the gates to show (default the build's: a reused build passes its stored report's)."""
     m = build.manifest
     approval = approval or {"state": "PUBLISHED"}
     gates = build.gates if gates is None else gates
     return dg.MaterializeResult(
-        data_version=dg.DataVersion(build.manifest_hash),
+        data_version=dg.DataVersion(snapshot_data_version(build)),
         metadata={
             REF: dg.MetadataValue.text(build.ref),
             "manifest_hash": dg.MetadataValue.text(build.manifest_hash),
@@ -99,7 +111,8 @@ def snapshot_description(definition: DatasetDefinition) -> str:
     return (
         f"{definition.ref}: {definition.description} Each materialization pins the source snapshots with an Iceberg tag, "
         "reads them as known at the watermark, joins the pinned label version (if any) and publishes an immutable realization. "
-        "Data version = manifest hash; open it with `open_dataset(<ref>)`."
+        "Data version = content hash (+ label version): a rebuild with the same rows keeps downstream in sync; the manifest hash "
+        "is in the metadata, open it with `open_dataset(<ref>)`. Code version = recipe and schema."
     )
 
 
@@ -124,6 +137,7 @@ def build_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
         kinds={"parquet"},
         owners=owners(definition.owner),
         metadata=schema_metadata(definition.contract),
+        code_version=snapshot_code_version(definition),
         pool=PUBLICATION_POOL,  # one publishing step at a time on the instance, whatever started the run
         retry_policy=STEP_RETRY,
         deps=snapshot_deps(definition),
@@ -151,6 +165,7 @@ def build_splits_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
         group_name="datasets",
         kinds={"parquet"},
         owners=owners(definition.owner),
+        code_version=code_version(canonical_json.sha256_hex(definition.split_policy or {})),
         retry_policy=STEP_RETRY,
         deps=[snapshot_key],
         check_specs=[

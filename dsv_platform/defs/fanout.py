@@ -17,7 +17,7 @@ from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.publication.gates import GatesFailedError
 from dsv_platform.core.publication.manifest import BuiltPart
 from dsv_platform.defs.catalog import owners, schema_metadata
-from dsv_platform.defs.datasets import snapshot_check_specs, snapshot_deps, snapshot_description, snapshot_materialization
+from dsv_platform.defs.datasets import snapshot_check_specs, snapshot_code_version, snapshot_deps, snapshot_description, snapshot_materialization
 from dsv_platform.defs.gate_checks import failed_gate_events
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.defs.retries import PUBLICATION_POOL, STEP_RETRY, retried_if_transient
@@ -105,6 +105,7 @@ def build_fanout_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefin
         kinds={"parquet"},
         owners=owners(definition.owner),
         metadata=schema_metadata(definition.contract),
+        code_version=snapshot_code_version(definition),
         ins=ins,
         check_specs=snapshot_check_specs(definition),
         description=snapshot_description(definition),

@@ -1,0 +1,81 @@
+"""Staleness that works (issue 26 item 8): data versions are content, code versions are the recipe, the schema and the label module.
+
+A real Dagster instance materializes the fraud chain; an append outside the observation window re-pins the
+snapshot (a new manifest) with the same rows, and the model downstream stays in sync. Staleness is read with
+Dagster's own resolver, the one the UI uses.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import dagster as dg
+import pytest
+from dagster._core.definitions.data_version import StaleStatus
+from dagster._utils.test.data_versions import get_stale_status_resolver
+
+from dsv_platform.core.config.platform_config import load_config
+from dsv_platform.defs import build_defs
+from dsv_platform.defs.catalog import code_version, module_source_hash
+from dsv_platform.examples.fraud import events
+from dsv_platform.examples.fraud.generator import FraudDomain
+from dsv_platform_tests.defs.support import FRAUD_SOURCES, ROWS_PER_DAY, drop, range_tags, settings_at
+
+DOMAIN = FraudDomain(rows_per_day=ROWS_PER_DAY)
+DAYS = DOMAIN.days(3)
+SNAPSHOT, SPLITS, MODEL = "fraud_training_set_v6_snapshot", "fraud_training_set_v6_splits", "fraud_model"
+OUTSIDE = dt.date(2026, 7, 5)  # after the definitions' June observation window
+
+
+@pytest.fixture
+def chain(tmp_path, monkeypatch):
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    (tmp_path / "dagster").mkdir()
+    settings = settings_at(tmp_path / "dsv")
+    defs = build_defs(settings)
+    drop(settings.drop_folder, [events.daily_batch(DOMAIN, s, d) for s in FRAUD_SOURCES for d in DAYS])
+    with dg.DagsterInstance.ephemeral() as instance:
+        run = lambda selection, **kw: dg.materialize([*defs.assets], selection=selection, instance=instance, resources=defs.resources, **kw)  # noqa: E731
+        assert run("group:raw or group:canonical", tags=range_tags(DAYS[0], DAYS[-1])).success
+        assert run("labels_fraud", partition_key="v6").success
+        assert run([SNAPSHOT, SPLITS, MODEL]).success
+        yield settings, defs, instance, run
+
+
+def _latest(instance: dg.DagsterInstance, key: str) -> dg.AssetMaterialization:
+    event = instance.get_latest_materialization_event(dg.AssetKey(key))
+    assert event is not None and event.asset_materialization is not None
+    return event.asset_materialization
+
+
+def test_an_append_outside_the_window_re_pins_but_keeps_the_model_in_sync(chain):
+    settings, defs, instance, run = chain
+    before = _latest(instance, SNAPSHOT)
+    assert get_stale_status_resolver(instance, [*defs.assets]).get_status(dg.AssetKey(MODEL)) == StaleStatus.FRESH
+
+    drop(settings.drop_folder, [events.daily_batch(DOMAIN, "transactions", OUTSIDE)])
+    assert run(["raw_transactions", "canonical_transactions"], partition_key=OUTSIDE.isoformat()).success
+    assert run([SNAPSHOT]).success
+    after = _latest(instance, SNAPSHOT)
+    assert after.metadata["manifest_hash"].value != before.metadata["manifest_hash"].value, "the new pin is a new manifest"
+    assert after.metadata["content_hash"].value == before.metadata["content_hash"].value, "the same rows"
+    assert after.tags["dagster/data_version"] == before.tags["dagster/data_version"] == f"{before.metadata['content_hash'].value}+fraud:v6"
+
+    status = get_stale_status_resolver(instance, [*defs.assets])
+    assert status.get_status(dg.AssetKey(SPLITS)) == StaleStatus.FRESH, status.get_stale_causes(dg.AssetKey(SPLITS))
+    assert status.get_status(dg.AssetKey(MODEL)) == StaleStatus.FRESH, status.get_stale_causes(dg.AssetKey(MODEL))
+
+
+def test_code_versions_are_the_recipe_the_schema_and_the_label_module(tmp_path):
+    settings = settings_at(tmp_path / "dsv")
+    graph = build_defs(settings).resolve_asset_graph()
+    config = load_config(settings.config_dir)
+    versions = {k.to_user_string(): graph.get(k).code_version for k in graph.get_all_asset_keys()}
+    for d in config.datasets:
+        assert versions[f"{d.asset_prefix}_snapshot"] == code_version(d.recipe_hash, d.contract.schema_hash)
+    assert versions["fraud_training_set_v5_snapshot"] != versions["fraud_training_set_v6_snapshot"]  # different recipes
+    assert all(versions[f"canonical_{s}"] for s in FRAUD_SOURCES) and versions["fraud_training_set_v6_splits"]
+    label = versions["labels_fraud"]
+    source = module_source_hash("dsv_platform.examples.fraud.labels")
+    assert source is not None and label is not None and len(label) == 16
+    assert module_source_hash("no_such_module_anywhere") is None
