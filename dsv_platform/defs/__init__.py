@@ -16,8 +16,8 @@ from dsv_platform.settings import Settings
 
 
 def config_assets(config: PlatformConfig) -> list[dg.AssetsDefinition]:
-    """The assets the configuration describes (sources, labels, datasets)."""
-    from dsv_platform.defs.canonical import build_canonical_asset
+    """The assets the configuration describes (sources with their observed heads, labels, datasets)."""
+    from dsv_platform.defs.canonical import build_canonical_asset, build_head_asset
     from dsv_platform.defs.datasets import build_dataset_assets
     from dsv_platform.defs.labels import build_label_asset
     from dsv_platform.defs.options import partitions_start
@@ -26,7 +26,10 @@ def config_assets(config: PlatformConfig) -> list[dg.AssetsDefinition]:
 
     daily = daily_partitions(partitions_start(config))
     parts = {name: daily if spec.partitioned else None for name, spec in config.sources.items()}  # a reference table: unpartitioned assets
-    assets = [a for spec in config.sources.values() for a in (build_raw_asset(spec, parts[spec.name]), build_canonical_asset(spec, parts[spec.name]))]
+    assets = [
+        a for spec in config.sources.values() for a in (build_raw_asset(spec, parts[spec.name]), build_canonical_asset(spec, parts[spec.name]))
+    ]
+    assets += [build_head_asset(spec) for spec in config.sources.values()]
     assets += [build_label_asset(name, versions) for name, versions in sorted(config.labels.items())]
     assets += [a for d in config.datasets for a in build_dataset_assets(d)]
     return assets

@@ -5,8 +5,9 @@ A source contract with semantic keys adds one ``semantic_<family>`` check per ru
 stops downstream assets, the append stays. Details: docs/contracts.md
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING, cast
 
 import dagster as dg
 
@@ -23,7 +24,45 @@ from dsv_platform.defs.semantic_checks import family_check_results, family_check
 from dsv_platform.services.ingest.canonical_load import BatchLoad, PartitionLoad, load_partitions
 from dsv_platform.services.publication.semantic_gate import gates_of
 
+if TYPE_CHECKING:
+    from dsv_platform.bootstrap import Platform
+
 ROWS_SATISFY_CONTRACT = "rows_satisfy_contract"
+DATA_VERSION_TAG = "dagster/data_version"
+
+
+def head_key(source: str) -> dg.AssetKey:
+    """``canonical_<source>_head``: the table's current Iceberg snapshot, observed (see :func:`build_head_asset`)."""
+    return dg.AssetKey(f"canonical_{source}_head")
+
+
+def head_version(platform: "Platform", spec: SourceSpec) -> str:
+    """The table's current snapshot id as a data version (``empty`` before its first commit)."""
+    tables = platform.existing_tables()
+    snapshot = tables.current_snapshot_id(spec) if tables is not None and tables.exists(spec) else None
+    return "empty" if snapshot is None else str(snapshot)
+
+
+def build_head_asset(spec: SourceSpec) -> dg.AssetsDefinition:
+    """The whole table's version, for staleness: Dagster does not follow a daily-partitioned table into an unpartitioned
+    dataset (``AllPartitionMapping`` edges are left out of its stale status), so datasets and labels also depend on
+    this observed head. Every canonical load logs an observation of it; "Observe" in the UI catches a change made
+    outside a load (a privacy deletion, a schema evolution)."""
+    key = head_key(spec.name)
+    described = (
+        f"The current Iceberg snapshot of canonical {spec.name} (data version = snapshot id): new canonical data marks the datasets "
+        "and labels reading it unsynced. Logged by every canonical load; Observe reads it again."
+    )
+
+    def _head(context: dg.AssetExecutionContext) -> Iterator[dg.ObserveResult]:
+        yield dg.ObserveResult(asset_key=key, data_version=dg.DataVersion(head_version(context.resources.platform.get(), spec)))
+
+    observed = dg.multi_observable_source_asset(
+        name=key.to_user_string(),
+        specs=[dg.AssetSpec(key, group_name="table_heads", owners=owners(spec.contract.owner), kinds={"iceberg"}, description=described)],
+        required_resource_keys={"platform"},
+    )(_head)
+    return cast(dg.AssetsDefinition, observed)
 
 
 def data_version(loads: Sequence[PartitionLoad]) -> str:
@@ -108,6 +147,7 @@ def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition 
         with retried_if_transient():
             p = platform.get()
             loads = load_partitions(p, spec, partition_days(context), progress=platform.progress(context, f"{spec.name}: "))
+            context.log_event(dg.AssetObservation(asset_key=head_key(spec.name), tags={DATA_VERSION_TAG: head_version(p, spec)}))
             return canonical_result(loads, families, p.tables.identifier(spec))
 
     return _canonical

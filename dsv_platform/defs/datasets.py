@@ -8,6 +8,7 @@ import dagster as dg
 from dsv_platform.core import canonical_json
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.publication.gates import GateResult, GatesFailedError
+from dsv_platform.defs.canonical import head_key
 from dsv_platform.defs.catalog import code_version, dataset_table, owners, schema_metadata, table_metadata
 from dsv_platform.defs.gate_checks import dataset_gates_spec, failed_gate_events, snapshot_check_results
 from dsv_platform.defs.integrity_checks import build_quarantine_check, integrity_check_specs
@@ -37,6 +38,7 @@ def upstream_ref(context: dg.AssetExecutionContext, key: dg.AssetKey) -> str:
 def snapshot_deps(definition: DatasetDefinition) -> list[dg.AssetDep]:
     """Every partition of the canonical sources, and the pinned version of the label (if any)."""
     deps = [dg.AssetDep(f"canonical_{s}", partition_mapping=dg.AllPartitionMapping()) for s in definition.sources]
+    deps += [dg.AssetDep(head_key(s)) for s in definition.sources]  # staleness across the daily partitions (defs/canonical.py)
     if definition.label is not None:
         mapping = dg.SpecificPartitionsPartitionMapping([f"v{definition.label.version}"])
         deps.append(dg.AssetDep(f"labels_{definition.label.name}", partition_mapping=mapping))

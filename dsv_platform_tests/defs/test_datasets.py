@@ -27,7 +27,7 @@ def test_factory_makes_one_asset_set_per_definition_file():
     for d in load_config(settings.config_dir).datasets:
         assert {f"{d.asset_prefix}_snapshot", f"{d.asset_prefix}_splits"} <= keys
         parents = {p.to_user_string() for p in graph.get(dg.AssetKey(f"{d.asset_prefix}_snapshot")).parent_keys}
-        assert parents == {f"canonical_{s}" for s in d.sources} | {"labels_fraud"}
+        assert parents == {f"canonical_{s}" for s in d.sources} | {f"canonical_{s}_head" for s in d.sources} | {"labels_fraud"}
     assert "fraud_model" in keys
 
 

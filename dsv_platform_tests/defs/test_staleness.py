@@ -1,4 +1,5 @@
-"""Staleness that works (issue 26 item 8): data versions are content, code versions are the recipe, the schema and the label module.
+"""Staleness that works (issue 26 item 8): data versions are content, code versions are the recipe, the schema and the label module,
+and new canonical data marks the datasets reading it unsynced (through the observed table head).
 
 A real Dagster instance materializes the fraud chain; an append outside the observation window re-pins the
 snapshot (a new manifest) with the same rows, and the model downstream stays in sync. Staleness is read with
@@ -14,8 +15,10 @@ import pytest
 from dagster._core.definitions.data_version import StaleStatus
 from dagster._utils.test.data_versions import get_stale_status_resolver
 
+from dsv_platform.bootstrap import build_platform
 from dsv_platform.core.config.platform_config import load_config
 from dsv_platform.defs import build_defs
+from dsv_platform.defs.canonical import head_key
 from dsv_platform.defs.catalog import code_version, module_source_hash
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.generator import FraudDomain
@@ -55,6 +58,11 @@ def test_an_append_outside_the_window_re_pins_but_keeps_the_model_in_sync(chain)
 
     drop(settings.drop_folder, [events.daily_batch(DOMAIN, "transactions", OUTSIDE)])
     assert run(["raw_transactions", "canonical_transactions"], partition_key=OUTSIDE.isoformat()).success
+    status = get_stale_status_resolver(instance, [*defs.assets])  # new canonical data: the dataset reading it is unsynced
+    assert status.get_status(dg.AssetKey(SNAPSHOT)) == StaleStatus.STALE
+    causes = status.get_stale_causes(dg.AssetKey(SNAPSHOT))
+    assert [c.dependency.asset_key for c in causes if c.dependency] == [head_key("transactions")], causes
+    assert status.get_status(dg.AssetKey("fraud_training_set_v5_snapshot")) in (StaleStatus.MISSING, StaleStatus.STALE)
     assert run([SNAPSHOT]).success
     after = _latest(instance, SNAPSHOT)
     assert after.metadata["manifest_hash"].value != before.metadata["manifest_hash"].value, "the new pin is a new manifest"
@@ -62,6 +70,7 @@ def test_an_append_outside_the_window_re_pins_but_keeps_the_model_in_sync(chain)
     assert after.tags["dagster/data_version"] == before.tags["dagster/data_version"] == f"{before.metadata['content_hash'].value}+fraud:v6"
 
     status = get_stale_status_resolver(instance, [*defs.assets])
+    assert status.get_status(dg.AssetKey(SNAPSHOT)) == StaleStatus.FRESH, status.get_stale_causes(dg.AssetKey(SNAPSHOT))
     assert status.get_status(dg.AssetKey(SPLITS)) == StaleStatus.FRESH, status.get_stale_causes(dg.AssetKey(SPLITS))
     assert status.get_status(dg.AssetKey(MODEL)) == StaleStatus.FRESH, status.get_stale_causes(dg.AssetKey(MODEL))
 
@@ -79,3 +88,18 @@ def test_code_versions_are_the_recipe_the_schema_and_the_label_module(tmp_path):
     source = module_source_hash("dsv_platform.examples.fraud.labels")
     assert source is not None and label is not None and len(label) == 16
     assert module_source_hash("no_such_module_anywhere") is None
+
+
+def test_observing_a_head_reads_the_tables_current_snapshot(chain):
+    settings, defs, instance, _ = chain
+    [head] = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and head_key("transactions") in a.keys]
+    from dagster._core.definitions.observe import observe  # the UI's Observe button, in process
+
+    loaded = instance.fetch_observations(head_key("transactions"), limit=1).records  # the one the canonical load logged
+    result = observe([head], instance=instance, resources=defs.resources)
+    assert result.success
+    [observation] = result.asset_observations_for_node(head.node_def.name)
+    with build_platform(settings) as p:
+        current = str(p.tables.current_snapshot_id(p.config.sources["transactions"]))
+    assert observation.tags["dagster/data_version"] == current, (observation, current)
+    assert loaded and loaded[0].asset_observation is not None and loaded[0].asset_observation.tags["dagster/data_version"] == current
