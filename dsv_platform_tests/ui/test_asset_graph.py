@@ -34,7 +34,7 @@ def test_global_lineage_shows_every_group_then_every_asset_with_its_checks(steps
         time.sleep(1.5)
     expanded = page.url
     assert "expanded=" in expanded, expanded
-    page.set_viewport_size({"width": 2200, "height": 1900})  # room for the whole expanded graph
+    page.set_viewport_size({"width": 2400, "height": 2800})  # room for the whole expanded graph (with the table_heads group)
     page.goto(expanded)  # re-open so the expanded graph is laid out for this viewport
     # At this size the nodes are drawn in detail: full names, "Asset checks", latest event.
     steps.wait(*ASSETS, "Asset checks", shot="lineage-expanded", settle=2.5)
