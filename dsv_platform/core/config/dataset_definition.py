@@ -25,6 +25,7 @@ from dsv_platform.core.config.aggregation import (
     transform_outputs,
     transform_zones,
 )
+from dsv_platform.core.config.expected_partitions import ExpectedPartitions, parse_expected_partitions
 from dsv_platform.core.config.source import contract_of
 from dsv_platform.core.config.split_policy import parse_split_policy
 from dsv_platform.core.config_yaml import ConfigError, check_keys, names_list, need, read_yaml
@@ -38,33 +39,15 @@ from dsv_platform.core.trust.access import parse_access
 EXAMPLE_DEFINITIONS_DIR = Path(__file__).resolve().parents[2] / "examples" / "fraud" / "config" / "datasets"
 KEYS = frozenset(
     {
-        "name",
-        "version",
-        "description",
-        "owner",
-        "base",
-        "as_of_joins",
-        "label",
-        "features",
-        "observation_window",
-        "population_filter",
-        "split_policy",
-        "watermark",
-        "gates",
-        "seed",
-        "contract",
-        "derive",
-        "aggregate",
-        "integrity",
-        "access",
-        "fan_out",
+        "name", "version", "description", "owner", "base", "as_of_joins", "label", "features", "observation_window", "population_filter",
+        "split_policy", "watermark", "gates", "seed", "contract", "derive", "aggregate", "integrity", "access", "fan_out",
     }
 )
 LEGACY_KEYS = frozenset({"sources"})
 REQUIRED = ("name", "version", "observation_window", "watermark", "gates", "seed", "contract")
 JOIN_KEYS = frozenset({"source", "on", "time", "lag", "max_age", "as_known_at"})
 KNOWN_AT = ("example_time",)  # as_known_at: the recorded-time cutoff of a bitemporal join
-GATE_KEYS = frozenset({"rows_at_least", "label_coverage_at_least_bp", "proportion_tolerance_bp"})
+GATE_KEYS = frozenset({"rows_at_least", "label_coverage_at_least_bp", "proportion_tolerance_bp", "expected_partitions"})
 DEFAULT_PROPORTION_TOLERANCE_BP = 1000
 MAX_FAN_OUT = 256
 WATERMARK_RULES = ("latest_recorded", "fixed")
@@ -122,6 +105,7 @@ class Gates:
     rows_at_least: int
     label_coverage_at_least_bp: int
     proportion_tolerance_bp: int
+    expected_partitions: ExpectedPartitions | None = None  # core/config/expected_partitions.py
 
 
 @dataclass(frozen=True)
@@ -298,14 +282,17 @@ def _label(doc: Mapping[str, Any], file: str | Path) -> LabelRef | None:
     return LabelRef(need(raw, "name", str, file=file, where="label"), need(raw, "version", int, file=file, where="label"))
 
 
-def _gates(doc: Mapping[str, Any], file: str | Path, *, labelled: bool) -> Gates:
+def _gates(doc: Mapping[str, Any], file: str | Path, *, labelled: bool, window: ObservationWindow, contract: Contract) -> Gates:
     raw = check_keys(
         doc["gates"], file=file, where="gates", allowed=GATE_KEYS, required={"rows_at_least", *(["label_coverage_at_least_bp"] if labelled else [])}
     )
     if "label_coverage_at_least_bp" in raw and not labelled:
         raise DatasetDefinitionError("applies only to a dataset with a label", file=file, key="gates.label_coverage_at_least_bp")
-    value = {k: need(raw, k, int, file=file, where="gates") for k in raw}
-    return Gates(value["rows_at_least"], value.get("label_coverage_at_least_bp", 0), value.get("proportion_tolerance_bp", DEFAULT_PROPORTION_TOLERANCE_BP))
+    value = {k: need(raw, k, int, file=file, where="gates") for k in raw if k != "expected_partitions"}
+    days = raw.get("expected_partitions")
+    expected = None if days is None else parse_expected_partitions(days, file=file, window=window.days(), column=window.column, contract=contract)
+    tolerance = value.get("proportion_tolerance_bp", DEFAULT_PROPORTION_TOLERANCE_BP)
+    return Gates(value["rows_at_least"], value.get("label_coverage_at_least_bp", 0), tolerance, expected)
 
 
 def _joins(doc: Mapping[str, Any], file: str | Path) -> tuple[AsOfJoin, ...]:
@@ -366,11 +353,11 @@ def parse_definition(raw: Any, *, source: str | Path = "<definition>") -> Datase
         as_of_joins=_joins(doc, file),
         label=label,
         features=features,
-        observation_window=_window(doc, file),
+        observation_window=(window := _window(doc, file)),
         population_filter=_population(doc, file),
         split_policy=doc.get("split_policy"),
         watermark=_watermark(doc, file),
-        gates=_gates(doc, file, labelled=label is not None),
+        gates=_gates(doc, file, labelled=label is not None, window=window, contract=contract),
         seed=need(doc, "seed", int, file=file),
         contract=contract,
         document=doc,

@@ -51,6 +51,9 @@ class Examples(Protocol):
 
     def parts(self) -> list[Part]: ...
 
+    def keys(self) -> set[str]:
+        """The partition keys the examples fall in (what :meth:`parts` would return the keys of), without grouping the rows."""
+
     def filtered(self, keep: Callable[[pa.Table], pa.Table]) -> Examples: ...
 
 
@@ -84,6 +87,9 @@ class TableExamples:
     def parts(self) -> list[Part]:
         keys = partition_keys(self.table, self.contract, self.contract.partition_by)
         return [(key, functools.partial(self._part, keys, key)) for key in sorted(pc.unique(keys).to_pylist())]
+
+    def keys(self) -> set[str]:
+        return set(pc.unique(partition_keys(self.table, self.contract, self.contract.partition_by)).to_pylist())
 
     def _part(self, keys: pa.Array, key: str) -> pa.Table:
         return self.table.filter(pc.equal(keys, key))
@@ -147,9 +153,7 @@ class EngineExamples:
         listed = ", ".join(quote(c) for c in names)
         if column is None:
             return [(UNPARTITIONED_KEY, lambda: self._read(f"SELECT {listed} FROM {self.name}", names))]
-        others = [k for k in self.contract.key if k != column]  # one row's key per value: what an encoding error names
-        firsts = "".join(f", any_value({quote(k)}) AS {quote(k)}" for k in others)
-        values = self._read(f"SELECT {quote(column)}{firsts} FROM {self.name} GROUP BY {quote(column)}", [column, *others])
+        values = self._values(column)
         keys = partition_keys(values, self.contract, column).to_pylist()
         order = sorted(set(keys))
         position = {k: i for i, k in enumerate(order)}
@@ -159,6 +163,16 @@ class EngineExamples:
         self.con.execute(f"CREATE OR REPLACE TABLE __keyed AS SELECT e.*, p.__part FROM {self.name} e JOIN __partition_values p ON {match}")
         shrink_pool(self.con)  # from here the engine scans one part at a time: its pool makes room for the parts being prepared
         return [(k, functools.partial(self._read, f"SELECT {listed} FROM __keyed WHERE __part = {i}", names)) for i, k in enumerate(order)]
+
+    def _values(self, column: str) -> pa.Table:
+        """Each value of the partition column once, with one row's key (what an encoding error names)."""
+        others = [k for k in self.contract.key if k != column]
+        firsts = "".join(f", any_value({quote(k)}) AS {quote(k)}" for k in others)
+        return self._read(f"SELECT {quote(column)}{firsts} FROM {self.name} GROUP BY {quote(column)}", [column, *others])
+
+    def keys(self) -> set[str]:
+        column = self.contract.partition_by
+        return {UNPARTITIONED_KEY} if column is None else set(partition_keys(self._values(column), self.contract, column).to_pylist())
 
     def filtered(self, keep: Callable[[pa.Table], pa.Table]) -> Examples:
         """The rows ``keep`` keeps, streamed through it batch by batch into a new table."""

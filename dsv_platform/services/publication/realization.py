@@ -19,6 +19,7 @@ from dsv_platform.adapters.lineage.openlineage import LineageDataset
 from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore
 from dsv_platform.core import canonical_json
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
+from dsv_platform.core.config.expected_partitions import expected_partitions_gates
 from dsv_platform.core.config.source import TableSpecLike
 from dsv_platform.core.config.timezones import tz_database
 from dsv_platform.core.contracts.semantic_rules import declared_rules
@@ -315,6 +316,9 @@ def _split_and_gates(
         assignment, splits = split_assignment(platform, definition, examples, progress)
     progress.stage("gates", unit="gates")
     gates = _gates(definition, assignment, examples.num_rows, population)
+    expected, window = definition.gates.expected_partitions, definition.observation_window
+    if expected is not None:  # every day of the window a partition, or declared empty
+        gates += expected_partitions_gates(expected, window.days(), window.column, examples.keys())
     if definition.derive or definition.aggregate is not None:  # values the recipe computed: Pandera checks them against the output contract
         report = validate(examples.whole(), definition.contract)
         gates.append(GateResult("rows_satisfy_contract", report.passed, dict(report.summary())))
