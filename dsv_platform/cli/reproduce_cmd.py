@@ -163,6 +163,9 @@ def _status(args: argparse.Namespace, platform: Platform) -> int:
             a = s["approval"]
             print(f"  state {a['state']}" + (f", approved by {a['approved_by']}: {a['approval_reason']}" if a["approved_by"] else " (not approved)"))
         print(_build_line(s))
+        for o in s.get("slo", ()):
+            seen = _fmt(o["observed_seconds"]) if o["observed_seconds"] is not None else "no usable realization"
+            print(f"  slo {o['objective']} <= {_fmt(o['bound_seconds'])}: {seen}, {'met' if o['met'] else 'MISSED'}")
         for version, c in sorted(s["consumption"].items()):
             print(f"  reads of {version}: {c['reads']} by {len(c['readers'])} readers, failed {c['failed'] or 0}")
         for q in s.get("quarantined", ()):

@@ -142,13 +142,27 @@ def realization_integrity(config: IntegrityConfig, platform: PlatformResource) -
     )
 
 
+SLOS_MET = "slos_met"
+
+
 @dg.asset(
     group_name="reproducibility",
     description="Per dataset definition: usable freshness (age of the newest realization that passed every gate), publication lag "
-    "(publication time minus watermark), build health (rows, bytes, attempts, retries, gate failures, time per stage) and consumption.",
+    "(publication time minus watermark), build health (rows, bytes, attempts, retries, gate failures, time per stage) and consumption. "
+    "The slos_met check fails when a definition misses a service level its YAML declares (slo:).",
+    check_specs=[dg.AssetCheckSpec(SLOS_MET, asset="dataset_observability", description="every declared service level (slo:) is met")],
 )
 def dataset_observability(platform: PlatformResource) -> AssetResult:
     rows = [s.to_document() for s in platform_status(platform.get())]
+    slos = [(s["ref"], o["objective"], o["bound_seconds"], o["observed_seconds"], o["met"]) for s in rows for o in s["slo"]]
+    missed = [f"{ref} {objective}" for ref, objective, _, _, met in slos if not met]
+    check = dg.AssetCheckResult(
+        check_name=SLOS_MET,
+        passed=not missed,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=f"missed: {', '.join(missed)}" if missed else None,
+        metadata={"objectives": table(["definition", "objective", "bound s", "observed s", "met"], slos)},
+    )
     lines = [
         (s["ref"], s["usable_ref"] or "none", s["freshness_seconds"], s["publication_lag_seconds"], s["rows"], s["bytes"], s["retries"], s["gate_failures"])
         for s in rows
@@ -157,7 +171,8 @@ def dataset_observability(platform: PlatformResource) -> AssetResult:
         metadata={
             "definitions": table(["definition", "usable", "freshness s", "publication lag s", "rows", "bytes", "retries", "gate failures"], lines),
             "status": dg.MetadataValue.json(rows),
-        }
+        },
+        check_results=[check],
     )
 
 

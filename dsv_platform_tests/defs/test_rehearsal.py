@@ -10,7 +10,7 @@ import pytest
 
 from dsv_platform.cli.runs import asset_metadata
 from dsv_platform.defs import build_defs
-from dsv_platform.defs.rehearsal import FULLY_REPRODUCED, INTEGRITY, RECONSTRUCTABLE, dataset_observability, realization_integrity, reconstructability
+from dsv_platform.defs.rehearsal import FULLY_REPRODUCED, INTEGRITY, RECONSTRUCTABLE, SLOS_MET, dataset_observability, realization_integrity, reconstructability
 from dsv_platform_tests.services.reproduce_support import Lab
 
 
@@ -41,7 +41,7 @@ def test_rehearsal_job_reports_fraction_and_fails_check_with_reason(lab: Lab, tm
     ok = dg.materialize([realization_integrity, dataset_observability], resources=defs.resources, instance=instance)
     assert ok.success
     checks = [e.event_specific_data for e in ok.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
-    assert [c.check_name for c in checks] == [INTEGRITY] and checks[0].passed  # type: ignore[union-attr]
+    assert sorted(c.check_name for c in checks) == sorted([INTEGRITY, SLOS_MET]) and all(c.passed for c in checks)  # type: ignore[union-attr]
 
 
 def test_full_rehearsal_job_reproduces_the_retained_sample_and_records_the_fully_reproduced_fraction(tmp_path: Path) -> None:

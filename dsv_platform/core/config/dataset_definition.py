@@ -26,6 +26,7 @@ from dsv_platform.core.config.aggregation import (
     transform_zones,
 )
 from dsv_platform.core.config.expected_partitions import ExpectedPartitions, parse_expected_partitions
+from dsv_platform.core.config.slo import Slo, parse_slo
 from dsv_platform.core.config.source import contract_of
 from dsv_platform.core.config.split_policy import parse_split_policy
 from dsv_platform.core.config_yaml import ConfigError, check_keys, names_list, need, read_yaml
@@ -40,7 +41,7 @@ EXAMPLE_DEFINITIONS_DIR = Path(__file__).resolve().parents[2] / "examples" / "fr
 KEYS = frozenset(
     {
         "name", "version", "description", "owner", "base", "as_of_joins", "label", "features", "observation_window", "population_filter",
-        "split_policy", "watermark", "gates", "seed", "contract", "derive", "aggregate", "integrity", "access", "fan_out",
+        "split_policy", "watermark", "gates", "seed", "contract", "derive", "aggregate", "integrity", "access", "fan_out", "slo",
     }
 )
 LEGACY_KEYS = frozenset({"sources"})
@@ -152,6 +153,7 @@ class DatasetDefinition:
     derive: tuple[Derived, ...] = ()
     aggregate: Aggregation | None = None
     fan_out: int = 1  # parallel prepare steps of a build: how it runs, not what the data is (not in the recipe)
+    slo: Slo | None = None  # service levels (core/config/slo.py), not in the recipe
 
     @property
     def ref(self) -> str:
@@ -207,7 +209,7 @@ class DatasetDefinition:
 
     def recipe(self) -> dict[str, Any]:
         """The recipe registered with the definition (everything but the contract)."""
-        return {k: v for k, v in self.document.items() if k not in ("contract", "access", "fan_out")}  # who reads, how it is built
+        return {k: v for k, v in self.document.items() if k not in ("contract", "access", "fan_out", "slo")}  # who reads, how it is built, what is promised
 
 
 def parse_duration(text: Any, *, file: str | Path, key: str) -> dt.timedelta:
@@ -365,6 +367,7 @@ def parse_definition(raw: Any, *, source: str | Path = "<definition>") -> Datase
         derive=parse_derive(doc, file),
         aggregate=parse_aggregate(doc, file),
         fan_out=_fan_out(doc, file),
+        slo=parse_slo(doc.get("slo"), file=file, duration=parse_duration),
     )
 
 

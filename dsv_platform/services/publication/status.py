@@ -22,6 +22,7 @@ from dsv_platform.adapters.registry.lineage import LineageQueries
 from dsv_platform.adapters.registry.quarantine import QuarantineRecords
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
+from dsv_platform.core.config.slo import slo_findings
 from dsv_platform.core.errors import ObjectStoreError
 from dsv_platform.core.publication.manifest import Manifest
 from dsv_platform.core.publication.records import Realization
@@ -54,6 +55,8 @@ class DefinitionStatus:
     warnings, the aliases pointing at it (``NAME:VERSION@production``) and its publication lag.
 
     ``usable_ref`` is the newest that passed every gate, warnings included; when they differ, this says why."""
+    slo: tuple[dict[str, Any], ...] = ()
+    """Each service level of the definition (``slo:``): objective, bound_seconds, observed_seconds, met (core/config/slo.py)."""
 
     def to_document(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -144,8 +147,8 @@ def platform_status(platform: Platform, *, now: dt.datetime | None = None) -> li
     registry = platform.registry
     store = platform.store
     when = now or dt.datetime.now(dt.UTC)
-    statuses = [definition_status(registry, store, d, now=when) for d in platform.config.datasets]
-    return [replace(s, quarantined=_quarantined(registry, s.ref)) for s in statuses]
+    statuses = [(d, definition_status(registry, store, d, now=when)) for d in platform.config.datasets]
+    return [replace(s, quarantined=_quarantined(registry, s.ref), slo=tuple(slo_findings(d.slo, s.to_document()))) for d, s in statuses]
 
 
 def _quarantined(registry: Registry, ref: str) -> tuple[dict[str, Any], ...]:
