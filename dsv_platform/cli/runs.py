@@ -20,11 +20,10 @@ from dsv_platform.core.config.platform_config import PlatformConfig
 from dsv_platform.core.errors import AccessDeniedError, DsvError, FailureKind
 from dsv_platform.core.progress.stages import Progress
 from dsv_platform.defs import build_defs
+from dsv_platform.defs.partitions import RANGE_END, RANGE_START
 from dsv_platform.defs.resources import build_resources
 from dsv_platform.settings import Settings
 
-RANGE_START = "dagster/asset_partition_range_start"
-RANGE_END = "dagster/asset_partition_range_end"
 IN_PROCESS_JOB = "__ephemeral_asset_job__"
 """The job name of a run :meth:`Runner.run` executes (``dagster.materialize``): what its launch request names."""
 QUIET: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}

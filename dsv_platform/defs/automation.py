@@ -14,10 +14,9 @@ from dsv_platform.adapters.objects.landing import scan_days
 from dsv_platform.core.config.source import SourceSpec
 from dsv_platform.core.ingest.batch import parse_batch_file
 from dsv_platform.core.ingest.scan_memo import scan_file
+from dsv_platform.defs.partitions import RANGE_END, RANGE_START
 from dsv_platform.defs.raw import RawBatchConfig, outside_reason
 from dsv_platform.defs.resources import PlatformResource
-
-RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 DAILY_JOB = "daily_ingest_job"
 REFERENCE_JOB = "reference_ingest_job"

@@ -9,6 +9,10 @@ import dagster as dg
 
 from dsv_platform.core.config.source import UNPARTITIONED_DAY
 
+RANGE_START = "dagster/asset_partition_range_start"
+RANGE_END = "dagster/asset_partition_range_end"
+"""The run tags making one run over a day range (the single-run backfill policy of the daily assets)."""
+
 
 def daily_partitions(start: dt.date) -> dg.DailyPartitionsDefinition:
     return dg.DailyPartitionsDefinition(start_date=start.isoformat())

@@ -14,7 +14,7 @@ from dsv_platform.defs import build_defs
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform_tests.core.config_support import write_config
-from dsv_platform_tests.defs.support import FRAUD_SOURCES, ROWS_PER_DAY, drop, range_tags, settings_at
+from dsv_platform_tests.defs.support import FRAUD_SOURCES, ROWS_PER_DAY, dagster_env, drop, range_tags, settings_at
 
 DOMAIN = FraudDomain(rows_per_day=ROWS_PER_DAY)
 DAYS = [d.isoformat() for d in DOMAIN.days(3)]
@@ -22,12 +22,8 @@ DAYS = [d.isoformat() for d in DOMAIN.days(3)]
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
-    (tmp_path / "dagster").mkdir()
-    settings = settings_at(tmp_path / "dsv")
-    defs = build_defs(settings)
-    with dg.DagsterInstance.ephemeral() as instance:
-        yield settings, defs, instance
+    with dagster_env(tmp_path, monkeypatch) as e:
+        yield e
 
 
 def _materialize(defs, instance, selection, partition=None, run_config=None, tags=None):

@@ -12,24 +12,19 @@ import pytest
 from dsv_platform.bootstrap import build_platform
 from dsv_platform.core.config.platform_config import load_config
 from dsv_platform.core.errors import ConfigurationError
-from dsv_platform.defs import build_defs
 from dsv_platform.defs.raw import RawBatchConfig, batch_files, outside_reason
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.generator import FraudDomain
-from dsv_platform.settings import DEFAULT_CONFIG_DIR, Settings
-from dsv_platform_tests.defs.support import ROWS_PER_DAY, drop, settings_at
+from dsv_platform.settings import DEFAULT_CONFIG_DIR
+from dsv_platform_tests.defs.support import ROWS_PER_DAY, Env, dagster_env, drop
 
 DOMAIN = FraudDomain(rows_per_day=ROWS_PER_DAY)
-Env = tuple[Settings, dg.Definitions, dg.DagsterInstance]
 
 
 @pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Settings, dg.Definitions, dg.DagsterInstance]]:
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
-    (tmp_path / "dagster").mkdir()
-    settings = settings_at(tmp_path / "dsv")
-    with dg.DagsterInstance.ephemeral() as instance:
-        yield settings, build_defs(settings), instance
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
+    with dagster_env(tmp_path, monkeypatch) as e:
+        yield e
 
 
 def _outside_batch(tmp_path: Path) -> tuple[Path, str]:

@@ -16,10 +16,9 @@ import pytest
 
 from dsv_platform.bootstrap import build_platform
 from dsv_platform.core.ingest.batch import arrival_time, batch_of
-from dsv_platform.defs import build_defs
-from dsv_platform.defs.automation import RANGE_END, RANGE_START
+from dsv_platform.defs.partitions import RANGE_END, RANGE_START
 from dsv_platform.examples.fraud.generator import FraudDomain
-from dsv_platform_tests.defs.support import ROWS_PER_DAY, drop, settings_at
+from dsv_platform_tests.defs.support import ROWS_PER_DAY, dagster_env, drop
 
 DOMAIN = FraudDomain(rows_per_day=ROWS_PER_DAY)
 D1, D2, D3 = DOMAIN.days(3)
@@ -28,12 +27,8 @@ LATE = 7
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
-    (tmp_path / "dagster").mkdir()
-    settings = settings_at(tmp_path / "dsv")
-    defs = build_defs(settings)
-    with dg.DagsterInstance.ephemeral() as instance:
-        yield settings, defs, instance
+    with dagster_env(tmp_path, monkeypatch) as e:
+        yield e
 
 
 def _tick(defs, instance, cursor=None):  # type: ignore[no-untyped-def]
@@ -118,3 +113,4 @@ def test_a_file_whose_every_row_the_contract_rejects_requests_nothing_and_says_w
     assert _tick(defs, instance).run_requests == []
     logged = capfd.readouterr().err
     assert "no row satisfies the source's contract" in logged and name in logged
+

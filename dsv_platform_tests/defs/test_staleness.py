@@ -22,7 +22,7 @@ from dsv_platform.defs.canonical import head_key
 from dsv_platform.defs.catalog import code_version, module_source_hash
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.generator import FraudDomain
-from dsv_platform_tests.defs.support import FRAUD_SOURCES, ROWS_PER_DAY, drop, range_tags, settings_at
+from dsv_platform_tests.defs.support import FRAUD_SOURCES, ROWS_PER_DAY, dagster_env, drop, range_tags, settings_at
 
 DOMAIN = FraudDomain(rows_per_day=ROWS_PER_DAY)
 DAYS = DOMAIN.days(3)
@@ -32,12 +32,8 @@ OUTSIDE = dt.date(2026, 7, 5)  # after the definitions' June observation window
 
 @pytest.fixture
 def chain(tmp_path, monkeypatch):
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
-    (tmp_path / "dagster").mkdir()
-    settings = settings_at(tmp_path / "dsv")
-    defs = build_defs(settings)
-    drop(settings.drop_folder, [events.daily_batch(DOMAIN, s, d) for s in FRAUD_SOURCES for d in DAYS])
-    with dg.DagsterInstance.ephemeral() as instance:
+    with dagster_env(tmp_path, monkeypatch) as (settings, defs, instance):
+        drop(settings.drop_folder, [events.daily_batch(DOMAIN, s, d) for s in FRAUD_SOURCES for d in DAYS])
         run = lambda selection, **kw: dg.materialize([*defs.assets], selection=selection, instance=instance, resources=defs.resources, **kw)  # noqa: E731
         assert run("group:raw or group:canonical", tags=range_tags(DAYS[0], DAYS[-1])).success
         assert run("labels_fraud", partition_key="v6").success
