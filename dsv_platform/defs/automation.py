@@ -92,19 +92,21 @@ def drop_request(
     )
 
 
-def _changed(path: Path, before: str | None, sources: Mapping[str, SourceSpec]) -> tuple[Seen, list[dt.date] | None]:
-    """The file's new cursor entry and, when its bytes changed, the days its rows touch (None: unchanged, or not a batch of a source)."""
+def _changed(path: Path, before: str | None, sources: Mapping[str, SourceSpec]) -> tuple[Seen, list[dt.date] | None, bool]:
+    """The file's new cursor entry; when its bytes changed, the days its accepted rows touch (None: unchanged); whether
+    it is a batch file of a known source in that source's format (only those are scanned)."""
     stat = _stat(path)
     seen = Seen.parse(before) if before else None
     if seen is not None and seen.stat == stat:
-        return seen, None  # unchanged: not even opened
+        return seen, None, False  # unchanged: not even opened
     parsed = parse_batch_file(path.name)
     spec = sources.get(parsed.source) if parsed is not None else None
+    days: list[dt.date] = []
     if parsed is None or spec is None or spec.landing_format != parsed.format:
-        digest = _digest(path)
-        return Seen(stat, digest), (None if seen is not None and seen.digest == digest else [])
-    digest, days = touched_days(path, spec, parsed.day)
-    return Seen(stat, digest), (None if seen is not None and seen.digest == digest else days)
+        digest, batch = _digest(path), False
+    else:
+        (digest, days), batch = touched_days(path, spec, parsed.day), True
+    return Seen(stat, digest), (None if seen is not None and seen.digest == digest else days), batch
 
 
 def _digest(path: Path) -> str:
@@ -135,17 +137,18 @@ def build_drop_folder_sensor(jobs: list[Any], sources: Mapping[str, SourceSpec],
                     outside.append(reason)
                 seen[path.name] = reason
                 continue
-            entry, days = _changed(path, before.get(path.name), sources)
+            entry, days, batch = _changed(path, before.get(path.name), sources)
             seen[path.name] = str(entry)
             if days is None:
                 continue
-            request = drop_request(path, entry.digest, sources, partitions, days) if days else None
-            if request is not None:
-                requests.append(request)
-            elif days or parse_batch_file(path.name) is None:
+            if batch and not days:
+                refused.append(path.name)  # every row rejected: nothing to land
+                continue
+            request = drop_request(path, entry.digest, sources, partitions, days) if batch else None
+            if request is None:
                 skipped.append(path.name)
             else:
-                refused.append(path.name)
+                requests.append(request)
         for reason in outside:
             context.log.warning(f"skipped, never landed: {reason}")
         if skipped:

@@ -114,3 +114,16 @@ def test_a_file_whose_every_row_the_contract_rejects_requests_nothing_and_says_w
     logged = capfd.readouterr().err
     assert "no row satisfies the source's contract" in logged and name in logged
 
+
+def test_an_unknown_source_or_format_is_not_a_batch_file_never_a_contract_refusal(env, capfd):
+    settings, defs, instance = env
+    [name] = drop(settings.drop_folder, [_daily(D1)])
+    wrong_format = name.replace(".csv", ".jsonl")  # transactions land as CSV
+    unknown = name.replace("transactions__", "meters__")  # a well-formed name of a source this configuration lacks
+    for other in (wrong_format, unknown):
+        (settings.drop_folder / other).write_bytes((settings.drop_folder / name).read_bytes())
+    (settings.drop_folder / name).unlink()
+    assert _tick(defs, instance).run_requests == []
+    logged = capfd.readouterr().err
+    assert "not a batch file" in logged and wrong_format in logged and unknown in logged
+    assert "no row satisfies" not in logged, logged
