@@ -32,6 +32,7 @@ ONLY_IN = {
     "pyiceberg": (
         "adapters/iceberg/iceberg.py",
         "adapters/iceberg/iceberg_catalog.py",
+        "adapters/iceberg/iceberg_refs.py",
         "adapters/iceberg/iceberg_relocate.py",
         "adapters/iceberg/iceberg_schema.py",
         "adapters/iceberg/iceberg_stream.py",

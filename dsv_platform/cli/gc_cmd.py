@@ -78,6 +78,7 @@ def _plan(args: argparse.Namespace, platform: Platform) -> int:
                 {k: doc[k] for k in ("format", "created_at", "watermark", "safety_window_s", "figures", "dangling_roots")}
                 | {
                     "collectable": [{"node": f"{d.kind}:{d.id}", "reason": d.reason, "action": d.action, "bytes": d.bytes} for d in plan.collectable()],
+                    "upkeep": [{"node": f"{d.kind}:{d.id}", "reason": d.reason, "action": d.action, "detail": d.detail} for d in plan.upkeep()],
                 },
                 indent=2,
             )
@@ -90,6 +91,8 @@ def _plan(args: argparse.Namespace, platform: Platform) -> int:
         print(f"  warning: root {root} reaches nothing")
     for d in plan.collectable():
         print(f"  collect {d.kind}:{d.id}  ({d.reason}; {d.action}; {d.bytes} bytes)")
+    for d in plan.upkeep():
+        print(f"  keep {d.kind}:{d.id}  ({d.reason}; {d.action} {d.detail})")
     if args.out:
         print(f"plan written to {args.out}; apply with `dsv gc apply --plan {args.out} --yes`")
     return 0

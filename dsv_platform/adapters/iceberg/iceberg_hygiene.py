@@ -14,12 +14,13 @@ from typing import Any
 from dsv_platform.adapters.iceberg.iceberg_schema import with_sort_order
 from dsv_platform.adapters.iceberg.iceberg_values import BATCH_METRICS
 from dsv_platform.core.contracts.contract import Contract
+from dsv_platform.core.retention.dependent_pins import RETAINED_REF_AGE_MS
 
 PREVIOUS_VERSIONS = 100
 """``write.metadata.previous-versions-max``: Iceberg's own default, now enforced (a copied metadata location reads for 100 commits)."""
 TARGET_FILE_SIZE = 128 << 20
 """``write.target-file-size-bytes``: 128 MiB, so a day's partition of a large source plans as several splits in Spark or Trino."""
-PIN_MAX_REF_AGE_MS = 3650 * 24 * 3600 * 1000
+PIN_MAX_REF_AGE_MS = RETAINED_REF_AGE_MS
 """A pin's ``max_ref_age_ms``: ten years, beyond any retention (GC removes a pin when its realization goes; this only
 lets an engine that enforces ref ages drop a pin leaked by a crash, long after anything could still need it)."""
 

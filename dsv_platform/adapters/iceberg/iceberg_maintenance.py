@@ -108,7 +108,7 @@ def inventory(tables: CanonicalTables) -> tuple[list[SnapshotInfo], list[TagInfo
                 referenced.setdefault(entry.data_file.file_path, entry)
             is_current = current is not None and snap.snapshot_id == current.snapshot_id
             snapshots.append(SnapshotInfo(name, snap.snapshot_id, datetime.fromtimestamp(snap.timestamp_ms / 1000, UTC), is_current, tuple(sorted(set(paths)))))
-        tags += [TagInfo(name, tag, ref.snapshot_id) for tag, ref in tbl.refs().items() if str(ref.snapshot_ref_type) == "tag"]
+        tags += [TagInfo(name, tag, ref.snapshot_id, ref.max_ref_age_ms) for tag, ref in tbl.refs().items() if str(ref.snapshot_ref_type) == "tag"]
         on_disk = _files_on_disk(tbl)
         index = BatchIndex(tbl)
         # Iceberg records "file:///a/b=c/f.parquet" unquoted; local files are compared by their decoded path.

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dsv_platform.core.lineage.lineage import LineageGraph, Node
+from dsv_platform.core.lineage.lineage import LineageGraph, Node, node_label
+from dsv_platform.core.retention.dependent_pins import AGEING, ageing_pins, dependent_pins
 from dsv_platform.core.retention.gc_decide import IN_FLIGHT, TERMINAL_DONE, Decider
 from dsv_platform.core.retention.gc_graph import K_DATA_FILE, K_OBJECT, build_graph
 from dsv_platform.core.retention.gc_inventory import (  # re-exported
@@ -66,7 +67,14 @@ def _plan_gc(inv: Inventory, policy: GcPolicy) -> GcPlan:
     graph = build_graph(inv)
     roots = collect_roots(inv, policy, graph, published_by_version(inv))
     parents, reached_by = reach(roots, graph)
-    decisions = Decider(inv, graph, reached_by, now - policy.safety_window).decide_all()
+    pins = dependent_pins(inv)
+    ageing, _ = ageing_pins(inv, pins, reached_by, policy.max_ref_age)  # the pins of what roots no longer reach: kept until they age out
+    first = len(roots.specs)
+    for a in ageing:
+        why = f"pin of {node_label(pins[a.node].owner)}, no longer retained: ages out at {a.until.isoformat()}"
+        roots.add(RootSpec(f"{AGEING}:{a.node[1]}", AGEING, node_label(a.node), why, "platform", a.until), [a.node])
+    parents, reached_by = reach(roots, graph, after=first, claimed=(parents, reached_by))
+    decisions = Decider(inv, graph, reached_by, now - policy.safety_window, pins, {a.node: a for a in ageing}).decide_all()
     safety_s = policy.safety_window.total_seconds()
     return GcPlan(now, dict(inv.watermark), safety_s, roots.specs, roots.dangling, decisions, parents, reached_by, roots.nodes)
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from dsv_platform.core.lineage.lineage import Node
+from dsv_platform.core.lineage.lineage import Node, node_label
 from dsv_platform.core.publication.states import RealizationState
+from dsv_platform.core.retention.dependent_pins import AGEING, RETAINED_REF_AGE_MS, Ageing, DependentPin, parse_dependent_tag
 from dsv_platform.core.retention.gc_graph import (
     K_DATA_FILE,
     K_ICEBERG_SNAPSHOT,
@@ -23,7 +24,7 @@ from dsv_platform.core.retention.gc_graph import (
     K_STAGING,
     GcGraph,
 )
-from dsv_platform.core.retention.gc_inventory import Inventory, RealizationInfo
+from dsv_platform.core.retention.gc_inventory import Inventory, RealizationInfo, TagInfo
 from dsv_platform.core.retention.gc_plan import Action, Decision
 
 S = RealizationState
@@ -45,6 +46,8 @@ class Decider:
     graph: GcGraph
     reached_by: dict[Node, str]
     horizon: datetime
+    pins: dict[Node, DependentPin] = field(default_factory=dict)  # dependent pins (dependent_pins.py)
+    ageing: dict[Node, Ageing] = field(default_factory=dict)  # those whose owner is no longer retained, until they age out
     decisions: list[Decision] = field(default_factory=list)
 
     def recent(self, at: datetime | None) -> bool:
@@ -114,14 +117,32 @@ class Decider:
         for tag in inv.tags:
             node = (K_ICEBERG_TAG, f"{tag.table}#{tag.tag}")
             d = self.kept_by_root(node, 0)
+            pin = self.pins.get(node)
             if d is not None:
-                append(d)
+                append(d if pin is None else self.pin_upkeep(d, tag))
             elif tag.tag in in_flight_keys:
                 append(Decision(node[0], node[1], True, "pinned for a build in flight", None, None, 0))
             elif self.recent(snap_time.get((tag.table, tag.snapshot_id))):
                 append(Decision(node[0], node[1], True, SAFETY_WINDOW, None, None, 0))
+            elif pin is not None:
+                why = f"past its max ref age ({tag.max_ref_age_ms} ms): {node_label(pin.owner)} is no longer retained"
+                append(Decision(node[0], node[1], False, why, None, Action.REMOVE_TAG.value, 0, f"snapshot {tag.snapshot_id}"))
             else:
-                append(Decision(node[0], node[1], False, "no kept realization pins it", None, Action.REMOVE_TAG.value, 0, f"snapshot {tag.snapshot_id}"))
+                scratch = parse_dependent_tag(tag.tag) is not None
+                why = "named like a dependent pin, but the registry records no such pin (scratch)" if scratch else "no kept realization pins it"
+                append(Decision(node[0], node[1], False, why, None, Action.REMOVE_TAG.value, 0, f"snapshot {tag.snapshot_id}"))
+
+    def pin_upkeep(self, kept: Decision, tag: TagInfo) -> Decision:
+        """A kept dependent pin, with the ref age to write when it is not the one it should carry (retained, or ageing out)."""
+        ageing = self.ageing.get(kept.node)
+        if ageing is not None and kept.root == f"{AGEING}:{kept.node[1]}":
+            age = ageing.set_age_ms
+            reason = f"no longer retained: ages out at {ageing.until.isoformat()}"
+        else:
+            age = None if tag.max_ref_age_ms == RETAINED_REF_AGE_MS else RETAINED_REF_AGE_MS
+            reason = kept.reason
+        action, detail = (None, "") if age is None else (Action.SET_REF_AGE.value, f"max_ref_age_ms={age}")
+        return kept._replace(reason=reason, action=action, detail=detail)
 
     def iceberg_files(self) -> None:
         inv, append = self.inv, self.decisions.append

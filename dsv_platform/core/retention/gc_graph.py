@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from dsv_platform.core.lineage.lineage import LineageGraph, NodeKind, Relation, manifest_edges
+from dsv_platform.core.retention.dependent_pins import dependent_pins, is_pin_edge
 from dsv_platform.core.retention.gc_inventory import Inventory
 
 K_ARTIFACT = NodeKind.ARTIFACT.value
@@ -33,6 +34,7 @@ _R_CONTAINS = Relation.CONTAINS.value
 _R_DESCRIBES = Relation.DESCRIBES.value
 _R_LOADED_INTO = Relation.LOADED_INTO.value
 _R_PART_OF = Relation.PART_OF.value
+_R_PINNED_BY = Relation.PINNED_BY.value
 _R_POINTS_TO = Relation.POINTS_TO.value
 _R_PROTECTS = Relation.PROTECTS.value
 _R_REPORTS_ON = Relation.REPORTS_ON.value
@@ -88,6 +90,7 @@ def build_graph(inv: Inventory) -> GcGraph:
     _add_run_manifests(graph, inv)
     _add_artifacts(graph, inv)
     _add_recorded_lineage(graph, inv)
+    _add_dependent_pins(graph, inv)
     for realization in inv.realizations:
         if realization.manifest_hash:
             graph.add_dependency((K_MANIFEST, realization.manifest_hash), (K_REALIZATION, realization.manifest_hash), _R_DESCRIBES)
@@ -151,6 +154,8 @@ def _add_artifacts(graph: LineageGraph, inv: Inventory) -> None:
 
 def _add_recorded_lineage(graph: LineageGraph, inv: Inventory) -> None:
     for edge in inv.lineage:
+        if is_pin_edge(edge):  # a dependent pin counts only when its record and its tag's name agree
+            continue
         graph.add(edge)
         run_object = edge.attributes.get("run_object") if edge.relation == _R_TRAINED else None
         if run_object:
@@ -160,6 +165,13 @@ def _add_recorded_lineage(graph: LineageGraph, inv: Inventory) -> None:
             graph.add_dependency(edge.src, edge.dst, _R_REPORTS_ON)  # a kept realization keeps its quality report too
         if edge.src_kind == K_SPLIT_ASSIGNMENT:
             graph.add_dependency((K_OBJECT, edge.src_id), edge.src, _R_PART_OF)
+
+
+def _add_dependent_pins(graph: LineageGraph, inv: Inventory) -> None:
+    """A report or model depends on the tags recorded for it (named for it) and on the snapshots they pin."""
+    for pin in dependent_pins(inv).values():
+        graph.add_dependency(pin.node, pin.owner, _R_PINNED_BY)
+        graph.add_dependency(pin.snapshot_node, pin.owner, _R_PINNED_BY)
 
 
 def _add_iceberg_and_landing(graph: LineageGraph, inv: Inventory) -> None:

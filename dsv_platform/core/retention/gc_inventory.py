@@ -75,6 +75,7 @@ class TagInfo:
     table: str
     tag: str
     snapshot_id: int
+    max_ref_age_ms: int | None = None  # Iceberg's max-ref-age-ms of the tag (None: unset)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ class Action(str, enum.Enum):
     REMOVE_TAG = "remove_tag"
     EXPIRE_SNAPSHOT = "expire_snapshot"
     DELETE_DATA_FILE = "delete_data_file"
+    SET_REF_AGE = "set_ref_age"  # upkeep of a kept dependent pin: its Iceberg max-ref-age-ms (dependent_pins.py)
 
 
 
@@ -119,6 +120,10 @@ class GcPlan:
 
     def collectable(self, action: str | None = None) -> list[Decision]:
         return [d for d in self.decisions if not d.keep and d.action and (action is None or d.action == action)]
+
+    def upkeep(self, action: str | None = None) -> list[Decision]:
+        """Kept nodes with an action all the same (a dependent pin's ref age to write)."""
+        return [d for d in self.decisions if d.keep and d.action and (action is None or d.action == action)]
 
     def figures(self) -> dict[str, Any]:
         out: dict[str, Any] = {"roots": len(self.roots), "dangling_roots": len(self.dangling_roots)}

@@ -109,12 +109,17 @@ def _add_platform_roots(roots: Roots, inv: Inventory) -> None:
             roots.add(RootSpec(f"landing:{raw.batch_ref}", "landing", raw.batch_ref, why, "platform"), [(K_RAW_BATCH, raw.batch_ref)])
 
 
-def reach(roots: Roots, graph: LineageGraph) -> tuple[dict[Node, tuple[Node, str]], dict[Node, str]]:
-    """Multi-source BFS upstream: ``(parents, reached_by)``; the first root to reach a node claims it."""
-    parents: dict[Node, tuple[Node, str]] = {}
-    reached_by: dict[Node, str] = {}
+Reached = tuple[dict[Node, tuple[Node, str]], dict[Node, str]]
+
+
+def reach(roots: Roots, graph: LineageGraph, *, after: int = 0, claimed: Reached | None = None) -> Reached:
+    """Multi-source BFS upstream: ``(parents, reached_by)``; the first root to reach a node claims it.
+
+    With ``claimed`` (what an earlier walk reached) only the roots from ``after`` on walk, and only into nodes still unclaimed.
+    """
+    parents, reached_by = claimed if claimed is not None else ({}, {})
     queue: deque[Node] = deque()
-    for spec in roots.specs:
+    for spec in roots.specs[after:]:
         for node in roots.nodes[spec.id]:
             if node not in reached_by:
                 reached_by[node] = spec.id

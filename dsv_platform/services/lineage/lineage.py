@@ -52,6 +52,11 @@ def _record_new(registry: Registry, edges: Iterable[Edge], *, actor: str) -> int
     return registry.record_lineage(new, actor=actor)
 
 
+def record_edges(registry: Registry, edges: Iterable[Edge], *, actor: str) -> int:
+    """Record ``edges`` once each (a dependent pin's record, services/reproduction/dependent_pins.py); returns how many were new."""
+    return _record_new(registry, edges, actor=actor)
+
+
 def realization_edges(manifest: Manifest, *, alias: str | None = None) -> list[Edge]:
     mh = manifest.manifest_hash
     edges = manifest_edges(mh, manifest.to_document())
@@ -183,6 +188,7 @@ __all__ = [
     "record_activity",
     "record_artifact_lineage",
     "record_canonical_lineage",
+    "record_edges",
     "record_label_build",
     "record_label_lineage",
     "record_load_lineage",

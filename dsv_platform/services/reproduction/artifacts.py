@@ -5,7 +5,8 @@ every input by reference (re-hashing it), computes under the producer's pinned
 TZ, writes the dsv-artifact/1 manifest, renders the files with the footer,
 stores everything content-addressed, links lineage (``realization --used-->
 artifact:<hash>``), registers an ``artifact`` retention root and completes the
-run. An exception marks the run FAILED; a crash leaves it INTENT.
+run; the inputs' source snapshots are pinned as ``report-<name>-<hash12>`` (dependent_pins.py) before the root.
+An exception marks the run FAILED; a crash leaves it INTENT.
 Details: docs/artifacts.md
 """
 
@@ -37,6 +38,7 @@ from dsv_platform.services.lineage.lineage import record_artifact_lineage
 from dsv_platform.services.publication.datasets import open_dataset
 from dsv_platform.services.reproduction import code_pins
 from dsv_platform.services.reproduction.code_pins import import_path, lockfile_sha256
+from dsv_platform.services.reproduction.dependent_pins import pin_for, source_snapshots
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -80,6 +82,7 @@ class ArtifactRun:
     record: ArtifactRecord
     retention_root: int
     rendered: Mapping[str, bytes]
+    pins: tuple[Any, ...] = ()  # the PinnedSnapshot tags named for it, one per input source snapshot
 
     @property
     def manifest_hash(self) -> str:
@@ -159,10 +162,12 @@ def produce_artifact(
 def _produce(platform: Platform, producer: Producer, runs: RunRecords, run_id: int, intent: Mapping[str, Any], who: str, now: Clock) -> ArtifactRun:
     tables: dict[str, pa.Table] = {}
     pinned: list[dict[str, str]] = []
+    sources: list[tuple[str, int]] = []
     for dataset, ref in sorted(intent["inputs"].items()):
         with open_dataset(platform, ref, actor=who) as ds:
             tables[dataset] = ds.to_arrow()
             pinned.append({"dataset": dataset, "ref": ref, "snapshot_id": ds.manifest_hash, "dataset_hash": ds.content_hash})
+            sources += source_snapshots(ds.manifest)
     with platform.pinned_timezone(producer.runner_timezone):
         results = producer.compute(tables, intent["parameters"], intent["seed"])
     produced_at = utc_iso(now())
@@ -191,10 +196,11 @@ def _produce(platform: Platform, producer: Producer, runs: RunRecords, run_id: i
         raise ArtifactManifestError(f"{intent['producer']}.render must return {{file name: bytes}}; not bytes: {bad}")
     files = {name: store.put(bytes(data)) for name, data in sorted(rendered.items())}
     record_artifact_lineage(platform.registry, mh, pinned, files, artifact=producer.name, actor=who)
+    pins = pin_for(platform, ("artifact", mh), producer.name, sources)
     reason = f"{producer.name} produced at {produced_at} (run #{run_id}, manifest object {mh})"
     root = platform.registry.add_retention_root("artifact", f"artifact:{mh}", reason, who)
     done = runs.complete(run_id, manifest_hash=mh, manifest=doc, files=files, at=now())
-    return ArtifactRun(_record(done), root, dict(rendered))
+    return ArtifactRun(_record(done), root, dict(rendered), pins)
 
 
 def _record(run: RunRecord) -> ArtifactRecord:

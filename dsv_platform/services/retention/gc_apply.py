@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsv_platform.adapters.iceberg import iceberg_maintenance as ice
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
+from dsv_platform.adapters.iceberg.iceberg_refs import set_ref_ages
 from dsv_platform.adapters.objects.object_store import ObjectStore
 from dsv_platform.adapters.registry.collection import RegistryChangedError
 from dsv_platform.adapters.registry.registry import Registry
@@ -38,6 +39,7 @@ class ApplyReport:
     dry_run: bool
     expired: list[str] = field(default_factory=list)
     tags_removed: list[str] = field(default_factory=list)
+    ref_ages_set: list[str] = field(default_factory=list)  # dependent pins given their ref age (retained, or ageing out)
     snapshots_expired: list[str] = field(default_factory=list)
     data_files_deleted: list[str] = field(default_factory=list)
     objects_deleted: list[str] = field(default_factory=list)
@@ -50,6 +52,7 @@ class ApplyReport:
             "dry_run": self.dry_run,
             "expired": self.expired,
             "tags_removed": self.tags_removed,
+            "ref_ages_set": self.ref_ages_set,
             "snapshots_expired": self.snapshots_expired,
             "data_files_deleted": self.data_files_deleted,
             "objects_deleted": self.objects_deleted,
@@ -63,12 +66,13 @@ class ApplyReport:
         return (
             f"{verb} expire {len(self.expired)} realization(s), remove {len(self.tags_removed)} tag(s), expire {len(self.snapshots_expired)} snapshot(s), "
             f"delete {len(self.data_files_deleted)} data file(s) and {len(self.objects_deleted)} object(s), "
-            f"abandon {len(self.staging_abandoned)} staging attempt(s); "
+            f"abandon {len(self.staging_abandoned)} staging attempt(s), set the ref age of {len(self.ref_ages_set)} pin(s); "
             f"{self.bytes_freed} bytes; skipped {len(self.skipped)}"
         )
 
 
 _REALIZATION_ID = re.compile(r"realization (\d+)")
+_REF_AGE = re.compile(r"max_ref_age_ms=(\d+)")
 
 
 def check_fresh(registry: Registry, plan: GcPlan) -> None:
@@ -106,6 +110,7 @@ def apply_plan(
     check_fresh(registry, plan)
     report = ApplyReport(dry_run=dry_run)
     todo = {a.value: plan.collectable(a.value) for a in Action}
+    todo[Action.SET_REF_AGE.value] = plan.upkeep(Action.SET_REF_AGE.value)  # on kept pins
     if dry_run:
         return _dry_run(report, todo)
     target = f"gc:{plan.created_at.isoformat()}"
@@ -160,6 +165,7 @@ def _delete_objects(
 def _dry_run(report: ApplyReport, todo: Mapping[str, list[Any]]) -> ApplyReport:
     report.expired = [d.id for d in todo[Action.EXPIRE_REALIZATION.value]]
     report.tags_removed = [d.id for d in todo[Action.REMOVE_TAG.value]]
+    report.ref_ages_set = [d.id for d in todo[Action.SET_REF_AGE.value]]
     report.snapshots_expired = [d.id for d in todo[Action.EXPIRE_SNAPSHOT.value]]
     report.data_files_deleted = [d.id for d in todo[Action.DELETE_DATA_FILE.value]]
     report.objects_deleted = [d.id for d in todo[Action.DELETE_OBJECT.value]]
@@ -190,7 +196,24 @@ def _expire_realizations(registry: Registry, plan: GcPlan, todo: Mapping[str, li
         step("expired", d.id)
 
 
+def _set_ref_ages(tables: CanonicalTables, todo: Mapping[str, list[Any]], report: ApplyReport, step: Step, still_fresh: Callable[[], None]) -> None:
+    ages: dict[str, dict[str, int]] = {}
+    for d in todo[Action.SET_REF_AGE.value]:
+        match = _REF_AGE.search(d.detail)
+        if match is None:
+            report.skipped.append(f"{d.id}: no max_ref_age_ms in the plan")
+            continue
+        table, _, tag = d.id.partition("#")
+        ages.setdefault(table, {})[tag] = int(match.group(1))
+    for table, by_tag in sorted(ages.items()):
+        still_fresh()
+        for tag in set_ref_ages(tables, table, by_tag):
+            report.ref_ages_set.append(f"{table}#{tag}")
+            step("ref_age_set", f"{table}#{tag}")
+
+
 def _apply_iceberg(tables: CanonicalTables, todo: Mapping[str, list[Any]], report: ApplyReport, step: Step, still_fresh: Callable[[], None]) -> None:
+    _set_ref_ages(tables, todo, report, step, still_fresh)
     by_table: dict[str, list[str]] = {}
     for d in todo[Action.REMOVE_TAG.value]:
         table, _, tag = d.id.partition("#")
