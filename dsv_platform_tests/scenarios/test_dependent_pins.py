@@ -21,9 +21,12 @@ import pytest
 
 from dsv_platform.adapters.iceberg.duckdb_iceberg import table_location
 from dsv_platform.adapters.iceberg.iceberg_refs import pin_snapshot, ref_ages
+from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.core.retention.dependent_pins import RETAINED_REF_AGE_MS
 from dsv_platform.core.retention.policy import DEFAULT_MAX_REF_AGE
 from dsv_platform.examples.fraud.model import MODEL_NAME, TRAINER
+from dsv_platform.examples.fraud.specs import SOURCES
+from dsv_platform.services.privacy.privacy_canonical import delete_canonical
 from dsv_platform.services.reproduction.artifacts import produce_artifact
 from dsv_platform.services.reproduction.model_run import ModelRun, train_model
 from dsv_platform_tests.scenarios.support import World
@@ -120,3 +123,21 @@ def test_gc_keeps_retained_pins_removes_scratch_ages_out_released_ones(world: Wo
     applied = gc_json(home, "apply", "--yes", "--now", later)
     assert f"{table}#{tag}" in applied["tags_removed"]  # type: ignore[operator]
     assert tag not in ref_ages(world.tables, table)
+
+
+def test_a_privacy_deletion_releases_a_model_pin_with_the_realizations_protecting_its_snapshot(tmp_path: Path) -> None:
+    """A model's pin keeps no subject's rows the realizations pinning the same snapshot do not: protected with them, released with them."""
+    world = World.create(tmp_path / "home", days=3)
+    build = world.build()
+    run = train_model(world.platform, build.ref, model_name=MODEL_NAME, trainer=TRAINER, seed=9, environment=NO_LOCK)
+    spec = SOURCES["transactions"]
+    own = next(s.tag for s in build.manifest.sources if s.table == spec.name)
+    model_tag = next(p.tag for p in run.pins if p.table == spec.name)
+    subject = str(world.tables.read(spec).column("account_id")[0])
+    assert own is not None
+    kept = delete_canonical(world.tables, spec, subject, {own: RealizationState.PUBLISHED.value})
+    assert model_tag not in kept["removed_tags"] and model_tag in world.tables.tags(spec)
+    protecting = {p["tag"]: p["realization_state"] for tags in kept["protected_snapshots"].values() for p in tags}
+    assert protecting[model_tag] == protecting[own] == "PUBLISHED"
+    released = delete_canonical(world.tables, spec, subject, {own: RealizationState.REDACTED.value})
+    assert {own, model_tag} <= set(released["removed_tags"]) and not {own, model_tag} & set(world.tables.tags(spec))

@@ -24,6 +24,7 @@ def model_result(run: ModelRun) -> AssetResult:
             "trained_on_manifest_hash": dg.MetadataValue.text(run.manifest_hash),
             "trained_on_content_hash": dg.MetadataValue.text(run.content_hash),
             "pinned_snapshots": table(["table", "snapshot id", "tag"], run.sources),
+            "model_pins": table(["table", "snapshot id", "tag"], [(p.table, str(p.snapshot_id), p.tag) for p in run.pins]),
             "metrics": dg.MetadataValue.json(run.metrics),
             "retention_root_id": dg.MetadataValue.int(run.retention_root),
         },
@@ -38,7 +39,8 @@ def model_result(run: ModelRun) -> AssetResult:
     description="Fraud model (numpy logistic regression, seed 42) trained on the train split of the realization the latest "
     "`fraud_training_set_v6_snapshot` published, evaluated on its validation split. Data version = run manifest hash; "
     "the run manifest (realization ref and hash, code, environment, parameters, seed, metrics) is stored as an object "
-    "and linked to the realization in the registry lineage; the model version is a retention root keeping that realization.",
+    "and linked to the realization in the registry lineage; the model version is a retention root keeping that realization. "
+    "Its source snapshots are tagged model-fraud_model-<hash12> (model_pins), kept while the model is retained.",
 )
 def fraud_model(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:
     run = train_model(platform.get(), upstream_ref(context, TRAINING_SET), model_name=MODEL_NAME, trainer=model.TRAINER, seed=SEED)

@@ -124,6 +124,11 @@ def _lineage(model: dict[str, Any], snapshot: dict[str, Any]) -> None:
     for record in snapshot["pinned_snapshots"].records:  # the asset's metadata table: table, snapshot id, tag
         row = record.data
         print(f"       | {row['table']} | {row['snapshot id']} | {row['tag']} |")
+    pins = model.get("model_pins")
+    if pins is not None:  # the tags named for the model: kept while it is retained, then aged out (docs/gc-and-privacy.md)
+        print("  -> model pins:")
+        for record in pins.records:
+            print(f"       | {record.data['table']} | {record.data['snapshot id']} | {record.data['tag']} |")
 
 
 def _timed(label: str, step: Callable[[], Any]) -> Any:

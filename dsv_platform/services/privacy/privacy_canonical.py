@@ -14,6 +14,7 @@ from typing import Any
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
 from dsv_platform.core.config.source import SourceSpec
 from dsv_platform.core.publication.states import RealizationState
+from dsv_platform.core.retention.dependent_pins import parse_dependent_tag
 from dsv_platform.services.privacy.privacy_sweep import purge_unreferenced_files, snapshot_files
 
 
@@ -71,7 +72,8 @@ def delete_canonical(tables: CanonicalTables, spec: SourceSpec, key: str, tag_st
     for tag, sid in tables.tags(spec).items():
         if sid in holding:
             pinned_by.setdefault(sid, []).append(tag)
-    release = sorted(t for tags in pinned_by.values() for t in tags if tag_states.get(t) in (None, RealizationState.REDACTED.value))
+    states = {t: _state(t, tags, tag_states) for tags in pinned_by.values() for t in tags}
+    release = sorted(t for t, state in states.items() if state in (None, RealizationState.REDACTED.value))
     removed = tables.remove_tags(spec, release)
     still = {sid: sorted(t for t in tags if t not in removed) for sid, tags in pinned_by.items()}
     still = {sid: tags for sid, tags in still.items() if tags}
@@ -83,12 +85,21 @@ def delete_canonical(tables: CanonicalTables, spec: SourceSpec, key: str, tag_st
         "removed_tags": removed,
         "expired_snapshots": expired,
         "purged_files": len(purged),
-        "protected_snapshots": {str(sid): [{"tag": t, "realization_state": tag_states.get(t)} for t in tags] for sid, tags in sorted(still.items())},
+        "protected_snapshots": {str(sid): [{"tag": t, "realization_state": states.get(t)} for t in tags] for sid, tags in sorted(still.items())},
         "note": (
             "files only expired snapshots referenced are deleted now; "
             "protected snapshots are released when the realizations pinning them are REDACTED or expire"
         ),
     }
+
+
+def _state(tag: str, same_snapshot: list[str], tag_states: dict[str, str]) -> str | None:
+    """The state a tag is released by: its realization's; a report's or model's pin (core/retention/dependent_pins.py) takes
+    that of a realization still protecting the same snapshot, so it is released with them and keeps nothing they do not."""
+    if tag in tag_states or parse_dependent_tag(tag) is None:
+        return tag_states.get(tag)
+    protecting = sorted(state for t in same_snapshot if (state := tag_states.get(t)) not in (None, RealizationState.REDACTED.value))
+    return protecting[0] if protecting else None
 
 
 __all__ = ["delete_canonical", "find_subject_key", "snapshots_naming"]
