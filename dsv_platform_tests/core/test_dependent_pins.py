@@ -55,9 +55,11 @@ def test_names_carry_the_owner_and_parse_back() -> None:
     assert parse_dependent_tag(MODEL_TAG) == ("model_run", "fraud_model", RUN[:12], None)
     assert parse_dependent_tag(f"{REPORT_TAG}@7") == ("artifact", "quarterly", ART[:12], 7)
     assert parse_dependent_tag("fraud_training_set-v6-0123456789abcdef0123") is None, "a realization's pin is no dependent pin"
-    for kind, name in (("realization", "x"), ("artifact", "has space"), ("artifact", "a#b"), ("artifact", "")):
+    assert dependent_tag("artifact", "q1 report#2/x@y", ART) == f"report-q1_report_2_x_y-{ART[:12]}", "a tag-safe name"
+    assert recorded_pin(pin_edge("t", f"report-q1_report-{ART[:12]}", 1, ("artifact", ART), name="q1 report")) is not None
+    for kind, name, digest in (("realization", "x", ART), ("artifact", "", ART), ("artifact", "x", "not-hex-at-all")):
         with pytest.raises(DependentPinError):
-            dependent_tag(kind, name, ART)
+            dependent_tag(kind, name, digest)
 
 
 def test_a_record_counts_only_when_it_agrees_with_the_tags_name() -> None:

@@ -25,7 +25,7 @@ ref's age from its snapshot's timestamp; an engine that enforces ref ages would 
 PREFIXES = {NodeKind.ARTIFACT.value: "report", NodeKind.MODEL_RUN.value: "model"}
 _KIND_OF = {prefix: kind for kind, prefix in PREFIXES.items()}
 _NAME = re.compile(r"^(report|model)-(.+)-([0-9a-f]{12})(?:@([0-9]+))?\Z")
-_BAD_NAME = re.compile(r"[#\s/]")
+_BAD_NAME = re.compile(r"[#\s/@]")
 _K_TAG = NodeKind.ICEBERG_TAG.value
 _PINNED_BY = Relation.PINNED_BY.value
 AGEING = "ageing_pin"
@@ -33,7 +33,12 @@ AGEING = "ageing_pin"
 
 
 class DependentPinError(DsvError):
-    """A dependent pin cannot be named (an owner kind without pins, or a name a tag cannot carry)."""
+    """A dependent pin cannot be named (an owner kind without pins, an empty name, a hash that is not hex)."""
+
+
+def tag_part(name: str) -> str:
+    """``name`` as a tag carries it: ``#``, ``/``, ``@`` and white space become ``_`` (a node id is ``<table>#<tag>``)."""
+    return _BAD_NAME.sub("_", name)
 
 
 def dependent_tag(owner_kind: str, name: str, owner_hash: str, *, snapshot_id: int | None = None) -> str:
@@ -41,11 +46,11 @@ def dependent_tag(owner_kind: str, name: str, owner_hash: str, *, snapshot_id: i
     prefix = PREFIXES.get(owner_kind)
     if prefix is None:
         raise DependentPinError(f"a {owner_kind} gets no dependent pin (only {', '.join(sorted(PREFIXES))})")
-    if not name or _BAD_NAME.search(name):
-        raise DependentPinError(f"{owner_kind} name {name!r} cannot name an Iceberg tag (empty, or has '#', '/' or white space)")
+    if not name:
+        raise DependentPinError(f"a {owner_kind} without a name gets no dependent pin")
     if not re.fullmatch(r"[0-9a-f]{12,}", owner_hash):
         raise DependentPinError(f"{owner_kind} hash {owner_hash!r} is not hex")
-    return f"{prefix}-{name}-{owner_hash[:12]}" + ("" if snapshot_id is None else f"@{snapshot_id}")
+    return f"{prefix}-{tag_part(name)}-{owner_hash[:12]}" + ("" if snapshot_id is None else f"@{snapshot_id}")
 
 
 def parse_dependent_tag(tag: str) -> tuple[str, str, str, int | None] | None:
@@ -55,8 +60,8 @@ def parse_dependent_tag(tag: str) -> tuple[str, str, str, int | None] | None:
 
 
 def pin_edge(table: str, tag: str, snapshot_id: int, owner: Node, *, name: str) -> Edge:
-    """The registry record of a dependent pin: ``iceberg_tag:<table>#<tag> --pinned_by--> <owner>``."""
-    attrs = {"table": table, "tag": tag, "snapshot_id": str(snapshot_id), "owner": name}
+    """The registry record of a dependent pin: ``iceberg_tag:<table>#<tag> --pinned_by--> <owner>`` (``name``: the owner's)."""
+    attrs = {"table": table, "tag": tag, "snapshot_id": str(snapshot_id), "owner": tag_part(name)}
     return Edge(_K_TAG, f"{table}#{tag}", owner[0], owner[1], _PINNED_BY, attrs)
 
 
@@ -165,4 +170,5 @@ __all__ = [
     "parse_dependent_tag",
     "pin_edge",
     "recorded_pin",
+    "tag_part",
 ]

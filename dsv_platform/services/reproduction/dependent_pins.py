@@ -1,9 +1,10 @@
 """Pinning a report's or a model's source snapshots under tags named for it, each recorded in the registry.
 
-The tags (``report-<name>-<hash12>``, ``model-<name>-<hash12>``: core/retention/dependent_pins.py) are made with the
-retained ref age before the registry records them (a lineage edge per tag) and before the retention root is added:
-a crash in between leaves a tag no record names, which GC treats as scratch. A source snapshot no longer in its
-table (or a table no longer in the catalog) is not pinned: what the pin would keep is already gone.
+The tags (``report-<name>-<hash12>``, ``model-<name>-<hash12>``: core/retention/dependent_pins.py) are recorded in
+the registry (a lineage edge per tag) before they are made, with the retained ref age, and both before the retention
+root is added: GC never meets such a tag without its record (a tag without one is scratch to it), and a crash before
+the root leaves a pin whose owner nothing retains, which ages out. A source snapshot no longer in its table (or a
+table no longer in the catalog) is not pinned: what the pin would keep is already gone.
 """
 
 from __future__ import annotations
@@ -37,16 +38,13 @@ def pin_for(platform: Platform, owner: Node, name: str, sources: Iterable[tuple[
     for table, _ in wanted:
         per_table[table] = per_table.get(table, 0) + 1
     present = set(tables.table_names())
-    pins: list[PinnedSnapshot] = []
-    for table, sid in wanted:
-        if table not in present:
-            continue
-        tag = dependent_tag(owner[0], name, owner[1], snapshot_id=sid if per_table[table] > 1 else None)
-        if tables.load(table).snapshot_by_id(sid) is None:
-            continue
-        pins.append(pin_snapshot(tables, table, tag, sid, max_ref_age_ms=RETAINED_REF_AGE_MS))
-    record_edges(platform.registry, [pin_edge(p.table, p.tag, p.snapshot_id, owner, name=name) for p in pins], actor=platform.actor)
-    return tuple(pins)
+    todo = [
+        (table, dependent_tag(owner[0], name, owner[1], snapshot_id=sid if per_table[table] > 1 else None), sid)
+        for table, sid in wanted
+        if table in present and tables.load(table).snapshot_by_id(sid) is not None
+    ]
+    record_edges(platform.registry, [pin_edge(table, tag, sid, owner, name=name) for table, tag, sid in todo], actor=platform.actor)
+    return tuple(pin_snapshot(tables, table, tag, sid, max_ref_age_ms=RETAINED_REF_AGE_MS) for table, tag, sid in todo)
 
 
 __all__ = ["pin_for", "source_snapshots"]
