@@ -75,6 +75,10 @@ def test_splits_check_passes_and_model_records_its_run(materialized):
     roots = Registry.from_url(settings.registry_url).list_retention_roots(kind="model_version")
     assert [r.ref for r in roots if r.id == model["retention_root_id"].value] == [f"model_run:{model['run_manifest_hash'].value}"]
     assert definition("v6").entity_column == "account_id"
+    # the model's own pins: named for it (issue 27 item 10), on the very snapshots the realization pins
+    pins = {(r.data["table"], r.data["snapshot id"], r.data["tag"]) for r in model["model_pins"].value.records}
+    sources = {(r.data["table"], r.data["snapshot id"]) for r in model["pinned_snapshots"].value.records}
+    assert {(t, sid) for t, sid, _ in pins} == sources and {tag for _, _, tag in pins} == {f"model-fraud_model-{model['run_manifest_hash'].value[:12]}"}
 
 
 def test_snapshot_metadata_shows_the_state_and_the_approval(materialized):
