@@ -126,3 +126,30 @@ def test_max_ref_age_is_platform_configuration_validated(tmp_path: Path) -> None
         with pytest.raises(ConfigError, match=r"gc\.max_ref_age_days") as refused:
             parse_options({"gc": {"max_ref_age_days": bad}}, file=file)
         assert "platform.yaml" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("root", "tag", "edge"),
+    [
+        (RootSpec("7", "legal_hold", f"model_run:{RUN}", "case 12", "legal"), MODEL_TAG, MODEL_EDGE),
+        (RootSpec("8", "artifact", f"artifact:{ART}", "quarterly report", "finance"), REPORT_TAG,
+         pin_edge("transactions", REPORT_TAG, 1, ("artifact", ART), name="quarterly")),
+    ],
+)  # fmt: skip
+def test_any_root_reaching_the_owner_keeps_its_pin(root: RootSpec, tag: str, edge: Edge) -> None:
+    plan = _plan([TagInfo("transactions", tag, 1, RETAINED_REF_AGE_MS)], [edge], [root])
+    assert _tag(plan, tag)[:3] == (True, "reachable from a root", None) and plan.index()[("iceberg_tag", f"transactions#{tag}")].root == root.id
+
+
+def test_a_realizations_own_pin_is_left_as_it_was() -> None:
+    """Old pins (named for the realization, some with no max ref age at all) get no ref-age upkeep and no new name."""
+    mh = "ef" * 32
+    own = "fraud_training_set-v6-0123456789abcdef0123"
+    doc = {"partitions": [], "sources": [{"table": "transactions", "snapshot_id": "1", "tag": own}]}
+    inv = Inventory(
+        observed_at=NOW, watermark={}, realizations=[], manifests={mh: doc},
+        snapshots=[SnapshotInfo("transactions", 1, SNAP_AT, False)], tags=[TagInfo("transactions", own, 1, None)],
+        roots=[RootSpec("9", "legal_hold", f"realization:{mh}", "hold", "legal")],
+    )  # fmt: skip
+    plan = plan_gc(inv, POLICY)
+    assert _tag(plan, own) == (True, "reachable from a root", None, "") and not plan.upkeep()
