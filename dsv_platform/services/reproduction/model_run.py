@@ -6,7 +6,7 @@ parameters, seed); an exception marks it FAILED, a crash leaves it INTENT. At
 the end the run manifest (the intent plus metrics and weights hash) is stored
 as a content-addressed object, linked ``realization --trained-->
 model_run:<run manifest hash>``, kept by a ``model_version`` retention root on
-that node, and the run is COMPLETE. Details: docs/lineage-and-reproduction.md
+that node, and the run is COMPLETE: a model version (model_registry.py). Details: docs/lineage-and-reproduction.md
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from dsv_platform.services.publication.datasets import open_dataset
 from dsv_platform.services.publication.realization_inputs import environment_lockfile, environment_pin, runner_timezone
 from dsv_platform.services.reproduction import code_pins
 from dsv_platform.services.reproduction.code_pins import lockfile_sha256
+from dsv_platform.services.reproduction.model_registry import register_run
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -140,6 +141,6 @@ def _train(platform: Platform, runs: RunRecords, run_id: int, intent: Mapping[st
     model_name = str(intent["model"])
     record_model_lineage(registry, ds.manifest_hash, run_hash, model=model_name, ref=ds.ref, run_object=run_object, actor=who)
     root = registry.add_retention_root("model_version", f"model_run:{run_hash}", f"{model_name} trained on {ds.ref} (run manifest object {run_object})", who)
-    runs.complete(run_id, manifest_hash=run_hash, manifest=doc, files={"run_manifest.json": run_object})
+    register_run(platform, runs.complete(run_id, manifest_hash=run_hash, manifest=doc, files={"run_manifest.json": run_object}))  # a model version
     sources = tuple((s.table, s.snapshot_id, s.tag) for s in ds.manifest.sources)
     return ModelRun(ds.ref, ds.manifest_hash, ds.content_hash, doc, run_hash, run_object, sources, root, model_name, run_id)
