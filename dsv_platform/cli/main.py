@@ -41,6 +41,7 @@ COMMAND_MODULES = (
     "dsv_platform.cli.privacy_cmd",
     "dsv_platform.cli.reproduce_cmd",
     "dsv_platform.cli.model_cmd",
+    "dsv_platform.cli.deploy_cmd",
     "dsv_platform.cli.table_location_cmd",
     "dsv_platform.cli.quarantine_cmd",
     "dsv_platform.cli.identity_cmd",
@@ -87,6 +88,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "promote": (_REPRO, "move a model's training set to the production alias, behind the promotion gate"),
     "status": (_REPRO, "freshness, publication lag, build health and consumption per dataset definition"),
     "model": ("dsv_platform.cli.model_cmd", "the model registry: versions (run manifest hashes), approvals, aliases"),
+    "deploy": ("dsv_platform.cli.deploy_cmd", "record that a model version serves on a target (a lineage node); list deployments"),
     "table-location": (
         "dsv_platform.cli.table_location_cmd",
         "a canonical table's Iceberg metadata file and the DuckDB query reading it (docs/interop.md)",

@@ -26,6 +26,7 @@ from dsv_platform.core.errors import ConfigurationError, DsvError, NotFoundError
 from dsv_platform.core.lineage.lineage import Edge, NodeKind, Relation, manifest_edges, node_label, parse_node
 from dsv_platform.core.publication.manifest import Manifest
 from dsv_platform.core.publication.refs import parse_ref
+from dsv_platform.services.lineage.model_impact import model_impact
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -289,6 +290,7 @@ def lineage(platform: Platform, query: str, *, impact: bool = False) -> dict[str
     direction = "impact" if impact else "provenance"
     runs = _annotate_runs(RunRecords(registry), nodes, starts)
     activities = [a.as_dict() for a in RunRecords(registry).activities(found)]
+    models, deployments = model_impact(registry, nodes)
     return {
         "query": query,
         "direction": direction,
@@ -298,6 +300,8 @@ def lineage(platform: Platform, query: str, *, impact: bool = False) -> dict[str
         "aliases": aliases,
         "runs": runs,
         "activities": activities,
+        "models": models,
+        "deployments": deployments,
     }
 
 
