@@ -69,3 +69,32 @@ def test_incident_walk_from_a_raw_batch_reaches_the_deployments(lab: Lab, traine
     assert [e["detail"]["run_hash"] for e in audit if e["action"] == "deploy.record"] == [model_a.run_hash, model_b.run_hash]
     assert dsv("deploy", "record", model_a.run_hash, "--target", "bad@target").code == 2
     assert dsv("deploy", "record", "ab" * 32, "--target", "scoring-eu").code == 3
+
+
+def _why(dsv: DsvCli, manifest_hash: str) -> dict[str, Any]:
+    found = _json(dsv, "gc", "why", manifest_hash, "--safety-window-hours", "0")
+    return next(e for e in found if e["node"] == f"realization:{manifest_hash}")
+
+
+def test_gc_keeps_a_deployed_models_training_set(trained: tuple[Any, ...], dsv: DsvCli) -> None:
+    build_a, model_a, _, model_b = trained
+    roots = [r for r in _json(dsv, "retention", "list") if r["ref"] == f"model_run:{model_a.run_hash}"]
+    assert [r["kind"] for r in roots] == ["model_version"]
+    assert dsv("retention", "release", str(roots[0]["id"]), "--reason", "only what serves is kept").code == 0
+    assert not _why(dsv, build_a.manifest_hash)["keep"], "model A neither serves nor is aliased: its training set (not the head) is collectable"
+
+    _json(dsv, "deploy", "record", model_a.run_hash, "--target", "batch-scoring")
+    kept = _why(dsv, build_a.manifest_hash)
+    assert kept["keep"] and (kept["root"]["id"], kept["root"]["kind"]) == ("deployment:batch-scoring", "deployment"), kept
+    assert [p["node"] for p in kept["path"]][:2] == [f"model_run:{model_a.run_hash}", f"realization:{build_a.manifest_hash}"]
+
+    _json(dsv, "deploy", "record", model_b.run_hash, "--target", "batch-scoring")  # batch-scoring serves model B now
+    assert not _why(dsv, build_a.manifest_hash)["keep"], "a replaced deployment is history, not a root"
+    _json(dsv, "model", "alias", "set", "fraud_model@champion", model_a.run_hash)
+    aliased = _why(dsv, build_a.manifest_hash)
+    assert aliased["keep"] and aliased["root"]["id"] == "model_alias:fraud_model@champion", aliased
+
+    _json(dsv, "deploy", "record", model_a.run_hash, "--target", "batch-scoring")
+    applied = dsv("gc", "apply", "--yes", "--safety-window-hours", "0")
+    assert applied.code == 0, applied.err
+    assert dsv("verify", build_a.ref).code == 0, "the deployed model's training set is still there, every object re-hashed"
