@@ -55,6 +55,8 @@ def test_model_alias_cas_conflict(runs: tuple[ModelRun, ModelRun], dsv: DsvCli) 
     assert again.code == 2 and "expected to point to (nothing: create) but points to " + first.run_hash in again.err, again.err
     stale = dsv("model", "alias", "set", "fraud_model@staging", second.run_hash, "--expect", second.run_hash)
     assert stale.code == 2 and f"expected to point to {second.run_hash} but points to {first.run_hash}" in stale.err, stale.err
+    by_alias = dsv("model", "alias", "set", "fraud_model@staging", second.run_hash, "--expect", "fraud_model@staging")
+    assert by_alias.code == 2 and "not an alias" in by_alias.err, "an alias as the expectation would always match itself"
     moved = dsv("model", "alias", "set", "fraud_model@staging", second.run_hash, "--expect", f"fraud_model@sha256:{first.run_hash}", "--json")
     assert moved.code == 0 and json.loads(moved.out)["generation"] == 2, moved.err
     history = json.loads(dsv("model", "alias", "history", "fraud_model@staging", "--json").out)

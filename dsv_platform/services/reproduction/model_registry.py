@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsv_platform.adapters.registry.artifacts import COMPLETE, MODEL_RUN, RunRecord, RunRecords
 from dsv_platform.adapters.registry.models import ModelRecords
-from dsv_platform.core.errors import NotFoundError
+from dsv_platform.core.errors import ConfigurationError, NotFoundError
 from dsv_platform.core.publication.approval import check_reason
 from dsv_platform.core.reproduction.model_registry import MIN_PREFIX, MODEL_REF_FORMS, ModelAlias, ModelVersion, parse_model_alias, parse_model_ref
 from dsv_platform.core.trust.trust import Role
@@ -103,8 +103,12 @@ def revoke_model(platform: Platform, text: str, *, reason: str, force: bool = Fa
 
 
 def _expected(platform: Platform, expect: str | None) -> str | None:
-    """``--expect OLD``: a model reference to the version the alias must point at now (resolved to its full run hash)."""
-    return None if expect is None else find_version(platform, expect).run_hash
+    """``--expect OLD``: the version the alias must point at now, by run hash (an alias would always match itself: refused)."""
+    if expect is None:
+        return None
+    if parse_model_ref(expect).alias is not None:
+        raise ConfigurationError(f"--expect {expect!r}: name the version the alias points at now by its run hash (NAME@sha256:<hash> or <hash>), not an alias")
+    return find_version(platform, expect).run_hash
 
 
 def set_model_alias(platform: Platform, alias_text: str, model_ref: str, *, expect: str | None = None, reason: str = "") -> ModelAlias:
