@@ -91,7 +91,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "query",
         metavar="REF-or-ID",
         help="NAME:VER[@...], KIND:ID (model_run:<hash>, artifact:<hash, footer prefix or name>, raw_batch:<id@digest>, "
-        "iceberg_snapshot:<table@id>, label_version:<name@ver>, deployment:<target@run hash>), an artifact name or footer hash, or a bare id",
+        "iceberg_snapshot:<table@id>, label_version:<name@ver>, deployment:<target@run hash>), a model MODEL@ALIAS or MODEL@sha256:<run hash>, "
+        "an artifact name or footer hash, or a bare id",
     )
     p.add_argument("--impact", action="store_true", help="walk downstream instead of upstream")
     p.add_argument("--depth", type=int, metavar="N", help="list only the nodes at most N steps from the start (the summary counts all)")

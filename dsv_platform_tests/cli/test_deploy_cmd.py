@@ -55,6 +55,11 @@ def test_incident_walk_from_a_raw_batch_reaches_the_deployments(lab: Lab, traine
     model = next(m for m in impact["models"] if m["run_hash"] == model_a.run_hash)
     assert (model["model"], model["state"], [d["target"] for d in model["deployments"]]) == ("fraud_model", "PUBLISHED", ["scoring-eu"])
 
+    served = _json(dsv, "lineage", f"deployment:scoring-eu@{model_a.run_hash}")  # provenance: what the deployment served, back to the batch
+    assert {f"model_run:{model_a.run_hash}", f"realization:{build_a.manifest_hash}", f"raw_batch:{batch.batch_ref}"} <= {n["node"] for n in served["nodes"]}
+    by_model = _json(dsv, "lineage", f"fraud_model@sha256:{model_a.run_hash}", "--impact")
+    assert by_model["start"] == [f"model_run:{model_a.run_hash}"] and [d["target"] for d in by_model["deployments"]] == ["scoring-eu"]
+
     replaced = _json(dsv, "deploy", "record", model_b.run_hash[:16], "--target", "scoring-eu")
     assert replaced["current"] and replaced["run_hash"] == model_b.run_hash
     again = _json(dsv, "lineage", f"raw_batch:{batch.batch_ref}", "--impact")
@@ -93,6 +98,7 @@ def test_gc_keeps_a_deployed_models_training_set(trained: tuple[Any, ...], dsv: 
     _json(dsv, "model", "alias", "set", "fraud_model@champion", model_a.run_hash)
     aliased = _why(dsv, build_a.manifest_hash)
     assert aliased["keep"] and aliased["root"]["id"] == "model_alias:fraud_model@champion", aliased
+    assert _json(dsv, "lineage", "fraud_model@champion")["start"] == [f"model_run:{model_a.run_hash}"]
 
     _json(dsv, "deploy", "record", model_a.run_hash, "--target", "batch-scoring")
     applied = dsv("gc", "apply", "--yes", "--safety-window-hours", "0")

@@ -13,9 +13,25 @@ from typing import Any
 
 from dsv_platform.adapters.registry.models import ModelRecords
 from dsv_platform.adapters.registry.registry import Registry
-from dsv_platform.core.lineage.lineage import NodeKind
+from dsv_platform.core.errors import DsvError
+from dsv_platform.core.lineage.lineage import Node, NodeKind
+from dsv_platform.core.reproduction.model_registry import parse_model_ref
 
 _MODEL_RUN, _DEPLOYMENT = NodeKind.MODEL_RUN.value, NodeKind.DEPLOYMENT.value
+
+
+def model_start(registry: Registry, query: str) -> list[Node]:
+    """``NAME@ALIAS`` (a model alias) or ``NAME@sha256:<run hash>`` as its ``model_run`` node; [] for any other query."""
+    try:
+        ref = parse_model_ref(query)
+    except DsvError:
+        return []
+    if ref.name is None:
+        return []
+    if ref.alias is not None:
+        alias = ModelRecords.of(registry).get_alias(ref.name, ref.alias)
+        return [] if alias is None else [(_MODEL_RUN, alias.run_hash)]
+    return [(_MODEL_RUN, ref.run_hash)] if ref.run_hash and len(ref.run_hash) == 64 else []
 
 
 def model_impact(registry: Registry, nodes: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
