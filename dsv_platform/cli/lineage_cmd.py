@@ -1,4 +1,4 @@
-"""`dsv lineage REF-or-ID [--impact] [--json]`: provenance or impact from the recorded lineage, with artifact runs and activities."""
+"""`dsv lineage REF-or-ID [--impact] [--json]`: provenance or impact from the recorded lineage, with runs, activities, models and deployments."""
 
 from __future__ import annotations
 
@@ -68,7 +68,21 @@ def _lineage(args: argparse.Namespace, platform: Platform) -> int:
         record = a["record"]
         outcome = f" outcome {record['outcome']}" if isinstance(record, Mapping) and "outcome" in record else ""
         print(f"activity #{a['id']} {a['kind']} on {a['node']} at {a['recorded_at']} by {a['actor']}{outcome}")
+    for line in _model_lines(doc):
+        print(line)
     return 0
+
+
+def _model_lines(doc: Mapping[str, Any]) -> list[str]:
+    """The models reached (state, aliases) and the deployments that served them (current or replaced)."""
+    out = []
+    for m in doc.get("models", ()):
+        aliases = f", aliases {', '.join(m['aliases'])}" if m["aliases"] else ""
+        out.append(f"model {m['ref']} [{m['state'] or 'not registered'}{aliases}]: {len(m['deployments'])} deployment(s)")
+    for d in doc.get("deployments", ()):
+        now = "serving now" if d["current"] else "replaced since"
+        out.append(f"deployment on {d['target']}: {d['ref']} recorded by {d['actor']} at {d['at']} ({now})")
+    return out
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -77,7 +91,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "query",
         metavar="REF-or-ID",
         help="NAME:VER[@...], KIND:ID (model_run:<hash>, artifact:<hash, footer prefix or name>, raw_batch:<id@digest>, "
-        "iceberg_snapshot:<table@id>, label_version:<name@ver>), an artifact name or footer hash, or a bare id",
+        "iceberg_snapshot:<table@id>, label_version:<name@ver>, deployment:<target@run hash>), a model MODEL@ALIAS or MODEL@sha256:<run hash>, "
+        "an artifact name or footer hash, or a bare id",
     )
     p.add_argument("--impact", action="store_true", help="walk downstream instead of upstream")
     p.add_argument("--depth", type=int, metavar="N", help="list only the nodes at most N steps from the start (the summary counts all)")

@@ -40,6 +40,8 @@ COMMAND_MODULES = (
     "dsv_platform.cli.gc_cmd",
     "dsv_platform.cli.privacy_cmd",
     "dsv_platform.cli.reproduce_cmd",
+    "dsv_platform.cli.model_cmd",
+    "dsv_platform.cli.deploy_cmd",
     "dsv_platform.cli.table_location_cmd",
     "dsv_platform.cli.quarantine_cmd",
     "dsv_platform.cli.identity_cmd",
@@ -85,6 +87,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rehearse": (_REPRO, "dry reconstruction of retained models and artifacts (--full: in full); prints the fraction"),
     "promote": (_REPRO, "move a model's training set to the production alias, behind the promotion gate"),
     "status": (_REPRO, "freshness, publication lag, build health and consumption per dataset definition"),
+    "model": ("dsv_platform.cli.model_cmd", "the model registry: versions (run manifest hashes), approvals, aliases"),
+    "deploy": ("dsv_platform.cli.deploy_cmd", "record that a model version serves on a target (a lineage node); list deployments"),
     "table-location": (
         "dsv_platform.cli.table_location_cmd",
         "a canonical table's Iceberg metadata file and the DuckDB query reading it (docs/interop.md)",

@@ -1,4 +1,5 @@
-"""What GC reads from the registry, in one read transaction: realizations, manifests, aliases, active roots, lineage and the state watermark."""
+"""What GC reads from the registry, in one read transaction: realizations, manifests, aliases, active roots, lineage, model aliases and
+current deployments, and the state watermark."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from sqlalchemy.engine import Connection
 from dsv_platform.adapters.registry import lineage as reg_lineage
 from dsv_platform.adapters.registry import retention as reg_retention
 from dsv_platform.adapters.registry import schema as s
+from dsv_platform.adapters.registry.models import model_pointers
 from dsv_platform.core.lineage.lineage import Edge
 from dsv_platform.core.retention.gc import AliasInfo, RealizationInfo, RootSpec
+from dsv_platform.core.retention.gc_inventory import ModelPointer
 
 if TYPE_CHECKING:
     from dsv_platform.adapters.registry.registry import Registry
@@ -29,6 +32,7 @@ class RegistryInventory:
     aliases: list[AliasInfo]
     roots: list[RootSpec]
     lineage: list[Edge]
+    model_pointers: list[ModelPointer]
 
 
 def read_inventory(registry: Registry, *, now: datetime) -> RegistryInventory:
@@ -47,7 +51,8 @@ def read_inventory(registry: Registry, *, now: datetime) -> RegistryInventory:
         aliases = [AliasInfo(m.dataset, m.version, m.alias, m.target_manifest_hash) for m in conn.execute(select(s.aliases))]
         roots = [RootSpec(str(rt.id), rt.kind, rt.ref, rt.reason, rt.owner, rt.expires_at) for rt in reg_retention.list_roots(conn, active_at=now)]
         edges = reg_lineage.load_edges(conn, beyond_manifests=True)
-    return RegistryInventory(watermark, realizations, manifests, aliases, roots, edges)
+        pointers = [ModelPointer(kind, name, run_hash) for kind, name, run_hash in model_pointers(conn)]  # read with the watermark
+    return RegistryInventory(watermark, realizations, manifests, aliases, roots, edges, pointers)
 
 
 def _plain_rows(conn: Connection, stmt: Select[Any]) -> list[Any]:

@@ -17,6 +17,7 @@ from sqlalchemy import Column, ForeignKeyConstraint, Index, Integer, MetaData, S
 from sqlalchemy.engine import Connection, Engine
 
 from dsv_platform.adapters.registry import schema as s
+from dsv_platform.adapters.registry import schema_models as sm
 from dsv_platform.adapters.registry import schema_trust as st
 from dsv_platform.adapters.registry.collection import gc_deletions
 from dsv_platform.adapters.registry.privacy import privacy_plans
@@ -183,6 +184,13 @@ def _v18(conn: Connection) -> None:
         _append_only(conn, table.name)
 
 
+def _v19(conn: Connection) -> None:
+    for table in sm.MODEL_TABLES:
+        table.create(conn)
+    for table in sm.APPEND_ONLY:
+        _append_only(conn, table.name)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "definitions, realizations, events, manifests, publication claims, aliases", _v1),
     Migration(2, "reader ACL, redaction generation; lineage, retention, consumption, redaction, reproduction tables", _v2),
@@ -200,6 +208,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(15, "signed audit entries and signed checkpoints of the audit head", _v15),
     Migration(16, "SHA-256 and size of every canonical data file the platform wrote, signed", _v16),
     Migration(18, "who launched each Dagster-built realization: the identity a signed launch request proved, or unverified", _v18),
+    Migration(19, "model registry: model versions (by run manifest hash) and approvals, model aliases and their history, deployments", _v19),
 )
 LATEST = max(m.version for m in MIGRATIONS)  # numbers are reserved per issue: the newest is not always the last one written
 

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
+from dsv_platform.adapters.registry import schema_models as sm
 from dsv_platform.core.errors import ConfigurationError, NotFoundError
 from dsv_platform.core.publication.records import RetentionRoot
 
@@ -126,5 +127,7 @@ def state_watermark(conn: Connection) -> dict[str, Any]:
         "alias_history": one(select(func.max(ah.c.id))),
         "lineage": one(select(func.count(), func.max(le.c.id)).select_from(le)),
         "roots": one(select(func.count(), func.max(rr.c.id), func.max(rr.c.released_at), func.count(rr.c.released_at)).select_from(rr)),
+        "model_aliases": one(select(func.count(), func.max(sm.model_alias_history.c.id)).select_from(sm.model_alias_history)),  # GC roots too
+        "deployments": one(select(func.count(), func.max(sm.model_deployments.c.id)).select_from(sm.model_deployments)),
     }
     return {k: [v.isoformat() if isinstance(v, datetime) else v for v in row] for k, row in rows.items()}

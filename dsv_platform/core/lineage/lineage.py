@@ -29,6 +29,7 @@ class NodeKind(str, enum.Enum):
     MODEL_RUN = "model_run"
     ARTIFACT = "artifact"  # artifact:<artifact manifest hash> (a report, figure, backtest)
     ALIAS = "alias"
+    DEPLOYMENT = "deployment"  # deployment:<target>@<run hash> (a model version served on a target)
     STAGING = "staging"
     RETENTION_ROOT = "retention_root"
 
@@ -45,6 +46,7 @@ class Relation(str, enum.Enum):
     TRAINED = "trained"  # realization -> model_run
     RUN_RECORD = "run_record"  # object (run manifest) -> model_run
     PROMOTED_TO = "promoted_to"  # model_run -> alias
+    DEPLOYED_TO = "deployed_to"  # model_run -> deployment (the deployment served that model version)
     USED = "used"  # realization -> artifact (an input the artifact was computed from)
     REPORTS_ON = "reports_on"  # quality_report -> realization (the report depends on the realization)
     SIGNS = "signs"  # object (the publisher's DSSE envelope) -> realization: kept as long as the realization

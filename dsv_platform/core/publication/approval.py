@@ -59,12 +59,13 @@ def check_revocable(ref: str, state: RealizationState) -> bool:
     return True
 
 
-def check_protected_target(alias: str, ref: str, state: RealizationState, protected: Collection[str]) -> None:
-    """Refuse pointing the protected ``alias`` at ``ref`` unless it is ELIGIBLE."""
+def check_protected_target(alias: str, ref: str, state: RealizationState, protected: Collection[str], *, approve_with: str | None = None) -> None:
+    """Refuse pointing the protected ``alias`` at ``ref`` unless it is ELIGIBLE (a model version too: ``approve_with`` its command)."""
     if alias in protected and state is not APPROVED:
+        what = "realization" if approve_with is None else "version"
         raise ProtectedAliasError(
-            f"alias {alias!r} is protected and may point only to an ELIGIBLE realization; {ref} is {state.value} "
-            f"(approve it first: dsv approve {ref} --reason TEXT)"
+            f"alias {alias!r} is protected and may point only to an ELIGIBLE {what}; {ref} is {state.value} "
+            f"(approve it first: {approve_with or f'dsv approve {ref} --reason TEXT'})"
         )
 
 

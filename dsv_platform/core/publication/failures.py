@@ -114,7 +114,8 @@ FAILURES: tuple[Failure, ...] = (
     Failure(
         K.PROTECTED_ALIAS,
         16,
-        "a protected alias would point at a realization that is not ELIGIBLE, or a revoke while one points at it (alias, ref and state named)",
+        "a protected alias would point at a realization (or a model version: `dsv model alias set`) that is not ELIGIBLE, "
+        "or a revoke while one points at it (alias, ref and state named)",
     ),
     Failure(
         K.CONSUMER_BROKEN,

@@ -108,6 +108,16 @@ class AliasInfo:
         return (_K_ALIAS, f"{self.dataset}:{self.version}@{self.alias}")
 
 
+@dataclass(frozen=True, slots=True)
+class ModelPointer:
+    """What the model registry points at: a model alias (``model_alias``, ``NAME@ALIAS``) or a target's current deployment
+    (``deployment``, the target), and the model version's run manifest hash."""
+
+    kind: str
+    name: str
+    run_hash: str
+
+
 @dataclass
 class Inventory:
     observed_at: datetime
@@ -125,12 +135,14 @@ class Inventory:
     lineage: Sequence[Edge] = ()
     run_manifests: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # model run hash -> run manifest document
     artifacts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # artifact manifest hash -> {"manifest": doc, "files": {name: digest}}
+    model_pointers: Sequence[ModelPointer] = ()  # model aliases and current deployments: retention roots of their model versions
 
 
 __all__ = [
     "AliasInfo",
     "DataFileInfo",
     "Inventory",
+    "ModelPointer",
     "RawBatchInfo",
     "RealizationInfo",
     "RootSpec",

@@ -1,8 +1,8 @@
 """GC roots and what they reach (see :mod:`dsv_platform.core.retention.gc` for the root order).
 
 :func:`collect_roots` lists the active roots (explicit retention roots, aliases,
-definition heads, quarantined realizations, table heads, raw batches awaiting
-load) with the nodes each one names; :func:`reach` walks upstream from them,
+definition heads, quarantined realizations, model alias targets and current deployments, table heads,
+raw batches awaiting load) with the nodes each one names; :func:`reach` walks upstream from them,
 multi-source breadth first, so the first root to reach a node is the one reported.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dsv_platform.core.errors import DsvError
-from dsv_platform.core.lineage.lineage import LineageGraph, Node, parse_node
+from dsv_platform.core.lineage.lineage import LineageGraph, Node, NodeKind, parse_node
 from dsv_platform.core.publication.refs import parse_ref
 from dsv_platform.core.publication.states import READABLE, RealizationState
 from dsv_platform.core.retention.gc_graph import K_ICEBERG_SNAPSHOT, K_RAW_BATCH, K_REALIZATION
@@ -22,6 +22,7 @@ from dsv_platform.core.retention.policy import GcPolicy
 
 Published = Mapping[tuple[str, str], list[RealizationInfo]]
 _READABLE = frozenset(s.value for s in READABLE)
+K_MODEL_RUN = NodeKind.MODEL_RUN.value
 
 
 @dataclass
@@ -102,6 +103,10 @@ def _add_platform_roots(roots: Roots, inv: Inventory) -> None:
         if snap.is_current:
             ref = f"{snap.table}@{snap.snapshot_id}"
             roots.add(RootSpec(f"table_head:{snap.table}", "table_head", ref, "current snapshot of a canonical table", "platform"), [(K_ICEBERG_SNAPSHOT, ref)])
+    for pointer in inv.model_pointers:  # a model alias target and a target's current deployment keep the model and what it was trained on
+        why = "model alias target" if pointer.kind == "model_alias" else "model version a target serves now (its current deployment)"
+        spec = RootSpec(f"{pointer.kind}:{pointer.name}", pointer.kind, f"{K_MODEL_RUN}:{pointer.run_hash}", why, "platform")
+        roots.add(spec, [(K_MODEL_RUN, pointer.run_hash)])
     loaded = {b for f in inv.data_files for b in f.batches}
     for raw in inv.raw_batches:
         if not raw.loadable or raw.batch_ref not in loaded:

@@ -26,6 +26,7 @@ from dsv_platform.core.errors import ConfigurationError, DsvError, NotFoundError
 from dsv_platform.core.lineage.lineage import Edge, NodeKind, Relation, manifest_edges, node_label, parse_node
 from dsv_platform.core.publication.manifest import Manifest
 from dsv_platform.core.publication.refs import parse_ref
+from dsv_platform.services.lineage.model_impact import model_impact, model_start
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -226,7 +227,7 @@ def _start_nodes(registry: Registry, query: str) -> list[tuple[str, str]]:
             if mh:
                 return [(K.REALIZATION.value, mh)]
             raise
-    found = LineageQueries(registry.engine).kinds_of(query)
+    found = LineageQueries(registry.engine).kinds_of(query) or model_start(registry, query)  # a model alias or NAME@sha256:<run hash>
     if found:
         return found
     records = RunRecords(registry)
@@ -295,6 +296,7 @@ def lineage(platform: Platform, query: str, *, impact: bool = False) -> dict[str
     direction = "impact" if impact else "provenance"
     runs = _annotate_runs(RunRecords(registry), nodes, starts)
     activities = [a.as_dict() for a in RunRecords(registry).activities(found)]
+    models, deployments = model_impact(registry, nodes)
     return {
         "query": query,
         "direction": direction,
@@ -304,6 +306,8 @@ def lineage(platform: Platform, query: str, *, impact: bool = False) -> dict[str
         "aliases": aliases,
         "runs": runs,
         "activities": activities,
+        "models": models,
+        "deployments": deployments,
     }
 
 

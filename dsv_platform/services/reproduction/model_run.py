@@ -7,7 +7,7 @@ the end the run manifest (the intent plus metrics and weights hash) is stored
 as a content-addressed object, linked ``realization --trained-->
 model_run:<run manifest hash>``, kept by a ``model_version`` retention root on
 that node (its source snapshots pinned as ``model-<name>-<hash12>`` first, dependent_pins.py), and the run is
-COMPLETE. Details: docs/lineage-and-reproduction.md
+COMPLETE: a model version (model_registry.py). Details: docs/lineage-and-reproduction.md
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from dsv_platform.services.publication.realization_inputs import environment_loc
 from dsv_platform.services.reproduction import code_pins
 from dsv_platform.services.reproduction.code_pins import lockfile_sha256
 from dsv_platform.services.reproduction.dependent_pins import pin_for, source_snapshots
+from dsv_platform.services.reproduction.model_registry import register_run
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -144,6 +145,6 @@ def _train(platform: Platform, runs: RunRecords, run_id: int, intent: Mapping[st
     record_model_lineage(registry, ds.manifest_hash, run_hash, model=model_name, ref=ds.ref, run_object=run_object, actor=who)
     pins = pin_for(platform, ("model_run", run_hash), model_name, source_snapshots(ds.manifest))
     root = registry.add_retention_root("model_version", f"model_run:{run_hash}", f"{model_name} trained on {ds.ref} (run manifest object {run_object})", who)
-    runs.complete(run_id, manifest_hash=run_hash, manifest=doc, files={"run_manifest.json": run_object})
+    register_run(platform, runs.complete(run_id, manifest_hash=run_hash, manifest=doc, files={"run_manifest.json": run_object}))  # a model version
     sources = tuple((s.table, s.snapshot_id, s.tag) for s in ds.manifest.sources)
     return ModelRun(ds.ref, ds.manifest_hash, ds.content_hash, doc, run_hash, run_object, sources, root, model_name, run_id, pins)

@@ -179,6 +179,7 @@ def _collect(
         lineage=reg.lineage,
         run_manifests=_run_manifests(store, reg.lineage),
         artifacts=_artifacts(registry),
+        model_pointers=reg.model_pointers,
     )
 
 
