@@ -111,6 +111,10 @@ class GovernanceRecords:
     def __init__(self, registry: Transactions) -> None:
         self.registry = registry
 
+    def now(self) -> datetime:
+        """The registry's clock (what opened_at, due_at and decided_at are read against)."""
+        return self.registry._now()
+
     def trained_runs(self, realizations: Iterable[str]) -> list[TrainedRun]:
         """Model runs trained on these realizations (``trained`` edges), each once, with the family its run manifest records."""
         found: dict[str, TrainedRun] = {}

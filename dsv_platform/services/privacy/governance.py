@@ -60,7 +60,7 @@ def audit_opened(gate: Gatekeeper, obligations: Sequence[Obligation]) -> None:
 def obligation_documents(registry: Registry, request_ids: Iterable[str]) -> list[dict[str, Any]]:
     """Every obligation of these requests as ``dsv privacy status`` shows it: its state (open, overdue, closed) and what closes it."""
     records = GovernanceRecords(registry)
-    now = records.registry._now()
+    now = records.now()
     docs = []
     for o in records.obligations(request_ids):
         state = obligation_state(closed=o.decision is not None, due_at=o.due_at, now=now)
@@ -70,8 +70,9 @@ def obligation_documents(registry: Registry, request_ids: Iterable[str]) -> list
 
 def _obligation(records: GovernanceRecords, requests: Sequence[PrivacyRequest], model: str) -> Obligation:
     """The one obligation of ``requests`` whose model run ``model`` names (its run manifest hash, or a unique prefix)."""
-    found = [o for o in records.obligations(r.request_id for r in requests) if o.model_run.startswith(model.strip().lower())]
-    if not model.strip() or not found:
+    text = model.strip().lower().removeprefix("model_run:")
+    found = [o for o in records.obligations(r.request_id for r in requests) if o.model_run.startswith(text)]
+    if not text or not found:
         known = ", ".join(sorted({o.model_run[:16] for o in records.obligations(r.request_id for r in requests)})) or "none"
         raise NotFoundError(f"no model obligation for model run {model!r} in request(s) {[r.request_id for r in requests]}; obligations: {known}", ref=model)
     if len(found) > 1:

@@ -210,8 +210,8 @@ class PrivacyCoordinator(SubjectIndexing):
         opened = open_obligations(self.registry, self.config, request, redacted, actor=self.actor)  # governance.py; before completion
         if self.registry.privacy.complete_request(request.request_id) and self.gate is not None:  # this call completed it: audited once
             audited = {"request_id": request.request_id, "generation": request.generation, "model_obligations": len(opened)}
+            audit_opened(self.gate, opened)  # before privacy.delete, whose checkpoint then covers them
             self.gate.audit("privacy.delete", f"subject:{request.subject_key_hash}", reason=request.reason, detail=audited)
-            audit_opened(self.gate, opened)
         self._advance_watermark()
         return staging
 
