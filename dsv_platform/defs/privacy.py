@@ -28,6 +28,7 @@ def delete_subject(context: dg.OpExecutionContext, config: PrivacyDeletionConfig
             "applied": report.applied,
             "affected_realizations": len(report.plan.affected_realizations),
             "models_for_governance": dg.MetadataValue.json(report.models),
+            "model_obligations": dg.MetadataValue.json(report.obligations),  # one per model run trained on a redacted realization
             **{f"outcome_{k}": n for k, n in sorted(counts.items())},
         },
     )

@@ -21,6 +21,7 @@ from cryptography.exceptions import InvalidTag
 from dsv_platform import open_dataset
 from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore
 from dsv_platform.adapters.objects.envelope import unseal
+from dsv_platform.adapters.registry.governance import GovernanceRecords
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.bootstrap import build_encrypted_store
 from dsv_platform.core.config.platform_config import load_config
@@ -187,6 +188,7 @@ def test_privacy_deletion_job_runs(tmp_path: Path) -> None:
     with Registry.from_url(url) as reg:
         pw.register(reg)
         ref = publish(reg, build_encrypted_store(settings), "r-job")
+        reg.record_lineage([("realization", ref.split("@sha256:")[1], "model_run", "run-job", "trained", {"model": "fraud_model"})], actor="trainer")
     resources = build_resources(settings)
     result = privacy_deletion_job.execute_in_process(
         run_config={"ops": {"delete_subject": {"config": {"subject": SUBJECT, "reason": "request #6"}}}}, resources={"platform": resources["platform"]}
@@ -194,3 +196,6 @@ def test_privacy_deletion_job_runs(tmp_path: Path) -> None:
     assert result.success and result.output_for_node("delete_subject") == 1
     with pytest.raises(RedactedError):
         open_dataset(ref, settings=settings)
+    with Registry.from_url(url) as reg:  # the model trained on it has its obligation, under the fail-closed default (no model_governance)
+        (obligation,) = GovernanceRecords(reg).obligations(r.request_id for r in reg.privacy.requests())
+    assert (obligation.model_run, obligation.family, obligation.policy, obligation.decision) == ("run-job", "fraud_model", "retrain_required", None)

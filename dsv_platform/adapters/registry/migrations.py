@@ -20,6 +20,7 @@ from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry import schema_models as sm
 from dsv_platform.adapters.registry import schema_trust as st
 from dsv_platform.adapters.registry.collection import gc_deletions
+from dsv_platform.adapters.registry.governance import model_decisions, model_obligations
 from dsv_platform.adapters.registry.privacy import privacy_plans
 from dsv_platform.core.errors import ConfigurationError
 
@@ -191,6 +192,12 @@ def _v19(conn: Connection) -> None:
         _append_only(conn, table.name)
 
 
+def _v20(conn: Connection) -> None:
+    for table in (model_obligations, model_decisions):
+        table.create(conn)
+        _append_only(conn, table.name)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "definitions, realizations, events, manifests, publication claims, aliases", _v1),
     Migration(2, "reader ACL, redaction generation; lineage, retention, consumption, redaction, reproduction tables", _v2),
@@ -209,6 +216,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(16, "SHA-256 and size of every canonical data file the platform wrote, signed", _v16),
     Migration(18, "who launched each Dagster-built realization: the identity a signed launch request proved, or unverified", _v18),
     Migration(19, "model registry: model versions (by run manifest hash) and approvals, model aliases and their history, deployments", _v19),
+    Migration(20, "model governance after a privacy deletion: one obligation per affected model run, and the decision closing it", _v20),
 )
 LATEST = max(m.version for m in MIGRATIONS)  # numbers are reserved per issue: the newest is not always the last one written
 

@@ -6,7 +6,8 @@ canonical partitions), ``dagster_modules: [module, ...]`` (modules exposing
 and ``demo: module`` (a module exposing ``main(argv) -> int``, run by
 ``dsv demo``), ``executor: NAME`` or ``{name: NAME, config: {...}}`` (how Dagster
 runs the steps of every job; docs/scaling-out.md), ``catalog: {name, type, uri, ...}`` (the
-pyiceberg catalog, no credentials; docs/iceberg.md). Only the names are checked here.
+pyiceberg catalog, no credentials; docs/iceberg.md), ``model_governance:`` (what a privacy deletion obliges
+per model family; core.config.model_governance). Only the names are checked here.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dsv_platform.core.config.model_governance import ModelGovernance, parse_model_governance
 from dsv_platform.core.config_yaml import ConfigError, check_keys, read_yaml
 from dsv_platform.core.publication.approval import DEFAULT_PROTECTED_ALIASES
 from dsv_platform.core.publication.refs import ALIAS_PATTERN
 from dsv_platform.core.retention.policy import GcPolicy, parse_gc_policy
 
 PLATFORM_FILE = "platform.yaml"
-PLATFORM_KEYS = frozenset({"partitions", "dagster_modules", "demo", "executor", "protected_aliases", "gc", "catalog"})
+PLATFORM_KEYS = frozenset({"partitions", "dagster_modules", "demo", "executor", "protected_aliases", "gc", "catalog", "model_governance"})
 EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
 EXECUTOR_KEYS = frozenset({"name", "config"})
 PARTITION_KEYS = frozenset({"start"})
@@ -50,6 +52,8 @@ class PlatformOptions:
     """``catalog.name``: the pyiceberg catalog to load (None: ``DSV_CATALOG_NAME``, else ``dsv``)."""
     catalog: tuple[tuple[str, str], ...] = ()
     """The other ``catalog:`` keys: pyiceberg catalog properties (``DSV_CATALOG_*`` override them)."""
+    model_governance: ModelGovernance = field(default_factory=ModelGovernance)
+    """Per model family, what a privacy deletion obliges (default ``retrain_required``: fail closed)."""
 
 
 _SECRET_WORDS = ("secret", "token", "password", "credential", "session")
@@ -139,6 +143,7 @@ def parse_options(doc: Any, *, file: Path) -> PlatformOptions:
         gc=parse_gc_policy(doc["gc"], file=file) if "gc" in doc else GcPolicy(),
         catalog_name=catalog_name,
         catalog=catalog,
+        model_governance=parse_model_governance(doc["model_governance"], file=file) if "model_governance" in doc else ModelGovernance(),
     )
 
 

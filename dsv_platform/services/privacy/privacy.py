@@ -35,6 +35,7 @@ from dsv_platform.core.privacy.privacy import (
 from dsv_platform.core.publication.manifest import Manifest
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.core.trust.trust import Role
+from dsv_platform.services.privacy.governance import audit_opened, obligation_documents, open_obligations, planned_obligations
 from dsv_platform.services.privacy.privacy_canonical import delete_canonical, find_subject_key
 from dsv_platform.services.privacy.privacy_index import SubjectIndexing, subject_column, subject_hashes
 from dsv_platform.services.privacy.privacy_key import load_subject_key
@@ -68,6 +69,7 @@ class DeletionReport:
     models: list[dict[str, Any]]
     applied: bool = True
     staging: list[dict[str, Any]] = field(default_factory=list)
+    obligations: list[dict[str, Any]] = field(default_factory=list)  # one per model run trained on a redacted realization
 
     def to_document(self) -> dict[str, Any]:
         return {
@@ -80,6 +82,7 @@ class DeletionReport:
             "affected_realizations": self.plan.affected_realizations,
             "outcomes": self.outcomes,
             "models_for_governance": self.models,
+            "model_obligations": self.obligations,
             "staged_parts": self.staging,
         }
 
@@ -176,6 +179,7 @@ class PrivacyCoordinator(SubjectIndexing):
             outcomes=self.registry.privacy.outcomes(request_id=rid),
             models=self.registry.privacy.models_using(plan.affected_realizations),
             staging=staging,
+            obligations=obligation_documents(self.registry, [rid]),
         )
 
     def delete(
@@ -188,7 +192,8 @@ class PrivacyCoordinator(SubjectIndexing):
         rid = request_id or f"privacy-{plan.subject_key_hash[:32]}"
         preview = [{**d.to_document(), "request_id": rid} for d in plan.decisions]
         models = self.registry.privacy.models_using(plan.affected_realizations)
-        return DeletionReport(rid, plan.subject_key_hash, plan.based_on_generation, False, plan, preview, models, applied=False)
+        obligations = planned_obligations(self.registry, self.config, plan.affected_realizations)  # what applying would open
+        return DeletionReport(rid, plan.subject_key_hash, plan.based_on_generation, False, plan, preview, models, applied=False, obligations=obligations)
 
     def _finish(self, request: PrivacyRequest, decisions: Sequence[Decision], subject_key: str | None) -> list[dict[str, Any]]:
         """Carry out every decision (idempotent), sweep staging, complete the request (refused while an outcome is missing)."""
@@ -201,8 +206,11 @@ class PrivacyCoordinator(SubjectIndexing):
             subject_key = self._subject_keys.get(request.subject_key_hash)
         keep = {d.descendant.id for d in decisions if d.outcome is Outcome.RETAINED}
         staging = self._sweep_staging(request, subject_key, keep)
+        redacted = {d.descendant.id for d in decisions if d.descendant.kind is K.REALIZATION and d.outcome is not Outcome.RETAINED}
+        opened = open_obligations(self.registry, self.config, request, redacted, actor=self.actor)  # governance.py; before completion
         if self.registry.privacy.complete_request(request.request_id) and self.gate is not None:  # this call completed it: audited once
-            audited = {"request_id": request.request_id, "generation": request.generation}
+            audited = {"request_id": request.request_id, "generation": request.generation, "model_obligations": len(opened)}
+            audit_opened(self.gate, opened)  # before privacy.delete, whose checkpoint then covers them
             self.gate.audit("privacy.delete", f"subject:{request.subject_key_hash}", reason=request.reason, detail=audited)
         self._advance_watermark()
         return staging
@@ -371,16 +379,8 @@ class PrivacyCoordinator(SubjectIndexing):
     # status and the exclusion filter: privacy_index.py
 
 
-__all__ = [
-    "DeletionReport",
-    "PrivacyCoordinator",
-    "PrivacyIncompleteError",
-    "PrivacyPlanStaleError",
-    "ReconcileReport",
-    "build_coordinator",
-    "subject_column",
-    "subject_hashes",
-]
+__all__ = ["DeletionReport", "PrivacyCoordinator", "PrivacyIncompleteError", "PrivacyPlanStaleError", "ReconcileReport", "build_coordinator",
+           "subject_column", "subject_hashes"]  # fmt: skip
 
 
 def build_coordinator(platform: Platform, *, actor: str | None = None) -> PrivacyCoordinator:

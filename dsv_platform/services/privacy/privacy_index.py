@@ -23,6 +23,7 @@ from dsv_platform.core.errors import EnvironmentSetupError, ObjectErasedError, O
 from dsv_platform.core.ingest.landing_format import read_batch_table
 from dsv_platform.core.privacy.privacy import Descendant, DescendantKind, keyed_hash, subject_key_hash, subject_key_id
 from dsv_platform.core.publication.manifest import Manifest
+from dsv_platform.services.privacy.governance import obligation_documents
 
 K = DescendantKind
 
@@ -194,6 +195,7 @@ class SubjectIndexing:
             "requests": [{"request_id": r.request_id, "generation": r.generation, "reason": r.reason, "completed": r.completed} for r in requests],
             "outcomes": [o for r in requests for o in self.registry.privacy.outcomes(request_id=r.request_id)],
             "indexed_descendants": len(self.registry.privacy.index_rows(subject)),
+            "model_obligations": obligation_documents(self.registry, [r.request_id for r in requests]),  # open, overdue or closed
             "registry_generation": self.registry.redaction_generation(),
             "key_store_generation": self.keys.generation(),
         }
