@@ -1,4 +1,4 @@
-"""Registry records of model governance after a privacy deletion (migration 19): obligations and the decisions closing them.
+"""Registry records of model governance after a privacy deletion (migration 20): obligations and the decisions closing them.
 
 One obligation per (deletion request, model run trained on a realization the request redacted), with the
 family's policy as configured when it was opened; at most one decision closes it, naming who decided and the
@@ -23,7 +23,7 @@ from dsv_platform.adapters.registry.privacy import Transactions
 from dsv_platform.core import canonical_json
 from dsv_platform.core.errors import DsvError
 
-model_obligations = Table(  # migration 19, append-only
+model_obligations = Table(  # migration 20, append-only
     "model_obligations",
     s.metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
@@ -40,7 +40,7 @@ model_obligations = Table(  # migration 19, append-only
     UniqueConstraint("request_id", "model_run", name="uq_model_obligations_model"),
 )
 
-model_decisions = Table(  # migration 19, append-only: the one decision closing an obligation
+model_decisions = Table(  # migration 20, append-only: the one decision closing an obligation
     "model_decisions",
     s.metadata,
     Column("obligation_id", Integer, ForeignKey("model_obligations.id"), primary_key=True, autoincrement=False),
