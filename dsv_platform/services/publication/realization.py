@@ -35,6 +35,7 @@ from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.privacy.privacy import PrivacyCoordinator
 from dsv_platform.services.privacy.privacy_key import load_subject_key
 from dsv_platform.services.publication.assembly_engine import engine_limits
+from dsv_platform.services.publication.card import publication_card
 from dsv_platform.services.publication.datasets import load_manifest
 from dsv_platform.services.publication.examples import Examples
 from dsv_platform.services.publication.integrity_signals import integrity_gates
@@ -296,6 +297,7 @@ def build_request(
     request = BuildRequest(
         dataset=definition.name, version=definition.version, contract=definition.contract, request_id=pinned.request_id, logical_key=pinned.key,
         partitions=examples.parts(), manifest_fields=fields, gates=lambda manifest, parts: gates, alias=ALIAS,
+        card=lambda manifest, report: publication_card(platform, manifest, report),
     )  # fmt: skip
     return request, gates
 
