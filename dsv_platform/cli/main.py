@@ -48,6 +48,7 @@ COMMAND_MODULES = (
     "dsv_platform.cli.grants_cmd",
     "dsv_platform.cli.audit_cmd",
     "dsv_platform.cli.home_cmd",
+    "dsv_platform.cli.card_cmd",
 )
 
 # The static index: command -> (module registering it, its one-line help), in help order.
@@ -107,6 +108,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "the audit log: grants, publications, approvals, alias moves, quarantines, deletions, GC; --verify checks the chain",
     ),
     "home": ("dsv_platform.cli.home_cmd", "the embedded home: relocate a moved or copied home's canonical tables (docs/reliability.md)"),
+    "card": ("dsv_platform.cli.card_cmd", "the dataset card of a realization: purpose, composition, collection, quality, privacy, uses, maintenance"),
 }
 
 

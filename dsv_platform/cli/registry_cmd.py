@@ -13,6 +13,7 @@ from dsv_platform.core.errors import ConfigurationError, ResolutionError
 from dsv_platform.core.publication.records import Realization
 from dsv_platform.core.publication.refs import HASH_PREFIX, DatasetRef, parse_ref
 from dsv_platform.services.publication.datasets import Dataset, load_manifest, read_object
+from dsv_platform.services.publication.record import dataset_record
 
 if TYPE_CHECKING:
     from dsv_platform.services.trust.signing import SignatureStatus
@@ -55,7 +56,8 @@ def _resolve(args: argparse.Namespace, platform: Platform) -> int:
         if args.json:
             print(_failure_json(exc))
         raise
-    doc = _record(realization) | {"rows": manifest.rows, "partitions": len(manifest.partitions), "access": access.to_document()}
+    record = dataset_record(registry, realization, manifest)  # the design's record: purpose, retention, features, pins, code
+    doc = _record(realization) | {"rows": manifest.rows, "partitions": len(manifest.partitions), "access": access.to_document()} | record
     if signature is not None:
         doc["signature"] = signature.to_document()
     if args.json:
@@ -65,11 +67,21 @@ def _resolve(args: argparse.Namespace, platform: Platform) -> int:
             f"{realization.ref}\n  state {realization.state.name}  version {realization.human_version}  rows {manifest.rows:,}  "
             f"partitions {len(manifest.partitions)}\n  content {realization.content_hash}\n  schema  {realization.schema_hash}"
         )
+        _print_record(record)
         if access.withheld:
             print(f"  withheld for {access.identity}: {', '.join(access.withheld)}")
         if signature is not None:
             print(f"  signature {signature.status}: {signature.reason}")
     return 0
+
+
+def _print_record(record: dict[str, Any]) -> None:
+    from dsv_platform.core.config.dataset_record import feature_names
+
+    code = record["code"] or {}
+    print(f"  purpose {record['purpose'] or '-'}  owner {record['owner'] or '-'}  retained until {record['retention_until'] or '-'}")
+    print(f"  features {', '.join(feature_names(record['feature_versions'])) or '-'}")
+    print(f"  code {code.get('commit', '-')}{' (dirty)' if code.get('dirty') else ''} in {code.get('repo') or '-'}")
 
 
 @with_platform

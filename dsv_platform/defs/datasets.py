@@ -7,6 +7,7 @@ import dagster as dg
 
 from dsv_platform.core import canonical_json
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
+from dsv_platform.core.publication.card import card_markdown
 from dsv_platform.core.publication.gates import GateResult, GatesFailedError
 from dsv_platform.defs.canonical import head_key
 from dsv_platform.defs.catalog import code_version, dataset_table, owners, schema_metadata, table_metadata
@@ -16,7 +17,8 @@ from dsv_platform.defs.metadata import AssetResult, table
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.defs.retries import PUBLICATION_POOL, STEP_RETRY, retried_if_transient
 from dsv_platform.defs.semantic_checks import semantic_check_specs
-from dsv_platform.services.publication.approval import approval_of_ref, approval_text
+from dsv_platform.services.publication.approval import approval_of_ref, approval_text, find_realization
+from dsv_platform.services.publication.card import card_of
 from dsv_platform.services.publication.realization import RealizationBuild, SplitsCheck, build_realization, check_splits
 from dsv_platform.services.publication.semantic_gate import stored_gates
 
@@ -122,7 +124,10 @@ def snapshot_materialization(platform: "Platform", definition: DatasetDefinition
     """The snapshot's materialization and check results for ``build`` (a reused build's gates from its stored report)."""
     gates = stored_gates(platform, build.manifest_hash, None) if build.reused else list(build.gates)  # reused: the gates it passed then
     result = snapshot_result(build, approval_of_ref(platform.registry, build.ref), gates)
-    replaced: AssetResult = result._replace(check_results=snapshot_check_results(definition, gates))
+    card = card_of(platform, find_realization(platform.registry, build.ref), build.manifest)  # the dataset card, shown in the UI
+    shown = {"dataset_card": dg.MetadataValue.md(card_markdown(card)), "dataset_card_object": dg.MetadataValue.text(card["stored_card"] or "")}
+    metadata = {**(result.metadata or {}), **shown}
+    replaced: AssetResult = result._replace(check_results=snapshot_check_results(definition, gates), metadata=metadata)
     return replaced
 
 

@@ -257,3 +257,20 @@ def test_manifest_from_json_refuses_non_canonical_text() -> None:
         Manifest.from_json(pretty)
     with pytest.raises(ManifestError, match="not JSON"):
         Manifest.from_json("{")
+
+
+def test_manifest_code_repo_is_recorded_only_when_known_so_older_documents_keep_their_bytes() -> None:
+    without = full_manifest()
+    assert without.to_document()["code"] == {"commit": "0123abc", "dirty": False}  # the document every earlier manifest has
+    stored = without.canonical_bytes()
+    assert Manifest.from_json(stored).canonical_bytes() == stored and Manifest.from_json(stored).code == CodePin("0123abc", False)
+    with_repo = dataclasses.replace(without, code=CodePin("0123abc", dirty=False, repo="/src/dsv_platform"))
+    assert with_repo.to_document()["code"] == {"commit": "0123abc", "dirty": False, "repo": "/src/dsv_platform"}
+    assert Manifest.from_json(with_repo.canonical_bytes()) == with_repo and with_repo.manifest_hash != without.manifest_hash
+    doc = with_repo.to_document()
+    doc["code"]["repo"] = None
+    with pytest.raises(ManifestError, match=r"code\.repo"):
+        Manifest.from_document(doc)
+    doc["code"] = {"commit": "0123abc", "dirty": False, "branch": "main"}
+    with pytest.raises(ManifestError, match="unknown keys"):
+        Manifest.from_document(doc)

@@ -58,7 +58,8 @@ def test_feature_backfill_rebuild_corrects_features_and_old_realization_is_uncha
     buggy = pc.sum(_rows(world, before, D(2026, 6, 7)).column("amount_sum_7d")).as_py()
     fixed = pc.sum(_rows(world, after, D(2026, 6, 7)).column("amount_sum_7d")).as_py()
     assert buggy == fixed * 100
-    assert not after.manifest.feature_versions  # the platform records no per-source feature versions (the lag is in the recipe)
+    assert after.manifest.feature_versions == {"account_features": "v1", "transactions": "v1"}  # the sources' declared contract versions
+    assert before.manifest.feature_versions == after.manifest.feature_versions  # a backfill corrects rows, not the feature version
 
 
 def test_label_definition_change_is_a_new_realization_and_v5_is_unchanged(world):

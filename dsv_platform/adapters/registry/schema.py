@@ -186,7 +186,7 @@ lineage_edges = Table(
     Index("ix_lineage_dst", "dst_kind", "dst_id"),
 )
 
-RETENTION_ROOT_KINDS = ("model_version", "legal_hold", "report", "experiment", "alias", "rollback_window", "artifact")  # artifact: issue 14
+RETENTION_ROOT_KINDS = ("model_version", "legal_hold", "report", "experiment", "alias", "rollback_window", "artifact", "definition_retention")  # issues 14, 27
 
 retention_roots = Table(
     "retention_roots",

@@ -25,6 +25,7 @@ from dsv_platform.core.config.aggregation import (
     transform_outputs,
     transform_zones,
 )
+from dsv_platform.core.config.dataset_record import parse_purpose, parse_retention_until
 from dsv_platform.core.config.expected_partitions import ExpectedPartitions, parse_expected_partitions
 from dsv_platform.core.config.slo import Slo, parse_slo
 from dsv_platform.core.config.source import contract_of
@@ -42,6 +43,7 @@ KEYS = frozenset(
     {
         "name", "version", "description", "owner", "base", "as_of_joins", "label", "features", "observation_window", "population_filter",
         "split_policy", "watermark", "gates", "seed", "contract", "derive", "aggregate", "integrity", "access", "fan_out", "slo",
+        "purpose", "retention_until",
     }
 )
 LEGACY_KEYS = frozenset({"sources"})
@@ -154,6 +156,8 @@ class DatasetDefinition:
     aggregate: Aggregation | None = None
     fan_out: int = 1  # parallel prepare steps of a build: how it runs, not what the data is (not in the recipe)
     slo: Slo | None = None  # service levels (core/config/slo.py), not in the recipe
+    purpose: str | None = None  # what it is for (core/config/dataset_record.py); in the recipe when declared
+    retention_until: dt.datetime | None = None  # GC keeps its realizations until then; not in the recipe
 
     @property
     def ref(self) -> str:
@@ -209,7 +213,7 @@ class DatasetDefinition:
 
     def recipe(self) -> dict[str, Any]:
         """The recipe registered with the definition (everything but the contract)."""
-        return {k: v for k, v in self.document.items() if k not in ("contract", "access", "fan_out", "slo")}  # who reads, how it is built, what is promised
+        return {k: v for k, v in self.document.items() if k not in ("contract", "access", "fan_out", "slo", "retention_until")}  # who reads, how, promises
 
 
 def parse_duration(text: Any, *, file: str | Path, key: str) -> dt.timedelta:
@@ -368,6 +372,8 @@ def parse_definition(raw: Any, *, source: str | Path = "<definition>") -> Datase
         aggregate=parse_aggregate(doc, file),
         fan_out=_fan_out(doc, file),
         slo=parse_slo(doc.get("slo"), file=file, duration=parse_duration),
+        purpose=parse_purpose(doc.get("purpose"), file=file),
+        retention_until=parse_retention_until(doc.get("retention_until"), file=file),
     )
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, cast
 
+from dsv_platform.core.config.dataset_record import parse_contract_version
 from dsv_platform.core.config_yaml import ConfigError, check_keys, need
 from dsv_platform.core.contracts.contract import CONTRACT_KEYS, Contract, LogicalType, parse_contract
 from dsv_platform.core.errors import ContractError
@@ -79,6 +80,7 @@ class SourceSpec:
     source_file: Path | None = field(default=None, compare=False)
     writers: tuple[str, ...] = ()  # identities expected to land its batches (integrity signal unexpected_writer; empty: not checked)
     approved_refs: tuple[str, ...] = ()  # branches/tags a pinned snapshot must descend from (signal unapproved_snapshot)
+    version: int | None = field(default=None, compare=False)  # the contract's declared version: feature ``name:vN`` of a manifest
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "aliases", MappingProxyType(dict(self.aliases)))
@@ -186,4 +188,5 @@ def parse_source(doc: Any, *, file: Path) -> SourceSpec:
         source_file=file,
         writers=_names(doc, "writers", file),
         approved_refs=_names(doc, "approved_refs", file),
+        version=parse_contract_version(doc.get("version"), file=file),
     )

@@ -50,6 +50,7 @@ class Relation(str, enum.Enum):
     USED = "used"  # realization -> artifact (an input the artifact was computed from)
     REPORTS_ON = "reports_on"  # quality_report -> realization (the report depends on the realization)
     SIGNS = "signs"  # object (the publisher's DSSE envelope) -> realization: kept as long as the realization
+    DOCUMENTS = "documents"  # object (the dataset card stored at publication) -> realization: kept as long as the realization
     POINTS_TO = "points_to"  # realization -> alias
     CONTAINS = "contains"  # data_file -> iceberg_snapshot
     RELEASED = "released"  # retention_root -> anything: an audit record, not a dependency

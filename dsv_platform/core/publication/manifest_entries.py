@@ -128,21 +128,34 @@ class LabelPin:
 
 @dataclass(frozen=True)
 class CodePin:
+    """The extraction code: its commit, dirty flag and, when known, its repository (the checkout).
+
+    ``repo`` is the one optional key of a manifest document: absent when unknown, as in every manifest
+    written before it was recorded, so those keep their bytes and their hash.
+    """
+
     commit: str
     dirty: bool
+    repo: str | None = None
 
     def __post_init__(self) -> None:
         check_str(self.commit, "code.commit")
         if not isinstance(self.dirty, bool):
             raise ManifestError(f"code.dirty must be true or false, got {self.dirty!r}")
+        check_str(self.repo, "code.repo", optional=True)
 
     def to_document(self) -> dict[str, Any]:
-        return {"commit": self.commit, "dirty": self.dirty}
+        doc: dict[str, Any] = {"commit": self.commit, "dirty": self.dirty}
+        if self.repo is not None:
+            doc["repo"] = self.repo
+        return doc
 
     @classmethod
     def from_document(cls, doc: builtins.object) -> CodePin:
-        d = exact_keys(doc, "code", ("commit", "dirty"))
-        return cls(commit=d["commit"], dirty=d["dirty"])
+        keys = ("commit", "dirty", "repo") if isinstance(doc, Mapping) and "repo" in doc else ("commit", "dirty")
+        d = exact_keys(doc, "code", keys)
+        repo = check_str(d["repo"], "code.repo") if "repo" in d else None  # present: a non-empty string, never null
+        return cls(commit=d["commit"], dirty=d["dirty"], repo=repo)
 
 
 @dataclass(frozen=True)

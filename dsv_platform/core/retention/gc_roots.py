@@ -50,7 +50,7 @@ def published_by_version(inv: Inventory) -> dict[tuple[str, str], list[Realizati
 
 
 def resolve_root(ref: str, heads: Published, graph: LineageGraph, aliases: Mapping[str, Node]) -> list[Node]:
-    """The nodes a retention root's ``ref`` names: a node id, a realization ref (``name:v6~3``, ``@alias``, hash) or a search."""
+    """The nodes a retention root's ``ref`` names: a node id, a realization ref (``name:v6~3``, ``name:v6~all``, ``@alias``, hash) or a search."""
     node = parse_node(ref)
     if node is not None:
         return [node]
@@ -67,8 +67,8 @@ def resolve_root(ref: str, heads: Published, graph: LineageGraph, aliases: Mappi
         alias_node = aliases.get(f"{parsed.name}:{parsed.version}@{parsed.alias}")
         return [alias_node] if alias_node else []
     published = heads.get((parsed.name, parsed.version), [])
-    n = int(count) if tilde and count.isdigit() else 1
     readable = [r for r in published if r.state in _READABLE]
+    n = len(readable) if tilde and count == "all" else int(count) if tilde and count.isdigit() else 1  # ~all: a definition_retention root
     return [(K_REALIZATION, r.manifest_hash) for r in readable[:n] if r.manifest_hash]
 
 

@@ -24,7 +24,7 @@ PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://dsv-platform.dev/realization/v1"
 PREDICATE_KEYS = frozenset({"builder", "publisher", "sources", "code", "quality_report", "content_hash", "manifest_hash"})
-OPTIONAL_PREDICATE_KEYS = frozenset({"audit_head"})
+OPTIONAL_PREDICATE_KEYS = frozenset({"audit_head", "dataset_card"})  # dataset_card: the card object stored at publication
 """Keys a newer statement carries and an older one lacks: ``audit_head`` ({seq, hash} of the newest audit entry when it was signed)."""
 
 
@@ -104,7 +104,7 @@ def parse_envelope(data: bytes) -> Envelope:
 def realization_statement(
     *, dataset: str, version: str, manifest_hash: str, content_hash: str, builder: str, publisher: str,
     sources: list[dict[str, Any]], code: Mapping[str, Any] | None, quality_report: str | None,
-    audit_head: tuple[int, str] | None = None,
+    audit_head: tuple[int, str] | None = None, dataset_card: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The in-toto Statement a publisher signs: subject = the manifest hash; predicate = who built and published it from what."""
     predicate = {
@@ -118,6 +118,8 @@ def realization_statement(
     }
     if audit_head is not None:  # the log's head at publication: dsv verify checks the log still holds it
         predicate["audit_head"] = {"seq": audit_head[0], "hash": audit_head[1]}
+    if dataset_card is not None:  # the dataset card stored at publication (services/publication/card.py)
+        predicate["dataset_card"] = dataset_card
     return {
         "_type": STATEMENT_TYPE,
         "subject": [{"name": subject_name(dataset, version), "digest": {"sha256": manifest_hash}}],

@@ -69,6 +69,7 @@ class BuildRequest:
     manifest_fields: Mapping[str, Any] = field(default_factory=dict)
     gates: Gates | None = None
     alias: str | None = None
+    card: Callable[[Manifest, str], bytes] | None = None  # the dataset card of (manifest, report object), stored and signed
 
 
 @dataclass(frozen=True)
@@ -232,7 +233,8 @@ class Publisher:
             raise GatesFailedError(message, report=report, report_object=report_object)
         if self.gate is not None:  # a builder without the publisher role leaves a SEALED candidate: staging only
             self.gate.require(Role.PUBLISHER, definition=scope)
-        outcome = self.publish_beside_gc(candidate, request, manifest, report_object, parts)  # audited in its transaction
+        card = self.store_card(request, manifest, report_object)
+        outcome = self.publish_beside_gc(candidate, request, manifest, report_object, parts, card)  # audited in its transaction
         if outcome.realization.manifest_hash == manifest.manifest_hash:  # lineage the pipeline itself writes
             record_realization_lineage(self.registry, manifest, outcome.realization.ref, actor=self.actor)
         self.on_step(BuildStep.PUBLISHED, outcome.realization.ref)
@@ -241,7 +243,17 @@ class Publisher:
             self.move_alias(outcome.realization, request.alias)
         return BuildResult(outcome.realization, manifest, outcome, report, report_object)
 
-    def publish_beside_gc(self, candidate: int, request: BuildRequest, manifest: Manifest, report_object: str, parts: list[BuiltPart]) -> PublishOutcome:
+    def store_card(self, request: BuildRequest, manifest: Manifest, report_object: str) -> str | None:
+        """Store the request's dataset card beside the quality report (kept as long as the realization); its object, or None."""
+        if request.card is None:
+            return None
+        card = self.store.put(request.card(manifest, report_object))
+        self.registry.record_lineage([("object", card, "realization", manifest.manifest_hash, "documents", {"dataset_card": True})], actor=self.actor)
+        return card
+
+    def publish_beside_gc(
+        self, candidate: int, request: BuildRequest, manifest: Manifest, report_object: str, parts: list[BuiltPart], card: str | None = None
+    ) -> PublishOutcome:
         """Publish; while a GC batch deletes objects the manifest names, wait for it and re-put them (adapters/registry/collection.py).
 
         After publishing, no GC batch can claim the manifest's objects; one that finished before may have deleted
@@ -250,7 +262,7 @@ class Publisher:
         deadline = time.monotonic() + GC_WAIT_S
         while True:
             try:
-                outcome = self.publish(candidate, request.request_id, manifest, report_object)
+                outcome = self.publish(candidate, request.request_id, manifest, report_object, card)
                 break
             except ObjectsBeingCollectedError as exc:  # publish again once GC released them; what went is re-put below
                 while self.registry.deletions_pending(exc.digests):
@@ -272,7 +284,7 @@ class Publisher:
             self.on_step(BuildStep.PART_WRITTEN, f"{part.key} (restored after GC)")
         return [p.key for p in missing]
 
-    def publish(self, candidate: int, request_id: str, manifest: Manifest, report_object: str) -> PublishOutcome:
+    def publish(self, candidate: int, request_id: str, manifest: Manifest, report_object: str, card: str | None = None) -> PublishOutcome:
         """The conditional insert; with a signer, the signed statement's envelope is stored first and recorded in the same transaction."""
         if self.signer is None:
             outcome = self.registry.publish(candidate, request_id, actor=self.actor)
@@ -282,7 +294,7 @@ class Publisher:
         records = TrustRecords.of(self.registry)
         builder = records.builder_of(candidate) or self.registry.get(candidate).created_by
         head = records.audit_head()  # the statement signs the log's head: a cut or rewrite behind it is detected (docs/trust.md)
-        signature = sign_realization(self.signer, self.store, manifest, builder=builder, quality_report=report_object, audit_head=head)
+        signature = sign_realization(self.signer, self.store, manifest, builder=builder, quality_report=report_object, audit_head=head, dataset_card=card)
         edge = ("object", signature.envelope_object, "realization", manifest.manifest_hash, "signs", {"keyid": signature.keyid})
         self.registry.record_lineage([edge], actor=self.actor)  # GC keeps the envelope as long as the realization
         who = None if self.gate is None else self.gate.identity

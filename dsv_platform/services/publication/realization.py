@@ -19,6 +19,7 @@ from dsv_platform.adapters.lineage.openlineage import LineageDataset
 from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore
 from dsv_platform.core import canonical_json
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
+from dsv_platform.core.config.dataset_record import feature_versions
 from dsv_platform.core.config.expected_partitions import expected_partitions_gates
 from dsv_platform.core.config.source import TableSpecLike
 from dsv_platform.core.config.timezones import tz_database
@@ -34,6 +35,7 @@ from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.privacy.privacy import PrivacyCoordinator
 from dsv_platform.services.privacy.privacy_key import load_subject_key
 from dsv_platform.services.publication.assembly_engine import engine_limits
+from dsv_platform.services.publication.card import publication_card
 from dsv_platform.services.publication.datasets import load_manifest
 from dsv_platform.services.publication.examples import Examples
 from dsv_platform.services.publication.integrity_signals import integrity_gates
@@ -54,6 +56,7 @@ from dsv_platform.services.publication.realization_inputs import (
     pinned_watermark,
     runner_timezone,
 )
+from dsv_platform.services.publication.record import hold_retention
 from dsv_platform.services.publication.semantic_gate import semantic_gates
 from dsv_platform.services.publication.split_assignment import SplitSummary, split_assignment
 from dsv_platform.services.publication.splits_check import SplitsCheck, check_splits
@@ -143,6 +146,7 @@ def _manifest_fields(
         "splits": splits,
         "sources": tuple(SourcePin(p.table, str(p.snapshot_id), p.tag, {"identifier": platform.tables.identifier(by_name[p.table])}) for p in pins),
         "labels": LabelPin(definition.label.name, f"v{definition.label.version}") if definition.label is not None else None,
+        "feature_versions": feature_versions(inputs.sources[name] for name in definition.sources),  # sources declaring `version`
         "observation_window": definition.observation_window.to_document(),
         "population_filter": definition.population_filter.to_text() if definition.population_filter is not None else None,
         "watermark": watermark.astimezone(dt.UTC).isoformat(),
@@ -235,6 +239,7 @@ def pin_build(platform: Platform, definition: DatasetDefinition, *, stores_envir
     inputs = inputs_of(platform.config, definition)
     contract_doc = definition.contract.to_document()
     platform.registry.register_definition(definition.name, definition.version, contract=contract_doc, recipe=definition.recipe(), owner=definition.owner)
+    hold_retention(platform, definition)
     progress.stage("pin", total=len(inputs.tables), unit="tables")
     key, pins = pin_sources(platform.tables, inputs)
     progress.advance(len(pins))
@@ -292,6 +297,7 @@ def build_request(
     request = BuildRequest(
         dataset=definition.name, version=definition.version, contract=definition.contract, request_id=pinned.request_id, logical_key=pinned.key,
         partitions=examples.parts(), manifest_fields=fields, gates=lambda manifest, parts: gates, alias=ALIAS,
+        card=lambda manifest, report: publication_card(platform, manifest, report),
     )  # fmt: skip
     return request, gates
 

@@ -97,17 +97,19 @@ def inputs_of(config: PlatformConfig, definition: DatasetDefinition) -> Inputs:
 
 @functools.cache
 def code_pin(repo: Path = REPO) -> CodePin:
-    """The checkout's commit and dirty flag; in an image the commit baked in at build time; else ``unknown`` (not dirty)."""
+    """The checkout's commit, dirty flag and top folder (the repo); in an image the commit baked in at build time
+    (no repo); else ``unknown`` (not dirty, no repo)."""
     baked = read_build_pin()
     unknown = CodePin("unknown", False) if baked is None else CodePin(baked.commit, baked.dirty)
     try:
-        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        if head.returncode != 0:
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--show-toplevel", "HEAD"], capture_output=True, text=True, timeout=10)
+        lines = head.stdout.split("\n")
+        if head.returncode != 0 or len(lines) < 2:
             return unknown
         status = subprocess.run(["git", "--no-optional-locks", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return unknown
-    return CodePin(head.stdout.strip(), bool(status.stdout.strip()))
+    return CodePin(lines[1].strip(), bool(status.stdout.strip()), lines[0].strip() or None)
 
 
 @functools.cache

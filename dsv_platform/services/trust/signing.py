@@ -55,7 +55,8 @@ def signer_of(platform: Platform) -> Signer:
 
 
 def sign_realization(
-    signer: Signer, store: ObjectStore, manifest: Manifest, *, builder: str, quality_report: str | None, audit_head: tuple[int, str] | None = None
+    signer: Signer, store: ObjectStore, manifest: Manifest, *, builder: str, quality_report: str | None, audit_head: tuple[int, str] | None = None,
+    dataset_card: str | None = None,
 ) -> SignatureRecord:
     """Sign ``manifest``'s statement as ``signer``; the envelope is stored as an object (its SHA-256 names it)."""
     statement = dsse.realization_statement(
@@ -69,6 +70,7 @@ def sign_realization(
         code=manifest.code.to_document() if manifest.code else None,
         quality_report=quality_report,
         audit_head=audit_head,
+        dataset_card=dataset_card,
     )
     payload = canonical_json.dumps(statement)
     signature = signer.sign(dsse.pae(dsse.PAYLOAD_TYPE, payload))
