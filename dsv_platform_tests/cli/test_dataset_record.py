@@ -23,6 +23,7 @@ import pytest
 from dsv_platform.cli.main import main
 from dsv_platform.core.config.dataset_definition import load_definition
 from dsv_platform.core.config_yaml import ConfigError
+from dsv_platform.services.publication.realization_inputs import code_pin, repository_url
 from dsv_platform_tests.core.config_support import CALIBRATION, DATASET, METERS, write_config
 from dsv_platform_tests.fixtures.cli_runner import CLI_ENV, DsvCli
 
@@ -108,13 +109,15 @@ def test_resolve_json_shows_the_whole_record_and_keeps_every_earlier_key(dsv, bu
     assert doc["purpose"] == PURPOSE and doc["owner"] == "grid"
     assert doc["retention_until"] == "2100-01-01T00:00:00+00:00"  # a date: through the end of that UTC day
     assert doc["feature_versions"] == {"meters": "v3"}  # calibration declares no contract version: not listed
-    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--show-toplevel", "HEAD"], capture_output=True, text=True, check=True).stdout.split()
-    assert (doc["code"]["repo"], doc["code"]["commit"]) == (head[0], head[1])
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    origin = subprocess.run(["git", "-C", str(REPO), "config", "--get", "remote.origin.url"], capture_output=True, text=True).stdout.strip()
+    assert (doc["code"].get("repo"), doc["code"]["commit"]) == (repository_url(origin), head)
     assert {s["table"] for s in doc["sources"]} == {"meters", "calibration"} and doc["watermark"]
     assert doc["splits"]["counts"] and sum(doc["splits"]["counts"].values()) == doc["rows"] == 6
     assert len(doc["quality_report"]) == 64 and doc["recipe_hash"]
     text = dsv("resolve", "meter_readings:v1").out
-    assert f"purpose {PURPOSE}" in text and "retained until 2100-01-01" in text and "features meters:v3" in text and f"in {head[0]}" in text
+    assert f"purpose {PURPOSE}" in text and "retained until 2100-01-01" in text and "features meters:v3" in text
+    assert f"in {repository_url(origin) or '-'}" in text
 
 
 def test_a_definition_declaring_neither_key_records_neither(dsv, built):
@@ -147,3 +150,21 @@ def test_purpose_is_in_the_recipe_only_when_declared_and_retention_never(tmp_pat
     for bad in ("retention_until: 2030-01-01T00:00:00", "purpose: ''", "retention_until: soon"):
         with pytest.raises(ConfigError, match=f"meter_readings_v1.yaml: key '{bad.split(':')[0]}'"):
             load(bad + "\n")
+
+
+def test_the_code_repo_is_the_origin_url_without_credentials_never_a_local_folder(tmp_path):
+    """The same repository from every clone: a remote URL (credentials dropped), nothing for a folder or no origin."""
+    repo = tmp_path / "code"
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "a.txt").write_text("a")
+    subprocess.run([*git, "add", "a.txt"], check=True)
+    subprocess.run([*git, "commit", "-qm", "a"], check=True)
+    assert code_pin.__wrapped__(repo).repo is None  # no origin
+    subprocess.run([*git, "remote", "add", "origin", str(tmp_path / "elsewhere")], check=True)
+    assert code_pin.__wrapped__(repo).repo is None  # a folder: one machine's path
+    subprocess.run([*git, "remote", "set-url", "origin", "https://ci:s3cret@git.example.com/team/features.git"], check=True)
+    pin = code_pin.__wrapped__(repo)
+    assert pin.repo == "https://git.example.com/team/features.git" and "s3cret" not in pin.to_document()["repo"]
+    assert repository_url("git@git.example.com:team/features.git") == "git@git.example.com:team/features.git"
+    assert repository_url("file:///srv/features.git") is None

@@ -13,6 +13,7 @@ import functools
 import hashlib
 import importlib.metadata
 import platform
+import re
 import subprocess
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
@@ -97,19 +98,35 @@ def inputs_of(config: PlatformConfig, definition: DatasetDefinition) -> Inputs:
 
 @functools.cache
 def code_pin(repo: Path = REPO) -> CodePin:
-    """The checkout's commit, dirty flag and top folder (the repo); in an image the commit baked in at build time
-    (no repo); else ``unknown`` (not dirty, no repo)."""
+    """The checkout's commit, dirty flag and repository (its ``origin`` URL, :func:`repository_url`); in an image the
+    commit baked in at build time (no repo); else ``unknown`` (not dirty, no repo)."""
     baked = read_build_pin()
     unknown = CodePin("unknown", False) if baked is None else CodePin(baked.commit, baked.dirty)
     try:
-        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--show-toplevel", "HEAD"], capture_output=True, text=True, timeout=10)
-        lines = head.stdout.split("\n")
-        if head.returncode != 0 or len(lines) < 2:
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
             return unknown
         status = subprocess.run(["git", "--no-optional-locks", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True, timeout=30)
+        origin = subprocess.run(["git", "-C", str(repo), "config", "--get", "remote.origin.url"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return unknown
-    return CodePin(lines[1].strip(), bool(status.stdout.strip()), lines[0].strip() or None)
+    return CodePin(head.stdout.strip(), bool(status.stdout.strip()), repository_url(origin.stdout.strip()))
+
+
+def repository_url(origin: str) -> str | None:
+    """Where the code lives, the same from every clone: a remote URL without credentials, or None.
+
+    A local path (a clone of a clone, a CI checkout) names one machine's folder, not the repository, and would give
+    the same build a different manifest hash in every checkout: it is not recorded.
+    """
+    if "://" in origin:
+        scheme, _, rest = origin.partition("://")
+        if scheme == "file":
+            return None
+        return f"{scheme}://{rest.rpartition('@')[2] if '@' in rest.split('/', 1)[0] else rest}"
+    if re.fullmatch(r"[\w.-]+@[\w.-]+:[^/].*", origin):  # scp-like git@host:org/repo.git
+        return origin
+    return None
 
 
 @functools.cache
