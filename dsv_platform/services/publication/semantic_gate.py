@@ -9,7 +9,7 @@ quality report; a failed ``block`` rule fails the build. Details: docs/contracts
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
 
@@ -107,18 +107,27 @@ def stored_semantic_gates(platform: Platform, manifest_hash: str) -> list[GateRe
 def stored_gates(platform: Platform, manifest_hash: str, prefix: str | None) -> list[GateResult]:
     """The gates named ``<prefix>:...`` (``None``: every gate) of the quality report stored with a realization (empty when it has none).
 
-    A report the lineage names but the store cannot give back is one failed blocking gate ``<prefix>:quality_report``
-    saying so (fail closed, docs/reliability.md): a reused build never shows "no gates" for gates it cannot read."""
-    for edge in platform.registry.lineage_edges(node=("realization", manifest_hash)):
-        if edge.relation != "reports_on" or edge.src_kind != "quality_report":
+    A report the lineage names but the store cannot give back, or one made for another manifest hash (a report is
+    served only for the manifest it names), is one failed blocking gate ``<prefix>:quality_report`` saying so (fail
+    closed, docs/reliability.md). Of several reports for one manifest (a build blocked, then one that passed on the same
+    rows) the newest that passed is the realization's."""
+    docs: list[dict[str, Any]] = []
+    for edge in reversed(platform.registry.lineage_edges(node=("realization", manifest_hash))):  # newest first
+        if edge.relation != "reports_on" or edge.src_kind != "quality_report" or edge.dst_id != manifest_hash:
             continue
         try:
             doc = json.loads(platform.store.get(edge.src_id))
         except (ObjectStoreError, ValueError) as e:
             return [unreadable_report_gate(prefix, edge.src_id, e)]
-        gates = [g for g in doc.get("gates", []) if prefix is None or str(g.get("name", "")).startswith(f"{prefix}:")]
-        return [GateResult(g["name"], bool(g["passed"]), dict(g.get("detail", {})), blocking=bool(g.get("blocking", True))) for g in gates]
-    return []
+        made_for = doc.get("manifest_hash") if isinstance(doc, dict) else None
+        if made_for != manifest_hash:
+            return [unreadable_report_gate(prefix, edge.src_id, ValueError(f"it is the report of manifest {made_for}, not of {manifest_hash}"))]
+        docs.append(doc)
+    if not docs:
+        return []
+    doc = next((d for d in docs if d.get("passed") is True), docs[0])
+    gates = [g for g in doc.get("gates", []) if prefix is None or str(g.get("name", "")).startswith(f"{prefix}:")]
+    return [GateResult(g["name"], bool(g["passed"]), dict(g.get("detail", {})), blocking=bool(g.get("blocking", True))) for g in gates]
 
 
 def unreadable_report_gate(prefix: str | None, digest: str, error: Exception) -> GateResult:
