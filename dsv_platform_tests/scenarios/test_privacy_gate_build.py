@@ -8,6 +8,8 @@ the failure names how many subjects and the fix, never the subject; the rebuild 
 
 from __future__ import annotations
 
+import dataclasses
+
 import pyarrow.compute as pc
 import pytest
 
@@ -73,3 +75,17 @@ def test_the_gate_is_on_by_default_and_passes_without_deletion_requests(tmp_path
     world = World.create(tmp_path / "dsv", days=2)
     [gate] = [g for g in world.build().gates if g.name == SUBJECTS]
     assert gate.passed and gate.blocking and gate.detail["subjects"] == 0, "on by default, with nothing to declare"
+
+
+def test_a_fanned_out_seal_after_a_deletion_since_its_plan_fails_closed(tmp_path) -> None:
+    from dsv_platform.services.publication.fanout import plan_fanout, prepare_group, seal_fanout
+
+    world = World.create(tmp_path / "dsv", days=3)
+    fanned = dataclasses.replace(definition("v6"), fan_out=2)
+    plan = plan_fanout(world.platform, fanned)
+    groups = [prepare_group(world.platform, fanned, plan, keys) for keys in plan.groups(2)]
+    build_coordinator(world.platform).delete(_a_subject(world), "GDPR art. 17 request #28")  # after every group was prepared
+    with pytest.raises(GatesFailedError) as info:
+        seal_fanout(world.platform, fanned, plan, groups)
+    assert "cannot check: a privacy deletion request came after the gates ran (generation 0 -> 1)" in str(info.value), info.value
+    assert world.registry.get_alias("fraud_training_set", "v6", ALIAS) is None
