@@ -79,6 +79,7 @@ def test_an_uncovered_restricted_column_blocks_and_covering_it_publishes(tmp_pat
         manifest_hash = materialization.metadata["manifest_hash"].value
         assert manifest_hash == failed.manifest_hash, "the blocked candidate and the publication hold the same rows: one manifest, two reports"
         assert _gates_check(instance)[1].passed
+        assert _usable(settings) == materialization.metadata["ref"].value, "dsv status reads the report it published with too"
 
         reused = run(SNAPSHOT)
         [again] = reused.asset_materializations_for_node(SNAPSHOT)
@@ -91,12 +92,19 @@ def _failed_candidates(settings):  # type: ignore[no-untyped-def]
     """The FAILED candidates of fraud_training_set (read from the registry), each with a failed restricted-columns gate."""
     from dsv_platform.bootstrap import build_platform
 
-    platform = build_platform(settings)
-    try:
+    with build_platform(settings) as platform:
         failed = [r for r in platform.registry.versions("fraud_training_set", include_candidates=True) if r.state is RealizationState.FAILED]
         for r in failed:
             gates = {g.name: g for g in stored_gates(platform, r.manifest_hash, None)}
             assert not gates[RESTRICTED].passed and gates[SUBJECTS].passed
         return failed
-    finally:
-        platform.close()
+
+
+def _usable(settings):  # type: ignore[no-untyped-def]
+    """What `dsv status` names as fraud_training_set:v6's usable realization (the newest that passed every gate)."""
+    from dsv_platform.bootstrap import build_platform
+    from dsv_platform.services.publication.status import platform_status
+
+    with build_platform(settings) as platform:
+        [status] = [s for s in platform_status(platform) if s.ref == "fraud_training_set:v6"]
+        return status.usable_ref

@@ -9,6 +9,7 @@ refused (one failed blocking gate naming both manifests), never served as the ot
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
@@ -18,6 +19,7 @@ from dsv_platform.examples.fraud.events import daily_batch
 from dsv_platform.examples.fraud.specs import SOURCES
 from dsv_platform.services.publication.realization import RealizationBuild, build_realization
 from dsv_platform.services.publication.semantic_gate import stored_gates
+from dsv_platform.services.publication.status import definition_status
 from dsv_platform_tests.scenarios.support import World, definition
 
 
@@ -60,6 +62,9 @@ def test_a_report_re_pointed_at_another_manifest_is_refused_not_served(tmp_path)
     assert refused.name == "quality_report" and not refused.passed and refused.blocking
     assert f"it is the report of manifest {first.manifest_hash}, not of {second.manifest_hash}" in str(refused.detail["observed"])
     assert {g.name for g in stored_gates(world.platform, first.manifest_hash, None)} >= {"rows_at_least"}, "the first is still served its own"
+    status = definition_status(world.registry, world.platform.store, definition("v6"), now=dt.datetime.now(dt.UTC))
+    assert status.usable_ref == first.ref, "dsv status takes no gate verdict from another manifest's report: the second is not usable"
+    assert status.readable is not None and status.readable["warnings"] == ["quality_report (unreadable)"]
 
 
 def test_a_readers_kept_contract_and_split_assignment_are_its_manifests(two) -> None:

@@ -33,9 +33,9 @@ class Request:
 def subjects_gate(present: Collection[str], requests: Iterable[Request], *, read_generation: int, registry_generation: int) -> GateResult:
     """Blocks when a subject hash in ``present`` (the output's subjects) has a deletion request; the detail counts, never names."""
     hit: dict[str, Request] = {}
-    for r in requests:
-        if r.subject_key_hash in present:
-            hit[r.subject_key_hash] = r if r.subject_key_hash not in hit or r.generation > hit[r.subject_key_hash].generation else hit[r.subject_key_hash]
+    for r in requests:  # a subject's newest request says whether it is pending
+        if r.subject_key_hash in present and (r.subject_key_hash not in hit or r.generation > hit[r.subject_key_hash].generation):
+            hit[r.subject_key_hash] = r
     pending = sum(1 for r in hit.values() if not r.completed)
     newer = sum(1 for r in hit.values() if r.completed and r.generation > read_generation)
     detail: dict[str, str | int | bool | None] = {

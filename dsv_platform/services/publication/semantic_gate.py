@@ -8,8 +8,7 @@ quality report; a failed ``block`` rule fails the build. Details: docs/contracts
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import pyarrow as pa
 
@@ -19,6 +18,7 @@ from dsv_platform.core.contracts.semantic_rules import declared_rules, evaluate
 from dsv_platform.core.errors import ExpiredError, NotFoundError, ObjectStoreError, QuarantinedError, RedactedError, ResolutionError
 from dsv_platform.core.publication.gates import GateResult
 from dsv_platform.services.publication.datasets import open_baseline
+from dsv_platform.services.publication.stored_report import StoredReportError, stored_report
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -107,25 +107,15 @@ def stored_semantic_gates(platform: Platform, manifest_hash: str) -> list[GateRe
 def stored_gates(platform: Platform, manifest_hash: str, prefix: str | None) -> list[GateResult]:
     """The gates named ``<prefix>:...`` (``None``: every gate) of the quality report stored with a realization (empty when it has none).
 
-    A report the lineage names but the store cannot give back, or one made for another manifest hash (a report is
-    served only for the manifest it names), is one failed blocking gate ``<prefix>:quality_report`` saying so (fail
-    closed, docs/reliability.md). Of several reports for one manifest (a build blocked, then one that passed on the same
-    rows) the newest that passed is the realization's."""
-    docs: list[dict[str, Any]] = []
-    for edge in reversed(platform.registry.lineage_edges(node=("realization", manifest_hash))):  # newest first
-        if edge.relation != "reports_on" or edge.src_kind != "quality_report" or edge.dst_id != manifest_hash:
-            continue
-        try:
-            doc = json.loads(platform.store.get(edge.src_id))
-        except (ObjectStoreError, ValueError) as e:
-            return [unreadable_report_gate(prefix, edge.src_id, e)]
-        made_for = doc.get("manifest_hash") if isinstance(doc, dict) else None
-        if made_for != manifest_hash:
-            return [unreadable_report_gate(prefix, edge.src_id, ValueError(f"it is the report of manifest {made_for}, not of {manifest_hash}"))]
-        docs.append(doc)
-    if not docs:
+    A report refused (stored_report.py: it does not read, or it is another manifest's) is one failed blocking gate
+    ``<prefix>:quality_report`` saying so (fail closed, docs/reliability.md): a reused build never shows "no gates"
+    for gates it cannot read, nor another manifest's gates."""
+    try:
+        doc = stored_report(platform.registry, platform.store, manifest_hash)
+    except StoredReportError as e:
+        return [unreadable_report_gate(prefix, e.digest, e)]
+    if doc is None:
         return []
-    doc = next((d for d in docs if d.get("passed") is True), docs[0])
     gates = [g for g in doc.get("gates", []) if prefix is None or str(g.get("name", "")).startswith(f"{prefix}:")]
     return [GateResult(g["name"], bool(g["passed"]), dict(g.get("detail", {})), blocking=bool(g.get("blocking", True))) for g in gates]
 
