@@ -106,6 +106,8 @@ def test_a_yaml_only_source_and_dataset_build_a_realization_whose_hash_is_the_ha
         "splits_are_entity_disjoint",
         "proportions_within_tolerance",
         "rows_at_least",
+        "privacy:subjects_under_deletion",
+        "privacy:restricted_columns",
     ]
     assert {p.table for p in build.pins} == {"meters", "calibration"}
     assert sum(build.split_counts.values()) == 5

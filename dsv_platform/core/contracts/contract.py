@@ -61,6 +61,7 @@ TIMESTAMP_RESOLUTIONS = ("s", "ms", "us", "ns")
 # rules of the publication gate. None of them enters the schema hash.
 COLUMN_KEYS = (
     frozenset({"name", "type", "nullable", "unit", "precision", "scale", "resolution", "description", "allowed_values", "range", "drift", "renamed_from"})
+    | {"restricted"}  # a source column only a definition restricting it in its access block may publish (core/privacy/publication_gates.py)
     | SEMANTIC_COLUMN_KEYS
 )
 CONTRACT_KEYS = frozenset({"name", "key", "columns", "description", "owner", "partition_by", "version", "expectations"})
@@ -100,6 +101,7 @@ class Column:
     description: str | None = field(default=None, compare=False)
     expect: Mapping[str, Any] | None = field(default=None, compare=False)  # the semantic keys, normalized
     renamed_from: str | None = field(default=None, compare=False)  # a declared rename (docs/schema-evolution.md); not hashed
+    restricted: bool = field(default=False, compare=False)  # only a definition whose access block restricts it publishes it; not hashed
 
     @property
     def params(self) -> dict[str, Any]:
@@ -194,6 +196,8 @@ class Contract:
                 entry["range"] = {k: v for k, v in (("min", lo), ("max", hi)) if v is not None}
             if c.drift is not None:
                 entry["drift"] = document_of(dict(c.drift))
+            if c.restricted:
+                entry["restricted"] = True
             entry.update(document_of(dict(c.expect or {})))
             cols.append(entry)
         doc: dict[str, Any] = {"name": self.name, "key": list(self.key), "columns": cols}
@@ -247,6 +251,8 @@ def _parse_column(raw: Any, *, file: str | None, index: int) -> Column:
     renamed_from = raw.get("renamed_from")
     if renamed_from is not None and (not isinstance(renamed_from, str) or not renamed_from or renamed_from == name):
         raise ContractError(f"'renamed_from' must name the column's previous name, got {renamed_from!r}", file=file, column=name)
+    if not isinstance(raw.get("restricted", False), bool):
+        raise ContractError(f"'restricted' must be true or false, got {raw['restricted']!r}", file=file, column=name)
     return Column(
         name=name,
         type=ltype,
@@ -260,6 +266,7 @@ def _parse_column(raw: Any, *, file: str | None, index: int) -> Column:
         drift=dict(drift) if drift is not None else None,
         description=description,
         renamed_from=renamed_from,
+        restricted=raw.get("restricted", False),
         expect=parse_column_expect(raw, file=file, column=name, numeric=numeric),
     )
 

@@ -54,6 +54,9 @@ class Examples(Protocol):
     def keys(self) -> set[str]:
         """The partition keys the examples fall in (what :meth:`parts` would return the keys of), without grouping the rows."""
 
+    def distinct(self, column: str) -> list[object]:
+        """Each value of ``column`` once (nulls included), in no particular order."""
+
     def filtered(self, keep: Callable[[pa.Table], pa.Table]) -> Examples: ...
 
 
@@ -90,6 +93,9 @@ class TableExamples:
 
     def keys(self) -> set[str]:
         return set(pc.unique(partition_keys(self.table, self.contract, self.contract.partition_by)).to_pylist())
+
+    def distinct(self, column: str) -> list[object]:
+        return list(pc.unique(self.table.column(column)).to_pylist())
 
     def _part(self, keys: pa.Array, key: str) -> pa.Table:
         return self.table.filter(pc.equal(keys, key))
@@ -173,6 +179,9 @@ class EngineExamples:
     def keys(self) -> set[str]:
         column = self.contract.partition_by
         return {UNPARTITIONED_KEY} if column is None else set(partition_keys(self._values(column), self.contract, column).to_pylist())
+
+    def distinct(self, column: str) -> list[object]:
+        return list(self._read(f"SELECT DISTINCT {quote(column)} FROM {self.name}", [column]).column(column).to_pylist())
 
     def filtered(self, keep: Callable[[pa.Table], pa.Table]) -> Examples:
         """The rows ``keep`` keeps, streamed through it batch by batch into a new table."""

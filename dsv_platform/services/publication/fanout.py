@@ -28,6 +28,7 @@ from dsv_platform.core.publication.gates import GateResult
 from dsv_platform.core.publication.manifest import BuiltPart
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.services.lineage import openlineage
+from dsv_platform.services.publication.privacy_gates import moved_since
 from dsv_platform.services.publication.publisher import BuildRequest
 from dsv_platform.services.publication.realization import (
     ALIAS,
@@ -169,7 +170,7 @@ def seal_fanout(
         platform.registry.transition(plan.candidate, RealizationState.FAILED, reason=str(exc), actor=platform.actor)
         platform.store.abandon(plan.attempt)
         raise
-    gates = plan.gates
+    gates = tuple(moved_since(platform, plan.gates))  # a deletion request since the plan: its rows are not at hand, blocked (fail closed)
     request = BuildRequest(
         dataset=definition.name, version=definition.version, contract=definition.contract, request_id=plan.pinned(platform, definition).request_id,
         logical_key=plan.key, partitions=[(k, functools.partial(_partition_rows, platform, definition, plan, k)) for k in plan.keys],

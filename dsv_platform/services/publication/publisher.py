@@ -229,7 +229,8 @@ class Publisher:
             names = ", ".join(g.name for g in report.failed if g.blocking)
             self.registry.transition(candidate, RealizationState.FAILED, reason=f"blocking gate(s) failed: {names}", actor=self.actor)
             self.store.abandon(attempt)
-            message = f"{request.dataset}:{request.version}: blocking gate(s) failed: {names} (quality report object {report_object})"
+            fixes = "".join(f"; {g.name}: {g.detail.get('observed')}, fix: {g.detail['fix']}" for g in report.failed if g.blocking and "fix" in g.detail)
+            message = f"{request.dataset}:{request.version}: blocking gate(s) failed: {names} (quality report object {report_object}){fixes}"
             raise GatesFailedError(message, report=report, report_object=report_object)
         if self.gate is not None:  # a builder without the publisher role leaves a SEALED candidate: staging only
             self.gate.require(Role.PUBLISHER, definition=scope)

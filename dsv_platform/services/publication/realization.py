@@ -39,6 +39,7 @@ from dsv_platform.services.publication.card import publication_card
 from dsv_platform.services.publication.datasets import load_manifest
 from dsv_platform.services.publication.examples import Examples
 from dsv_platform.services.publication.integrity_signals import integrity_gates
+from dsv_platform.services.publication.privacy_gates import access_key, privacy_gates, recheck
 from dsv_platform.services.publication.publisher import BuildRequest, BuildStep, Publisher
 from dsv_platform.services.publication.realization_inputs import (
     REPO,
@@ -226,6 +227,7 @@ class Pinned:
     pins: tuple[Pin, ...]
     key: str
     held: tuple[str, ...]
+    generation: int = 0  # the redaction generation when the inputs were pinned (the privacy gate counts requests after it)
 
     @property
     def request_id(self) -> str:
@@ -241,10 +243,11 @@ def pin_build(platform: Platform, definition: DatasetDefinition, *, stores_envir
     platform.registry.register_definition(definition.name, definition.version, contract=contract_doc, recipe=definition.recipe(), owner=definition.owner)
     hold_retention(platform, definition)
     progress.stage("pin", total=len(inputs.tables), unit="tables")
+    generation = platform.registry.redaction_generation()
     key, pins = pin_sources(platform.tables, inputs)
     progress.advance(len(pins))
     key, held = versioned_key(platform, definition, key)
-    return Pinned(inputs, pins, key, held)
+    return Pinned(inputs, pins, key, held, generation)
 
 
 def build_publisher(platform: Platform, progress: Progress = SILENT) -> Publisher:
@@ -293,10 +296,11 @@ def build_request(
     """The split assignment and gates of ``examples`` (stages ``split``, ``gates``) and the publisher's request for them."""
     definition, inputs, pins = pinned.inputs.definition, pinned.inputs, pinned.pins
     splits, gates = _split_and_gates(platform, definition, examples, population, pins, progress)
+    gates += privacy_gates(platform, definition, examples, pinned.generation)  # always on: docs/gc-and-privacy.md
     fields = _manifest_fields(platform, inputs, pins, splits, watermark, population, code=code, environment=environment, held=pinned.held)
     request = BuildRequest(
         dataset=definition.name, version=definition.version, contract=definition.contract, request_id=pinned.request_id, logical_key=pinned.key,
-        partitions=examples.parts(), manifest_fields=fields, gates=lambda manifest, parts: gates, alias=ALIAS,
+        partitions=examples.parts(), manifest_fields=fields, gates=lambda manifest, parts: recheck(platform, definition, examples, gates), alias=ALIAS,
         card=lambda manifest, report: publication_card(platform, manifest, report),
     )  # fmt: skip
     return request, gates
@@ -307,6 +311,8 @@ def versioned_key(platform: Platform, definition: DatasetDefinition, key: str) -
     # A privacy deletion raises the redaction generation; a rebuild after it is a new logical version.
     generation = platform.registry.redaction_generation()
     key = f"{key}:g{generation}" if generation else key
+    access = access_key(platform, definition)  # restricted output columns: covering one in the access block is a new logical version
+    key = f"{key}:a{access}" if access else key
     # An operator's raw-batch quarantine: a rebuild reads none of its rows, and is a new logical version (docs/quarantine.md).
     held = held_batches(platform, definition.sources)
     return (f"{key}:q{canonical_json.sha256_hex(list(held))[:12]}" if held else key), held

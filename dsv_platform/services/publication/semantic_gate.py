@@ -8,7 +8,6 @@ quality report; a failed ``block`` rule fails the build. Details: docs/contracts
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, NamedTuple
 
 import pyarrow as pa
@@ -19,6 +18,7 @@ from dsv_platform.core.contracts.semantic_rules import declared_rules, evaluate
 from dsv_platform.core.errors import ExpiredError, NotFoundError, ObjectStoreError, QuarantinedError, RedactedError, ResolutionError
 from dsv_platform.core.publication.gates import GateResult
 from dsv_platform.services.publication.datasets import open_baseline
+from dsv_platform.services.publication.stored_report import StoredReportError, stored_report
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -107,18 +107,17 @@ def stored_semantic_gates(platform: Platform, manifest_hash: str) -> list[GateRe
 def stored_gates(platform: Platform, manifest_hash: str, prefix: str | None) -> list[GateResult]:
     """The gates named ``<prefix>:...`` (``None``: every gate) of the quality report stored with a realization (empty when it has none).
 
-    A report the lineage names but the store cannot give back is one failed blocking gate ``<prefix>:quality_report``
-    saying so (fail closed, docs/reliability.md): a reused build never shows "no gates" for gates it cannot read."""
-    for edge in platform.registry.lineage_edges(node=("realization", manifest_hash)):
-        if edge.relation != "reports_on" or edge.src_kind != "quality_report":
-            continue
-        try:
-            doc = json.loads(platform.store.get(edge.src_id))
-        except (ObjectStoreError, ValueError) as e:
-            return [unreadable_report_gate(prefix, edge.src_id, e)]
-        gates = [g for g in doc.get("gates", []) if prefix is None or str(g.get("name", "")).startswith(f"{prefix}:")]
-        return [GateResult(g["name"], bool(g["passed"]), dict(g.get("detail", {})), blocking=bool(g.get("blocking", True))) for g in gates]
-    return []
+    A report refused (stored_report.py: it does not read, or it is another manifest's) is one failed blocking gate
+    ``<prefix>:quality_report`` saying so (fail closed, docs/reliability.md): a reused build never shows "no gates"
+    for gates it cannot read, nor another manifest's gates."""
+    try:
+        doc = stored_report(platform.registry, platform.store, manifest_hash)
+    except StoredReportError as e:
+        return [unreadable_report_gate(prefix, e.digest, e)]
+    if doc is None:
+        return []
+    gates = [g for g in doc.get("gates", []) if prefix is None or str(g.get("name", "")).startswith(f"{prefix}:")]
+    return [GateResult(g["name"], bool(g["passed"]), dict(g.get("detail", {})), blocking=bool(g.get("blocking", True))) for g in gates]
 
 
 def unreadable_report_gate(prefix: str | None, digest: str, error: Exception) -> GateResult:

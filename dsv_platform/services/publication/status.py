@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -23,11 +22,11 @@ from dsv_platform.adapters.registry.quarantine import QuarantineRecords
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.config.slo import slo_findings
-from dsv_platform.core.errors import ObjectStoreError
 from dsv_platform.core.publication.manifest import Manifest
 from dsv_platform.core.publication.records import Realization
 from dsv_platform.core.publication.states import RealizationState, is_readable
 from dsv_platform.services.publication.approval import approval_metadata
+from dsv_platform.services.publication.stored_report import StoredReportError, stored_report
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -63,16 +62,12 @@ class DefinitionStatus:
 
 
 def _failed_gates(registry: Registry, store: ObjectStore, manifest_hash: str) -> list[str] | None:
-    """The names of the gates the realization's quality report failed ([] all passed), or None without a readable report."""
-    for e in registry.lineage_edges(node=("realization", manifest_hash)):
-        if e.relation != "reports_on" or e.src_kind != "quality_report":
-            continue
-        try:
-            doc = json.loads(store.get(e.src_id))
-        except ObjectStoreError:
-            return [] if e.attributes.get("passed") else ["quality_report (unreadable)"]
-        return [str(g.get("name")) for g in doc.get("gates", []) if not g.get("passed")]
-    return None
+    """The names of the gates the realization's quality report failed ([] all passed), or None without a report (stored_report.py)."""
+    try:
+        doc = stored_report(registry, store, manifest_hash)
+    except StoredReportError as e:
+        return [] if e.recorded_passed else ["quality_report (unreadable)"]
+    return None if doc is None else [str(g.get("name")) for g in doc.get("gates", []) if not g.get("passed")]
 
 
 def _gates_all_passed(registry: Registry, store: ObjectStore, manifest_hash: str) -> bool:
