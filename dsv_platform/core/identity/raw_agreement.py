@@ -10,6 +10,7 @@ many rows, never a value. Details: docs/quarantine.md ("raw_agreement").
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -61,6 +62,8 @@ class BatchAgreement:
 
 
 def _hash(rows: pa.Table, contract: Contract, source: str) -> str:
+    if rows.num_rows == 0:
+        return hashlib.sha256(b"").hexdigest()  # no rows: no canonical text
     try:
         return hash_partition(rows, contract, source=source).hash
     except ContractViolationError as exc:  # e.g. a key twice among the canonical rows: no batch writes a key twice
