@@ -63,3 +63,10 @@ def test_the_gate_lists_batches_and_columns_and_can_be_turned_off() -> None:
     assert off.passed and off.detail["evaluated"] is False
     with pytest.raises(ConfigError, match="integrity.raw_agreement"):
         parse_integrity({"raw_agreement": "yes"}, file="d.yaml")
+
+
+def test_a_batch_digest_is_the_partition_hash_of_its_rows(raw: pa.Table) -> None:
+    from dsv_platform.core.identity.hashing import hash_partition
+
+    result = compare_batch("transactions", "daily@aa", CONTRACT, raw.take(pa.array(list(range(raw.num_rows))[::-1])), chunks(raw))
+    assert result.canonical_hash == result.raw_hash == hash_partition(raw, CONTRACT).hash

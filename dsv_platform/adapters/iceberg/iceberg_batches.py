@@ -4,8 +4,7 @@ An append names its batch in the snapshot summary (``dsv.batches``, a JSON list)
 whole manifest bounds, so a data file's batches come from its manifest entry: equal lower and upper bounds
 name its one batch; else the summary of the snapshot that added it. A file neither answers (tables written
 before, a copy-on-write rewrite holding several batches) has its ``_batch`` column read, and a file that cannot
-be read then is :class:`BatchAttributionError` (GC and lineage fail closed). :func:`snapshot_batches` and
-:func:`rows_of_batch` serve the raw-agreement signal (one batch's rows of a snapshot, its files pruned by the bounds). pyiceberg objects come from
+be read then is :class:`BatchAttributionError` (GC and lineage fail closed). pyiceberg objects come from
 ``CanonicalTables.load``; this module does not import pyiceberg. Details: docs/storage.md.
 """
 
@@ -20,9 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTableError
-from dsv_platform.adapters.iceberg.iceberg_schema import equal, scan_arrow
-from dsv_platform.adapters.iceberg.iceberg_values import BATCH, BATCHES_PROPERTY, table_schema
-from dsv_platform.core.contracts.contract import Contract
+from dsv_platform.adapters.iceberg.iceberg_values import BATCH, BATCHES_PROPERTY
 
 
 class BatchAttributionError(CanonicalTableError):
@@ -92,19 +89,4 @@ class BatchIndex:
         return tuple(sorted(batches))
 
 
-def snapshot_batches(tbl: Any, snapshot_id: int) -> set[str]:
-    """The batches whose rows the live data files of ``snapshot_id`` hold, from the manifests (a file is read only when they do not say)."""
-    snap, index, out = tbl.snapshot_by_id(snapshot_id), BatchIndex(tbl), set[str]()
-    for manifest in () if snap is None else snap.manifests(tbl.io):
-        for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True):
-            out.update(index.of_entry(entry))
-    return out
-
-
-def rows_of_batch(tbl: Any, contract: Contract, snapshot_id: int, batch: str) -> pa.Table:
-    """Every stored row of ``batch`` at ``snapshot_id`` under the table schema (only files whose ``_batch`` bounds admit it are read)."""
-    schema = table_schema(contract)
-    return scan_arrow(tbl, equal(BATCH, batch), snapshot_id, ("*",)).select(schema.names).cast(schema)
-
-
-__all__ = ["BatchAttributionError", "BatchIndex", "read_batches", "rows_of_batch", "snapshot_batches", "summary_batches"]
+__all__ = ["BatchAttributionError", "BatchIndex", "read_batches", "summary_batches"]

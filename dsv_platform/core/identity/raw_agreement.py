@@ -19,8 +19,8 @@ import pyarrow.compute as pc
 
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.errors import ContractViolationError
-from dsv_platform.core.identity.canonical import encode_column
-from dsv_platform.core.identity.hashing import hash_partition
+from dsv_platform.core.identity.canonical import encode_column, encode_rows, line_bytes
+from dsv_platform.core.identity.hashing import CHUNK_ROWS, hash_partition, sort_by_key
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,10 @@ def _hash(rows: pa.Table, contract: Contract, source: str) -> str:
     if rows.num_rows == 0:
         return hashlib.sha256(b"").hexdigest()  # no rows: no canonical text
     try:
-        return hash_partition(rows, contract, source=source).hash
+        if rows.num_rows >= CHUNK_ROWS:
+            return hash_partition(rows, contract, source=source).hash
+        ordered = rows.take(sort_by_key(rows, contract, source=source))  # hash_partition's bytes, without its threads for one chunk
+        return hashlib.sha256(line_bytes(encode_rows(ordered, contract, source=source))).hexdigest()
     except ContractViolationError as exc:  # e.g. a key twice among the canonical rows: no batch writes a key twice
         return f"unhashable: {exc}"
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import pyarrow as pa
 
-from dsv_platform.adapters.iceberg.iceberg_batches import rows_of_batch, snapshot_batches
+from dsv_platform.adapters.iceberg.iceberg_batch_rows import batch_tables
 from dsv_platform.adapters.objects.landing import LandingRecord
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.config.source import SourceSpec
@@ -52,8 +52,9 @@ def compare_source(platform: Platform, spec: SourceSpec, snapshot_id: int, *, he
     for r in platform.landing.records(spec.name):
         records.setdefault(r.batch_ref, r)
     out = []
-    for batch in sorted(snapshot_batches(tbl, snapshot_id) - set(held)):
-        canonical = rows_of_batch(tbl, spec.contract, snapshot_id, batch)
+    for batch, canonical in batch_tables(tbl, spec.contract, snapshot_id):
+        if batch in held:
+            continue
         record, n = records.get(batch), canonical.num_rows
         if record is None:
             out.append(BatchAgreement(spec.name, batch, n, problem="no raw batch of this source landed under this ref"))
