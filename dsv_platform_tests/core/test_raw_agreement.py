@@ -61,7 +61,7 @@ def test_the_gate_lists_batches_and_columns_and_can_be_turned_off() -> None:
     assert gate.detail["columns"] == "transactions.amount" and "daily@aa" in str(gate.detail["found"])
     off = raw_agreement(parse_integrity({"raw_agreement": False}, file="d.yaml"), 0, 0, [], set(), [], 0.0)
     assert off.passed and off.detail["evaluated"] is False
-    with pytest.raises(ConfigError, match="integrity.raw_agreement"):
+    with pytest.raises(ConfigError, match=r"integrity\.raw_agreement"):
         parse_integrity({"raw_agreement": "yes"}, file="d.yaml")
 
 

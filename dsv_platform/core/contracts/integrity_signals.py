@@ -32,7 +32,8 @@ SIGNALS = (
     "raw_agreement",
 )
 KEYS = frozenset(
-    {"blocking", "max_contributor_share_bp", "contributor_column", "label_column", "duplicate_columns", "max_label_change_share_bp", "min_label_changes", "raw_agreement"}
+    {"blocking", "max_contributor_share_bp", "contributor_column", "label_column", "duplicate_columns", "max_label_change_share_bp", "min_label_changes"}
+    | {"raw_agreement"}
 )
 Detail = dict[str, str | int | bool | None]
 BY_BATCH = ("_batch",)
