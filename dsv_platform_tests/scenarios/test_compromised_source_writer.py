@@ -145,7 +145,7 @@ def test_a_compromised_source_writer_is_caught_quarantined_and_released_by_two(d
     honest = build_as(home, "builder")
     assert {g.name: g.passed for g in honest.gates if g.name.startswith("integrity:")} == dict.fromkeys(
         [f"integrity:{s}" for s in ("unexpected_writer", "unapproved_snapshot", "contributor_share", "duplicate_clusters")]
-        + ["integrity:label_change_concentration", "integrity:exclusion_rules_changed"],
+        + ["integrity:label_change_concentration", "integrity:exclusion_rules_changed", "integrity:raw_agreement"],
         True,
     )
 

@@ -70,13 +70,13 @@ def home(backend_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> I
     world.platform.close()
 
 
-def rewrite_amounts(path: str) -> None:
+def rewrite_amounts(path: str, *, factor: int = 2) -> None:
     """An insider's edit of a Parquet data file in place: same schema, every amount doubled (within every gate: only the digest tells)."""
     local = local_path(path)
     assert local is not None
     rows = pq.read_table(local)
     i = rows.schema.get_field_index("amount")
-    scaled = pc.multiply(rows.column(i), pa.scalar(2, rows.schema.field(i).type)).cast(rows.schema.field(i).type)
+    scaled = pc.multiply(rows.column(i), pa.scalar(factor, rows.schema.field(i).type)).cast(rows.schema.field(i).type)
     pq.write_table(rows.set_column(i, rows.schema.field(i), scaled), local)
 
 

@@ -3,8 +3,8 @@
 Each signal is a :class:`GateResult` (warn unless the definition's ``integrity.blocking`` names it):
 an unexpected writer of a source batch, a pinned snapshot outside the approved branches and tags,
 one contributor's share of rows beyond a bound, duplicate clusters (identical feature rows with
-different labels), label changes concentrated in one batch or writer, and changed exclusion rules
-between versions. A signal whose inputs are not configured passes with ``evaluated: false``.
+different labels), label changes concentrated in one batch or writer, changed exclusion rules
+between versions, and canonical rows that disagree with the raw batch they came from. A signal whose inputs are not configured passes with ``evaluated: false``.
 Details: docs/quarantine.md
 """
 
@@ -29,9 +29,11 @@ SIGNALS = (
     "duplicate_clusters",
     "label_change_concentration",
     "exclusion_rules_changed",
+    "raw_agreement",
 )
 KEYS = frozenset(
     {"blocking", "max_contributor_share_bp", "contributor_column", "label_column", "duplicate_columns", "max_label_change_share_bp", "min_label_changes"}
+    | {"raw_agreement"}
 )
 Detail = dict[str, str | int | bool | None]
 BY_BATCH = ("_batch",)
@@ -49,6 +51,7 @@ class IntegrityPolicy:
     duplicate_columns: tuple[str, ...] = ()
     max_label_change_share: float = 0.5
     min_label_changes: int = 5
+    raw_agreement: bool = True
 
 
 def _share(raw: Mapping[str, Any], key: str, file: str | Path) -> float | None:
@@ -87,8 +90,12 @@ def parse_integrity(raw: Any, *, file: str | Path, columns: Collection[str] = ()
     min_changes = doc.get("min_label_changes", 5)
     if isinstance(min_changes, bool) or not isinstance(min_changes, int) or min_changes < 1:
         raise ConfigError(f"must be a positive integer, got {min_changes!r}", file=file, key="integrity.min_label_changes")
+    raw = doc.get("raw_agreement", True)
+    if not isinstance(raw, bool):
+        raise ConfigError(f"must be true or false, got {raw!r}", file=file, key="integrity.raw_agreement")
     return IntegrityPolicy(
         blocking=frozenset(blocking),
+        raw_agreement=raw,
         max_contributor_share=_share(doc, "max_contributor_share_bp", file),
         contributor_column=doc.get("contributor_column"),
         label_column=doc.get("label_column"),
@@ -197,3 +204,13 @@ def exclusion_rules_changed(policy: IntegrityPolicy, current: Mapping[str, Any],
     for k in changed:
         detail[f"{k}.before"], detail[f"{k}.now"] = str(previous.get(k)), str(current.get(k))
     return _gate(policy, "exclusion_rules_changed", not changed, detail)
+
+
+def raw_agreement(policy: IntegrityPolicy, checked: int, rows: int, disagreeing: Sequence[str], columns: Collection[str], unverified: Sequence[str],
+                  seconds: float) -> GateResult:  # fmt: skip
+    """Canonical rows against their raw batches: ``disagreeing`` describes each batch that differs (counts and columns, no values)."""
+    if not policy.raw_agreement:
+        return _not_evaluated(policy, "raw_agreement", "integrity.raw_agreement is false")
+    detail: Detail = {"batches": checked, "rows": rows, "disagree": len(disagreeing), "found": _listed(disagreeing, 5) or None}
+    detail |= {"columns": ",".join(sorted(columns)) or None, "unverified": _listed(unverified, 5) or None, "seconds": f"{seconds:.3f}"}
+    return _gate(policy, "raw_agreement", not disagreeing, detail)

@@ -5,6 +5,7 @@ definition's ``integrity.blocking`` names the signal; a failed blocking signal f
 build), and the Dagster snapshot asset shows them as checks (defs/integrity_checks.py).
 Writers come from the landing index (each batch records who landed it); contributors are
 the writer of each example's base-source batch, that batch (``_batch``), or a configured column.
+``raw_agreement`` compares the pinned canonical rows with their raw batches (raw_agreement.py).
 Details: docs/quarantine.md
 """
 
@@ -22,7 +23,9 @@ from dsv_platform.core.contracts import integrity_signals as sig
 from dsv_platform.core.publication.gates import GateResult
 from dsv_platform.core.publication.manifest import Manifest
 from dsv_platform.core.publication.states import is_readable
+from dsv_platform.services.ingest.canonical_load import held_batches
 from dsv_platform.services.publication.examples import Examples
+from dsv_platform.services.publication.raw_agreement import raw_agreement_gate
 from dsv_platform.services.publication.realization_inputs import Pin
 from dsv_platform.services.publication.semantic_gate import baseline_of, stored_gates
 
@@ -136,6 +139,7 @@ def integrity_gates(platform: Platform, definition: DatasetDefinition, examples:
         sig.duplicate_clusters(policy, whole if whole is not None else pa.table({}), duplicate_columns, label),
         sig.label_change_concentration(policy, rows, baseline, definition.contract.key, CONTRIBUTOR),
         sig.exclusion_rules_changed(policy, current, previous, previous_ref),
+        raw_agreement_gate(platform, definition, by_table, held=held_batches(platform, definition.sources)),
     ]
 
 
