@@ -73,15 +73,44 @@ settings.register_profile("thorough", settings.get_profile("default"), max_examp
 settings.load_profile(os.environ.get("DSV_HYPOTHESIS_PROFILE", "default"))  # make test-slow: thorough
 
 
+LONGEST_FIRST = (
+    "services/test_build_memory.py",
+    "deploy/test_production_instance.py",
+    "distributed/test_celery.py",
+    "defs/test_fanout.py",
+    "cli/test_ingest_bounded_memory.py",
+    "scenarios/test_production_resources.py",
+    "cli/test_gc_cmd.py",
+)
+"""The longest single tests at the last measure (``--durations``), collected first: xdist hands them out before the
+short ones, so no worker starts a two-minute test while the other has nothing left (groups go first anyway)."""
+
+
+def _module(config: pytest.Config, item: pytest.Item) -> str | None:
+    try:
+        return item.path.relative_to(config.rootpath / "dsv_platform_tests").as_posix()
+    except ValueError:
+        return None
+
+
+def _check_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup`` each grouped test's node id carries ``@group`` (xdist adds it before this hook):
+    without it the group's tests spread over the workers and each runs the group's expensive fixtures again."""
+    if not (hasattr(config, "workerinput") and config.getvalue("loadgroup")):
+        return
+    lost = [item.nodeid for item in items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    if lost:
+        raise pytest.UsageError(f"pytest-xdist did not apply xdist_group to {lost[0]} (and {len(lost) - 1} more): check the pytest pin")
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    root = config.rootpath / "dsv_platform_tests"
     for item in items:
-        try:
-            module = item.path.relative_to(root).as_posix()
-        except ValueError:
-            continue
-        if module in SLOW_MODULES:
+        if _module(config, item) in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+    _check_groups(config, items)
+    rank = {module: i for i, module in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(_module(config, item) or "", len(rank)))  # stable: modules stay contiguous
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

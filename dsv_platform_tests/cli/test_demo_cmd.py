@@ -1,8 +1,10 @@
 """`dsv demo` end to end in a subprocess: old realizations re-hash unchanged, rebuilds change where they should;
-run twice on one home it reuses the home; a home built from another configuration is moved aside, never deleted."""
+run twice on one home it reuses the home; then ``gc apply`` with no safety window and ``rehearse`` reconstruct every
+retained model; a home built from another configuration is moved aside, never deleted."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -14,12 +16,31 @@ import pytest
 from dsv_platform import open_dataset
 from dsv_platform.settings import load_settings
 
+pytestmark = pytest.mark.xdist_group("fraud_demo")  # one worker runs the module: the demo runs once, for every test
 
-def _run_demo(home: Path) -> str:
+_DSV = """
+import sys
+from dsv_platform.core.publication.manifest import CodePin
+from dsv_platform.services.publication import realization
+clean = CodePin(realization.code_pin().commit, False)
+realization.code_pin = lambda *a, **k: clean  # a dirty working tree would make every build NOT_REPRODUCIBLE_DIRTY
+from dsv_platform.services.reproduction import code_pins
+checkout_of = code_pins.checkout_of
+code_pins.checkout_of = lambda path: {**checkout_of(path), "dirty": False}  # the same for a model run's trainer checkout
+from dsv_platform.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+"""`dsv` with the checkout's HEAD pinned clean, so a test run from a working tree with edits still builds reproducibly."""
+
+
+def _dsv(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DSV_") and k != "DAGSTER_HOME"}
     env["DSV_HOME"] = str(home)
-    dsv = Path(sys.executable).with_name("dsv")
-    result = subprocess.run([str(dsv), "demo", "--days", "4", "--rows-per-day", "40"], env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, "-c", _DSV, *args], env=env, capture_output=True, text=True, timeout=900)
+
+
+def _run_demo(home: Path) -> str:
+    result = _dsv(home, "demo", "--days", "4", "--rows-per-day", "40")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result.stdout
 
@@ -90,6 +111,18 @@ def test_demo_twice_on_one_home_reuses_it(demo):
     base = re.search(r"fraud_training_set:v6 -> (\S+)", second)[1]
     final = re.findall(r"-> (fraud_training_set:v6@\S+)", first)[-1]
     assert base == final, "the same pinned inputs give the same realization"
+
+
+def test_gc_apply_then_rehearse_on_the_demo_home_reconstructs_every_retained_model(demo):
+    """After the demo (and its second run): GC with a zero safety window keeps every retained model's closure."""
+    home, _ = demo
+    applied = _dsv(home, "gc", "apply", "--yes", "--safety-window-hours", "0")
+    assert applied.returncode == 0, applied.stderr[-2000:]
+    rehearsed = _dsv(home, "rehearse", "--json")
+    assert rehearsed.returncode == 0, rehearsed.stdout[-3000:] + rehearsed.stderr[-2000:]
+    doc = json.loads(rehearsed.stdout)
+    assert doc["retained_models"] >= 1
+    assert doc["rehearsed"] == doc["retained_models"] == doc["reconstructable"], doc
 
 
 def test_a_home_built_from_another_configuration_is_moved_aside(tmp_path, monkeypatch, capsys):
