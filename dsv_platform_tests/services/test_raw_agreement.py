@@ -4,7 +4,8 @@ On the real registries (SQLite and PostgreSQL), a real Iceberg catalog and ``dsv
 multiplies the amounts of a canonical Parquet file by 100 in the warehouse *and* rewrites the file's recorded digest
 (re-signed with the writing identity's key, so the pinned-file check of part (b) passes), one honest batch lands, and
 the rebuild's signal fails naming the batch and the column; with it in ``integrity.blocking`` the build fails. An
-honest build, and one over a correction (a later batch with new values for the same keys), pass with ``evaluated``.
+honest build, and one over a correction (a later batch with new values for the same keys), pass with ``evaluated``;
+rows appended under a batch that never landed fail it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -115,3 +117,16 @@ def test_a_file_rewritten_with_prices_times_100_and_its_digest_forged_fails_the_
     assert main(["build", "fraud_training_set:v7"]) != 0
     err = capsys.readouterr().err
     assert "blocking gate(s) failed: " in err and SIGNAL in err, err
+
+
+def test_rows_appended_under_a_batch_that_never_landed_fail_the_signal(home: Home) -> None:
+    """A writer with the service's table credentials appends rows as an invented batch: its digests are honest, no raw batch exists."""
+    import datetime as dt
+
+    spec = home.world.platform.config.sources["transactions"]
+    rows = home.world.platform.tables.read(spec).slice(0, 5)
+    home.world.platform.tables.append(spec, rows.set_column(0, rows.schema.field(0), pc.add(rows.column(0), 9_000_000)),
+                                      recorded_at=dt.datetime(2026, 6, 10, tzinfo=dt.UTC), batch="forged@" + "0" * 64)  # fmt: skip
+    gate = next(g for g in home.world.build().gates if g.name == SIGNAL)
+    assert not gate.passed and gate.detail["disagree"] == 1, gate.detail
+    assert str(gate.detail["found"]) == f"transactions:forged@{'0' * 64}: no raw batch of this source landed under this ref (5 canonical rows)"

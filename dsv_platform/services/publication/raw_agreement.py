@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import pyarrow as pa
 
-from dsv_platform.adapters.iceberg.iceberg_batch_rows import batch_tables
+from dsv_platform.adapters.iceberg.iceberg_stream import batch_tables
 from dsv_platform.adapters.objects.landing import LandingRecord
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.config.source import SourceSpec
