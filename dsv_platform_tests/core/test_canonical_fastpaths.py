@@ -208,3 +208,13 @@ def test_canonical_fastpaths_duplicate_key_is_refused_with_its_value() -> None:
     with pytest.raises(ContractViolationError, match="duplicate natural key") as info:
         sort_by_key(table, contract)
     assert info.value.row_key == 3
+
+
+@pytest.mark.parametrize(("key_type", "name"), [(pa.int64(), "int64"), (pa.date32(), "date"), (pa.timestamp("us", tz="UTC"), "timestamp")])
+def test_canonical_fastpaths_a_table_of_no_chunks_hashes_as_the_empty_partition(key_type: pa.DataType, name: str) -> None:
+    """A filter that keeps nothing gives columns of zero chunks: the same digest as an empty single-chunk table."""
+    contract = parse_contract({"name": "t", "key": ["id"], "columns": [{"name": "id", "type": name, **({"resolution": "us"} if name == "timestamp" else {})}]})
+    no_chunks = pa.Table.from_batches([], pa.schema([("id", key_type)]))
+    one_empty = pa.table({"id": pa.array([], key_type)})
+    assert no_chunks.column("id").num_chunks == 0
+    assert hash_partition(no_chunks, contract) == hash_partition(one_empty, contract)

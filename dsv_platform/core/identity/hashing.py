@@ -111,7 +111,7 @@ def _key_integers(values: pa.ChunkedArray) -> np.ndarray | None:
     else:
         storage = t
     chunks = [np.asarray(c.view(storage).to_numpy(zero_copy_only=False)) for c in values.chunks]
-    ints = np.concatenate(chunks) if len(chunks) != 1 else chunks[0]
+    ints = np.concatenate(chunks) if len(chunks) > 1 else chunks[0] if chunks else np.empty(0, storage.to_pandas_dtype())
     if ints.dtype == np.uint64 and len(ints) and int(ints.max()) >= 2**63:
         return None
     return ints.astype(np.int64, copy=False)
