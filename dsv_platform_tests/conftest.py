@@ -103,14 +103,26 @@ def _check_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
         raise pytest.UsageError(f"pytest-xdist did not apply xdist_group to {lost[0]} (and {len(lost) - 1} more): check the pytest pin")
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the slow set before ``-m`` deselects by marker (tryfirst)."""
     for item in items:
         if _module(config, item) in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
-    _check_groups(config, items)
-    rank = {module: i for i, module in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(_module(config, item) or "", len(rank)))  # stable: modules stay contiguous
+
+
+class _Order:
+    """After deselection and xdist's group suffixes (trylast): check the groups, then the longest tests first."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        _check_groups(config, items)
+        rank = {module: i for i, module in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(_module(config, item) or "", len(rank)))  # stable: modules stay contiguous
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_Order(), "dsv-test-order")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
