@@ -2,7 +2,8 @@
 
 Owners come from the YAML ``owner`` (core/contracts/owners.py); ``dagster/column_schema`` from the
 contract (type with its parameters, description, nullability, the natural key as unique, units, ranges and
-allowed values as constraints); ``dagster/table_name`` and ``dagster/row_count`` go with every materialization.
+allowed values as constraints); ``dagster/table_name`` and ``dagster/row_count`` go with every materialization;
+a snapshot's freshness policy from the definition's ``slo.usable_freshness``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import dagster as dg
 
+from dsv_platform.core.config.slo import Slo
 from dsv_platform.core.contracts.contract import Column, Contract, LogicalType
 from dsv_platform.core.contracts.owners import catalog_owners
 
@@ -91,3 +93,16 @@ def module_source_hash(module: str) -> str | None:
     if not origin or not Path(origin).is_file():
         return None
     return hashlib.sha256(Path(origin).read_bytes()).hexdigest()
+
+
+MIN_FAIL_WINDOW_SECONDS = 60
+"""Dagster's least freshness window: a tighter objective is checked by ``slos_met`` alone."""
+
+
+def freshness_policy(slo: Slo | None) -> dg.FreshnessPolicy | None:
+    """``slo.usable_freshness`` as Dagster's time-window freshness policy on the snapshot asset: the asset is FAIL in the
+    UI (and to freshness alerts) once its newest materialization (a published realization) is older than the bound."""
+    bound = slo.usable_freshness if slo is not None else None
+    if bound is None or bound.total_seconds() < MIN_FAIL_WINDOW_SECONDS:
+        return None
+    return dg.FreshnessPolicy.time_window(fail_window=bound)

@@ -10,7 +10,7 @@ from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.publication.card import card_markdown
 from dsv_platform.core.publication.gates import GateResult, GatesFailedError
 from dsv_platform.defs.canonical import head_key
-from dsv_platform.defs.catalog import code_version, dataset_table, owners, schema_metadata, table_metadata
+from dsv_platform.defs.catalog import code_version, dataset_table, freshness_policy, owners, schema_metadata, table_metadata
 from dsv_platform.defs.gate_checks import dataset_gates_spec, failed_gate_events, snapshot_check_results
 from dsv_platform.defs.integrity_checks import build_quarantine_check, integrity_check_specs
 from dsv_platform.defs.metadata import AssetResult, table
@@ -143,6 +143,7 @@ def build_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
         group_name="datasets",
         kinds={"parquet"},
         owners=owners(definition.owner),
+        freshness_policy=freshness_policy(definition.slo),
         metadata=schema_metadata(definition.contract),
         code_version=snapshot_code_version(definition),
         pool=PUBLICATION_POOL,  # one publishing step at a time on the instance, whatever started the run

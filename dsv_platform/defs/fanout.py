@@ -16,7 +16,7 @@ import dagster as dg
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.publication.gates import GatesFailedError
 from dsv_platform.core.publication.manifest import BuiltPart
-from dsv_platform.defs.catalog import owners, schema_metadata
+from dsv_platform.defs.catalog import freshness_policy, owners, schema_metadata
 from dsv_platform.defs.datasets import snapshot_check_specs, snapshot_code_version, snapshot_deps, snapshot_description, snapshot_materialization
 from dsv_platform.defs.gate_checks import failed_gate_events
 from dsv_platform.defs.resources import PlatformResource
@@ -99,7 +99,7 @@ def build_fanout_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefin
         return seal_op(plan, leaves)
 
     compose.__signature__ = inspect.Signature([inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY) for name in ins])  # type: ignore[attr-defined]
-    return dg.graph_asset(
+    asset = dg.graph_asset(
         name=f"{definition.asset_prefix}_snapshot",
         group_name="datasets",
         kinds={"parquet"},
@@ -110,6 +110,8 @@ def build_fanout_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefin
         check_specs=snapshot_check_specs(definition),
         description=snapshot_description(definition),
     )(compose)
+    policy = freshness_policy(definition.slo)  # graph_asset takes no freshness policy: set on its spec
+    return asset if policy is None else asset.map_asset_specs(lambda spec: spec.replace_attributes(freshness_policy=policy))
 
 
 __all__ = ["build_fanout_snapshot_asset"]
