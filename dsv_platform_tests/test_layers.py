@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 from pathlib import Path
 
@@ -50,8 +51,16 @@ PLATFORM_MODULES = ("bootstrap.py", "settings.py", "definitions.py", "__init__.p
 _DOMAIN = ("dsv_platform.domain", "dsv_platform.examples")
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """Each file parsed once per worker: a dozen checks walk the same 400 files."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+@functools.cache
 def _imports(path: Path) -> list[tuple[int, str]]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    """Every absolute import of the file as (line, module), computed once per worker (callers only read it)."""
+    tree = _tree(path)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -157,8 +166,7 @@ def _capability_edges() -> dict[str, dict[str, str]]:
             source = _capability(".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts))
             if source is None:
                 continue
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-            for node in ast.walk(tree):
+            for node in ast.walk(_tree(path)):
                 names: list[str] = []
                 if isinstance(node, ast.Import):
                     names = [alias.name for alias in node.names]
