@@ -93,7 +93,13 @@ def _reconcile(args: argparse.Namespace, platform: Platform) -> int:
         f"re-deleted {sum(e['rows'] for e in report.canonical_rows)} canonical row(s) of deleted subjects a restored warehouse held"
         f" ({len(report.canonical_checked)} table(s) checked); "
         f"registry generation {report.registry_generation}"
-        + "".join(f"\n  {e['table']}: {e['rows']} row(s) of subject {e['subject_key_hash'][:16]}… (request {e['request_id']})" for e in report.canonical_rows),
+        + "".join(f"\n  {e['table']}: {e['rows']} row(s) of subject {e['subject_key_hash'][:16]}… (request {e['request_id']})" for e in report.canonical_rows)
+        + "".join(f"\n  request {r}: lost by the restored registry, checked from the key store's record" for r in report.canonical_lost_requests)
+        + "".join(
+            f"\n  UNCHECKED deletion at generation {g}: lost by the restored registry and not recorded in the key store; "
+            "rerun `dsv privacy delete --subject <key>` for its subject"
+            for g in report.canonical_unchecked_generations
+        ),
     )
     return 0
 

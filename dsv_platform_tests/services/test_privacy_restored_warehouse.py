@@ -156,3 +156,51 @@ def direct_reads_but(env: dict[str, str], subject: str, skipped: str) -> dict[st
     """:func:`direct_reads` of every subject table but ``skipped``, through pyiceberg."""
     with ks.platform(env) as p:
         return {spec.name: p.tables.count_matching(spec, "account_id", subject) for spec in SUBJECT_TABLES if spec.name != skipped}
+
+
+def copy_registry(src: Path, dst: Path) -> None:
+    """The SQLite registry file (and a WAL left beside it) from ``src`` to ``dst``, replacing what is there."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for stale in dst.glob("registry.db*"):
+        stale.unlink()
+    for f in src.glob("registry.db*"):
+        shutil.copy2(f, dst / f.name)
+
+
+@pytest.mark.parametrize("key_store", ["records the deletion", "predates the records"])
+def test_a_registry_restored_with_the_warehouse_is_reconciled_from_the_key_store(
+    key_store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The registry (its requests and subject index) restored with the warehouse from before the deletion; the key store, kept apart, is newer.
+
+    The key store keeps each deletion's subject hash: reconcile finds and re-deletes the rows the registry no longer
+    knows were deleted. A key store without that record (made before it was kept) is reported as unchecked, never clean.
+    """
+    env = ks.local_env(tmp_path)
+    subject = seeded(env)
+    before = direct_reads(env, subject)
+    home = Path(load_settings(env).home)
+    back_up(env, tmp_path / "backup")
+    copy_registry(home, tmp_path / "backup")
+    assert ks.rerun(monkeypatch, env, "privacy", "delete", "--subject", subject, "--reason", "GDPR #27", "--request-id", REQUEST) == 0
+    restore(env, tmp_path / "backup")
+    copy_registry(tmp_path / "backup", home)
+    if key_store == "predates the records":
+        shutil.rmtree(load_settings(env).key_store / "deletions")
+    with ks.platform(env) as p:
+        assert p.registry.privacy.requests() == [] and p.registry.redaction_generation() == 0 < p.store.keys.generation()
+    assert direct_reads(env, subject) == before
+
+    code, doc, text = reconcile(monkeypatch, capsys, env)
+    assert code == 0, text
+    if key_store == "predates the records":
+        assert doc["canonical_rows"] == [] and doc["canonical_unchecked_generations"] == [1], doc
+        assert direct_reads(env, subject) == before  # nothing says which subject: reported unchecked, not clean
+        return
+    assert doc["canonical_lost_requests"] == [REQUEST] and doc["canonical_unchecked_generations"] == []
+    assert {(e["table"], e["request_id"], e["rows"]) for e in doc["canonical_rows"]} == {
+        (f"canonical.{name}", REQUEST, n) for name, n in before.items() if n
+    }
+    assert direct_reads(env, subject) == {name: 0 for name in before}
+    code, again, text = reconcile(monkeypatch, capsys, env)
+    assert code == 0 and again["canonical_rows"] == [], text

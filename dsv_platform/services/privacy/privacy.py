@@ -180,6 +180,7 @@ class PrivacyCoordinator(SubjectIndexing):
         """Carry out every decision (idempotent), sweep staging, complete the request (refused while an outcome is missing)."""
         # objects and raw batches first, then realizations (REDACTED), then canonical rows (whose snapshots those realizations pinned)
         order = {K.REALIZATION: 1, K.CANONICAL_ROWS: 2}
+        self.keys.record_deletion(request.generation, request.request_id, request.subject_key_hash)  # outlives a restored registry
         for decision in sorted(decisions, key=lambda d: order.get(d.descendant.kind, 0)):
             detail = self._carry_out(decision, request, request.subject_key_hash)
             self.registry.privacy.record_outcome(request, decision, detail)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.compute as pc
 
 from dsv_platform.core.errors import DsvError, FailureKind
-from dsv_platform.core.privacy.privacy import DescendantKind, Outcome, subject_key_hash
+from dsv_platform.core.privacy.privacy import DescendantKind, Outcome, keyed_hash, subject_key_hash
 from dsv_platform.core.trust.trust import Role
 from dsv_platform.services.privacy.privacy_canonical import delete_canonical
 
@@ -43,6 +43,8 @@ class ReconcileReport:
     staging: list[dict[str, Any]] = field(default_factory=list)
     canonical_rows: list[dict[str, Any]] = field(default_factory=list)  # per table and subject: rows a restored warehouse brought back
     canonical_checked: dict[str, int | None] = field(default_factory=dict)  # table -> the current snapshot checked
+    canonical_lost_requests: list[str] = field(default_factory=list)  # checked from the key store's records: the registry lost them
+    canonical_unchecked_generations: list[int] = field(default_factory=list)  # lost by the registry, and no key store record
 
     def to_document(self) -> dict[str, Any]:
         return {
@@ -54,20 +56,32 @@ class ReconcileReport:
             "staged_parts": self.staging,
             "canonical_rows": self.canonical_rows,
             "canonical_tables_checked": self.canonical_checked,
+            "canonical_lost_requests": self.canonical_lost_requests,
+            "canonical_unchecked_generations": self.canonical_unchecked_generations,
         }
 
 
-def _deleted(coordinator: PrivacyCoordinator) -> tuple[dict[str, str], set[tuple[str, str]]]:
-    """Subject hash -> its first completed request; and the (subject, table) pairs a request kept under a legal basis."""
+def _deleted(coordinator: PrivacyCoordinator, report: ReconcileReport) -> tuple[dict[str, str], set[tuple[str, str]]]:
+    """Subject hash -> its first completed request, the key store's records included (requests a restored registry lost);
+    and the (subject, table) pairs a request kept under a legal basis."""
     subjects: dict[str, str] = {}
     retained: set[tuple[str, str]] = set()
-    for request in coordinator.registry.privacy.requests():
+    requests = coordinator.registry.privacy.requests()
+    for request in requests:
         if not request.completed:
             continue
         subjects.setdefault(request.subject_key_hash, request.request_id)
         for d in coordinator.registry.privacy.planned(request.request_id):
             if d.descendant.kind is DescendantKind.CANONICAL_ROWS and d.outcome is Outcome.RETAINED:
                 retained.add((request.subject_key_hash, d.descendant.id))
+    known = {r.request_id for r in requests}
+    recorded = coordinator.keys.deletions()
+    for _generation, request_id, subject in recorded:
+        if request_id not in known:  # the registry was restored from a backup older than this deletion
+            subjects.setdefault(subject, request_id)
+            report.canonical_lost_requests.append(request_id)
+    lost = range(report.registry_generation + 1, report.key_store_generation_before + 1)
+    report.canonical_unchecked_generations = sorted(set(lost) - {g for g, _r, _s in recorded})
     return subjects, retained
 
 
@@ -89,9 +103,9 @@ def _found(coordinator: PrivacyCoordinator, ident: str, column: str, subjects: d
             if value is None:
                 continue
             text = str(value)
-            if text not in hashed:
-                h = subject_key_hash(salt, text, key)
-                hashed[text] = h if h in subjects else None
+            if text not in hashed:  # keyed, or plain salted as a key store record made before the key's adoption holds it
+                salted = subject_key_hash(salt, text)
+                hashed[text] = next((h for h in (salted if key is None else keyed_hash(key, salted), salted) if h in subjects), None)
             subject = hashed[text]
             if subject is not None:
                 found[subject] = (text, found.get(subject, (text, 0))[1] + n)
@@ -103,7 +117,7 @@ def reapply_canonical(coordinator: PrivacyCoordinator, report: ReconcileReport) 
     tables = coordinator.tables
     if tables is None:
         return
-    subjects, retained = _deleted(coordinator)
+    subjects, retained = _deleted(coordinator, report)
     unreadable: list[str] = []
     for spec in coordinator.subject_specs():
         ident, column = tables.identifier(spec), spec.entity
