@@ -196,6 +196,10 @@ def test_a_registry_restored_with_the_warehouse_is_reconciled_from_the_key_store
     if key_store == "predates the records":
         assert doc["canonical_rows"] == [] and doc["canonical_unchecked_generations"] == [1], doc
         assert direct_reads(env, subject) == before  # nothing says which subject: reported unchecked, not clean
+        copy_registry(tmp_path / "backup", home)  # the same restore again, read as text
+        capsys.readouterr()
+        assert ks.rerun(monkeypatch, env, "privacy", "reconcile") == 0
+        assert "UNCHECKED deletion at generation 1" in capsys.readouterr().out
         return
     assert doc["canonical_lost_requests"] == [REQUEST] and doc["canonical_unchecked_generations"] == []
     assert {(e["table"], e["request_id"], e["rows"]) for e in doc["canonical_rows"]} == {
