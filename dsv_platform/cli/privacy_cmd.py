@@ -90,7 +90,16 @@ def _reconcile(args: argparse.Namespace, platform: Platform) -> int:
         args.json,
         f"reconciled: re-applied {len(report.reapplied)} erasure(s), redacted {len(report.redacted)} realization(s), "
         f"finished {len(report.finished)} interrupted deletion(s); "
-        f"registry generation {report.registry_generation}",
+        f"re-deleted {sum(e['rows'] for e in report.canonical_rows)} canonical row(s) of deleted subjects a restored warehouse held"
+        f" ({len(report.canonical_checked)} table(s) checked); "
+        f"registry generation {report.registry_generation}"
+        + "".join(f"\n  {e['table']}: {e['rows']} row(s) of subject {e['subject_key_hash'][:16]}… (request {e['request_id']})" for e in report.canonical_rows)
+        + "".join(f"\n  request {r}: lost by the restored registry, checked from the key store's record" for r in report.canonical_lost_requests)
+        + "".join(
+            f"\n  UNCHECKED deletion at generation {g}: lost by the restored registry and not recorded in the key store; "
+            "rerun `dsv privacy delete --subject <key>` for its subject"
+            for g in report.canonical_unchecked_generations
+        ),
     )
     return 0
 
@@ -122,6 +131,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--reason", help="why, recorded with the decision")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_close)
-    p = privacy.add_parser("reconcile", help="re-apply recorded deletions after a restored backup, and finish deletions a crash interrupted")
+    p = privacy.add_parser("reconcile", help="re-apply deletions after a restored backup (key store, registry, warehouse), finish interrupted ones")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_reconcile)

@@ -1,4 +1,4 @@
-"""The per-object key store: create-once keys, crypto-erasure, the redaction-generation watermark."""
+"""The per-object key store: create-once keys, crypto-erasure, the redaction-generation watermark, the deletions it applied."""
 
 from __future__ import annotations
 
@@ -57,3 +57,16 @@ def test_key_store_salt_is_stable_and_secret(tmp_path: Path) -> None:
     assert a.salt() == a.salt() == LocalKeyStore(tmp_path / "a").salt()
     assert a.salt() != LocalKeyStore(tmp_path / "b").salt()
     assert (tmp_path / "a").stat().st_mode & 0o077 == 0
+
+
+def test_key_store_keeps_each_deletion_once_and_refuses_a_damaged_record(tmp_path: Path) -> None:
+    keys = LocalKeyStore(tmp_path / "keys")
+    assert keys.deletions() == []
+    keys.record_deletion(2, "del-2", "b" * 64)
+    keys.record_deletion(1, "del-1", "a" * 64)
+    keys.record_deletion(1, "del-1", "a" * 64)  # a rerun of the same request
+    assert LocalKeyStore(tmp_path / "keys").deletions() == [(1, "del-1", "a" * 64), (2, "del-2", "b" * 64)]  # durable, by generation
+    assert (tmp_path / "keys" / "deletions" / "000000000001.json").stat().st_mode & 0o077 == 0
+    (tmp_path / "keys" / "deletions" / "000000000002.json").write_text("{not json")
+    with pytest.raises(ObjectStoreError, match=r"000000000002\.json"):
+        keys.deletions()

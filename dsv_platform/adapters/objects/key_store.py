@@ -10,6 +10,7 @@ Details: docs/storage.md
 from __future__ import annotations
 
 import abc
+import json
 import os
 import secrets
 import tempfile
@@ -23,7 +24,7 @@ KEY_BYTES = 32
 
 
 class KeyStore(abc.ABC):
-    """Per-object keys, their erasure, and the redaction-generation watermark."""
+    """Per-object keys, their erasure, the redaction-generation watermark, and the (keyed) subject hash of each deletion applied."""
 
     @abc.abstractmethod
     def create(self, digest: str) -> bytes:
@@ -69,6 +70,14 @@ class KeyStore(abc.ABC):
     @abc.abstractmethod
     def salt(self) -> bytes:
         """The secret salt of subject-key hashes (created once)."""
+
+    @abc.abstractmethod
+    def record_deletion(self, generation: int, request_id: str, subject_key_hash: str) -> None:
+        """Keep the (keyed) subject hash of the deletion at ``generation``, so a registry restored from before it is reconciled (idempotent)."""
+
+    @abc.abstractmethod
+    def deletions(self) -> list[tuple[int, str, str]]:
+        """Every recorded deletion as (generation, request id, subject hash), by generation."""
 
     def require_generation(self, registry_generation: int) -> None:
         """Refuse reads when this store and the registry disagree on the redaction generation (a restored backup)."""
@@ -220,6 +229,20 @@ class LocalKeyStore(KeyStore):
 
     def salt(self) -> bytes:
         return self._create_if_absent(self.root / "salt", secrets.token_bytes(KEY_BYTES))
+
+    def record_deletion(self, generation: int, request_id: str, subject_key_hash: str) -> None:
+        doc = json.dumps({"generation": generation, "request_id": request_id, "subject_key_hash": subject_key_hash}, sort_keys=True)
+        self._create_if_absent(self.root / "deletions" / f"{generation:012d}.json", doc.encode())
+
+    def deletions(self) -> list[tuple[int, str, str]]:
+        out = []
+        for path in sorted((self.root / "deletions").glob("*.json")):
+            try:
+                doc = json.loads(path.read_text())
+                out.append((int(doc["generation"]), str(doc["request_id"]), str(doc["subject_key_hash"])))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ObjectStoreError(f"deletion record {path} in the key store is damaged ({exc}); restore it from a backup of the key store") from exc
+        return out
 
 
 __all__ = ["KEY_BYTES", "KeyStore", "LocalKeyStore"]

@@ -25,8 +25,8 @@ CHECKPOINT_EVERY = 50
 """A checkpoint is written at least every this many entries."""
 CHECKPOINT_ACTIONS = frozenset(
     {"publish", "grant.add", "grant.remove", "trust.certify", "approve", "revoke", "alias.move", "quarantine", "release", "release.approve",
-     "privacy.delete", "privacy.model_obligation.close", "gc.apply", "canonical.seal", "model.approve", "model.revoke", "model.alias.move",
-     "deploy.record"}
+     "privacy.delete", "privacy.model_obligation.close", "privacy.reconcile.canonical", "gc.apply", "canonical.seal", "model.approve",
+     "model.revoke", "model.alias.move", "deploy.record"}
 )  # fmt: skip
 """Privileged actions: each one's entry is followed by a checkpoint of the head."""
 BOOTSTRAP = "bootstrap"

@@ -1,1 +1,1 @@
-"""Privacy deletion: the subject index, the deletion coordinator and the sweep of unnamed copies."""
+"""Privacy deletion: the subject index, the deletion coordinator, the sweep of unnamed copies, the re-deletion after a restored backup."""

@@ -39,6 +39,7 @@ from dsv_platform.services.privacy.governance import audit_opened, obligation_do
 from dsv_platform.services.privacy.privacy_canonical import delete_canonical, find_subject_key
 from dsv_platform.services.privacy.privacy_index import SubjectIndexing, subject_column, subject_hashes
 from dsv_platform.services.privacy.privacy_key import load_subject_key
+from dsv_platform.services.privacy.privacy_restore import CanonicalReconcileError, ReconcileReport, reapply_canonical
 from dsv_platform.services.privacy.privacy_sweep import sweep_staging
 from dsv_platform.services.trust.trust import Gatekeeper, gatekeeper
 
@@ -83,26 +84,6 @@ class DeletionReport:
             "outcomes": self.outcomes,
             "models_for_governance": self.models,
             "model_obligations": self.obligations,
-            "staged_parts": self.staging,
-        }
-
-
-@dataclass
-class ReconcileReport:
-    registry_generation: int
-    key_store_generation_before: int
-    reapplied: list[dict[str, Any]] = field(default_factory=list)
-    redacted: list[str] = field(default_factory=list)
-    finished: list[str] = field(default_factory=list)  # incomplete requests this reconcile finished
-    staging: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_document(self) -> dict[str, Any]:
-        return {
-            "registry_generation": self.registry_generation,
-            "key_store_generation_before": self.key_store_generation_before,
-            "reapplied": self.reapplied,
-            "redacted": self.redacted,
-            "finished_requests": self.finished,
             "staged_parts": self.staging,
         }
 
@@ -199,6 +180,7 @@ class PrivacyCoordinator(SubjectIndexing):
         """Carry out every decision (idempotent), sweep staging, complete the request (refused while an outcome is missing)."""
         # objects and raw batches first, then realizations (REDACTED), then canonical rows (whose snapshots those realizations pinned)
         order = {K.REALIZATION: 1, K.CANONICAL_ROWS: 2}
+        self.keys.record_deletion(request.generation, request.request_id, request.subject_key_hash)  # outlives a restored registry
         for decision in sorted(decisions, key=lambda d: order.get(d.descendant.kind, 0)):
             detail = self._carry_out(decision, request, request.subject_key_hash)
             self.registry.privacy.record_outcome(request, decision, detail)
@@ -315,6 +297,7 @@ class PrivacyCoordinator(SubjectIndexing):
 
         A request is finished from the plan recorded with it; one that cannot be finished here (a plan never
         recorded, staged parts to sweep without the subject's key) stops the reconcile naming it (fail closed).
+        Then every completed deletion's subject is re-deleted from a canonical table a restored backup brought it back to.
         """
         report = self._reconcile_generations()
         stuck: list[str] = []
@@ -334,6 +317,7 @@ class PrivacyCoordinator(SubjectIndexing):
             report.finished.append(request.request_id)
         if stuck:
             raise PrivacyIncompleteError("; ".join(stuck))
+        reapply_canonical(self, report)  # a restored warehouse: completed deletions' rows back in a current snapshot (privacy_restore.py)
         return report
 
     def _reconcile_generations(self) -> ReconcileReport:
@@ -379,7 +363,8 @@ class PrivacyCoordinator(SubjectIndexing):
     # status and the exclusion filter: privacy_index.py
 
 
-__all__ = ["DeletionReport", "PrivacyCoordinator", "PrivacyIncompleteError", "PrivacyPlanStaleError", "ReconcileReport", "build_coordinator",
+__all__ = ["CanonicalReconcileError", "DeletionReport", "PrivacyCoordinator", "PrivacyIncompleteError",
+           "PrivacyPlanStaleError", "ReconcileReport", "build_coordinator",
            "subject_column", "subject_hashes"]  # fmt: skip
 
 
