@@ -12,6 +12,7 @@ import dataclasses
 import datetime as dt
 import json
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,17 @@ def test_a_read_whose_health_cannot_be_recorded_still_reads_and_says_so(world: W
     with caplog.at_level(logging.WARNING, logger="dsv_platform.services.publication.read_meter"), open_dataset(build.ref, settings=world.settings) as ds:
         assert ds.to_arrow().num_rows == build.manifest.rows
     assert any("the health of a to_arrow read was not recorded" in r.getMessage() for r in caplog.records), caplog.records
+
+
+def test_a_handle_used_in_a_forked_worker_reads_without_writing_through_the_parents_connections(world: World) -> None:
+    build = world.build("v6")
+    with open_dataset(build.ref, settings=world.settings) as ds:
+        pid = os.fork()
+        if pid == 0:  # a data loader worker handed the parent's handle
+            ok = ds.to_arrow().num_rows == build.manifest.rows
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0  # the read went on
+        assert _reads(world) == []  # unrecorded: the child does not write through the parent's pooled connections
+        ds.to_arrow()
+    assert [r[:2] for r in _reads(world)] == [("to_arrow", "OK")]

@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
 from dsv_platform.adapters.objects.object_store import ObjectStore
+from dsv_platform.adapters.registry.read_health import ReadMeasure
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.contracts.contract import Contract, parse_contract
 from dsv_platform.core.errors import CorruptError, DsvError, ObjectErasedError, ObjectNotFoundError, ObjectVerificationError, RedactedError, ResolutionError
@@ -321,8 +322,19 @@ def open_dataset(platform: Platform, ref: str | DatasetRef, *, actor: str | None
 
 
 def _health_sink(registry: Registry, consumer: str, purpose: str | None, realization: Realization) -> ReadSink:
-    """Each read's health into the registry's ``read_health`` table, as ``consumer`` (the identity that opened it)."""
-    return lambda measure: registry.record_read(measure, consumer=consumer, purpose=purpose, realization=realization)
+    """Each read's health into the registry's ``read_health`` table, as ``consumer`` (the identity that opened it).
+
+    Not from a forked process (a data loader worker handed the parent's handle): the parent's pooled registry
+    connections are not its own to write through; the read goes on, unrecorded (logged).
+    """
+    opened_in = os.getpid()
+
+    def sink(measure: ReadMeasure) -> None:
+        if os.getpid() != opened_in:
+            raise DsvError(f"the handle was opened in process {opened_in}, not this one: open the dataset in each worker to record its reads")
+        registry.record_read(measure, consumer=consumer, purpose=purpose, realization=realization)
+
+    return sink
 
 
 def open_baseline(platform: Platform, ref: str) -> Dataset:
