@@ -128,10 +128,11 @@ class RegistryBookkeeping(RegistryTransactions):
                 manifest_hash=realization.manifest_hash or "", now=self._now(),
             )  # fmt: skip
 
-    def read_health_summary(self) -> dict[str, dict[str, Any]]:
-        """Per manifest hash: consumers, reads, p50/max time to first byte, throughput, missing and corrupt objects."""
+    def read_health_summary(self, manifest_hashes: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        """Per manifest hash (of ``manifest_hashes``, default all): consumers, reads, p50/max time to first byte, throughput,
+        missing and corrupt objects."""
         with self._read() as conn:
-            return read_health.health_summary(conn)
+            return read_health.health_summary(conn, None if manifest_hashes is None else set(manifest_hashes))
 
     # ------------------------------------------------------------ privacy records and redaction generations
 

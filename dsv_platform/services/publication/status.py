@@ -95,7 +95,7 @@ HEALTH_NONE: dict[str, Any] = {"consumers": [], "reads": 0, "ttfb_p50_s": None, 
 
 def _consumption(registry: Registry, every: list[Realization]) -> dict[str, dict[str, Any]]:
     """Per version: its opens (readers, reads, failed) and the health of its data reads (``consumers``: every identity)."""
-    opened, health = registry.consumption_summary(), registry.read_health_summary()
+    opened, health = registry.consumption_summary(), registry.read_health_summary(r.manifest_hash for r in every if r.manifest_hash)
     out = {}
     for r in every:
         digest = r.manifest_hash or ""
