@@ -119,7 +119,10 @@ STATUS_LEGEND = (
     "('none passing every warning' when the newest readable one failed a warning gate: it still resolves); "
     "resolves: what `dsv resolve NAME:VERSION` gives (the newest readable publication) and the aliases at it (@production); "
     "fresh: time since it was published; publication lag: its publication time minus its watermark, the newest "
-    "recorded time (_recorded_at) among the rows it read: how long data waited between being recorded and being publishable"
+    "recorded time (_recorded_at) among the rows it read: how long data waited between being recorded and being publishable; "
+    "lag from valid time: event (publication time minus the end of the newest observation day it holds) = arrival "
+    "(watermark minus that valid time: upstream truth late) + compute (publication lag: our build); "
+    "health: the data reads of open_dataset handles (time to first byte, throughput, missing and corrupt objects)"
 )
 
 
@@ -143,6 +146,21 @@ def _resolution_lines(s: dict[str, Any]) -> list[str]:
     return [head, f"  resolves to {readable['ref']} ({readable['state']}{warn}; `dsv resolve {s['ref']}`{at}): publication lag {lag}"]
 
 
+def _lag_line(lag: dict[str, Any] | None) -> list[str]:
+    if not lag or lag.get("event_s") is None:
+        return []
+    return [f"  lag from valid time: event {_fmt(lag['event_s'])} = arrival {_fmt(lag['arrival_s'])} (upstream) + compute {_fmt(lag['compute_s'])} (build)"]
+
+
+def _health_line(version: str, c: dict[str, Any]) -> str:
+    ttfb = "-" if c["ttfb_p50_s"] is None else f"{c['ttfb_p50_s']:.3f} s (max {c['ttfb_max_s']:.3f} s)"
+    speed = "-" if c["bytes_per_s"] is None else f"{c['bytes_per_s'] / 1e6:.1f} MB/s, {c['rows_per_s']:.0f} rows/s"
+    return (
+        f"  health of {version}: {c['consumers']} consumers, {c['data_reads']} data reads, time to first byte p50 {ttfb}, "
+        f"throughput {speed}, missing {c['missing']}, corrupt {c['corrupt']}"
+    )
+
+
 def _build_line(s: dict[str, Any]) -> str:
     """Build health; rows, bytes and stages are the usable realization's, so without one they are not printed as zeros."""
     tried = f"{s['attempts']} attempts, {s['gate_failures']} gate failures"
@@ -162,12 +180,14 @@ def _status(args: argparse.Namespace, platform: Platform) -> int:
         if s["approval"]:
             a = s["approval"]
             print(f"  state {a['state']}" + (f", approved by {a['approved_by']}: {a['approval_reason']}" if a["approved_by"] else " (not approved)"))
-        print(_build_line(s))
+        print("\n".join([_build_line(s), *_lag_line(s.get("lag"))]))
         for o in s.get("slo", ()):
             seen = _fmt(o["observed_seconds"]) if o["observed_seconds"] is not None else "no usable realization"
-            print(f"  slo {o['objective']} <= {_fmt(o['bound_seconds'])}: {seen}, {'met' if o['met'] else 'MISSED'}")
+            over = f" (over: {', '.join(o['over'])})" if o.get("over") else ""
+            print(f"  slo {o['objective']} <= {_fmt(o['bound_seconds'])}: {seen}, {'met' if o['met'] else 'MISSED'}{over}")
         for version, c in sorted(s["consumption"].items()):
             print(f"  reads of {version}: {c['reads']} by {len(c['readers'])} readers, failed {c['failed'] or 0}")
+            print(_health_line(version, c))
         for q in s.get("quarantined", ()):
             held = q["quarantine"]
             why = f": quarantine #{held['id']} of {held['ref']} by {held['created_by']} ({held['state']}): {held['reason']}" if held else ""

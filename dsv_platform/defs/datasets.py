@@ -21,6 +21,7 @@ from dsv_platform.services.publication.approval import approval_of_ref, approval
 from dsv_platform.services.publication.card import card_of
 from dsv_platform.services.publication.realization import RealizationBuild, SplitsCheck, build_realization, check_splits
 from dsv_platform.services.publication.semantic_gate import stored_gates
+from dsv_platform.services.publication.status import realization_lag
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -124,11 +125,18 @@ def snapshot_materialization(platform: "Platform", definition: DatasetDefinition
     """The snapshot's materialization and check results for ``build`` (a reused build's gates from its stored report)."""
     gates = stored_gates(platform, build.manifest_hash, None) if build.reused else list(build.gates)  # reused: the gates it passed then
     result = snapshot_result(build, approval_of_ref(platform.registry, build.ref), gates)
-    card = card_of(platform, find_realization(platform.registry, build.ref), build.manifest)  # the dataset card, shown in the UI
+    realization = find_realization(platform.registry, build.ref)
+    card = card_of(platform, realization, build.manifest)  # the dataset card, shown in the UI
     shown = {"dataset_card": dg.MetadataValue.md(card_markdown(card)), "dataset_card_object": dg.MetadataValue.text(card["stored_card"] or "")}
-    metadata = {**(result.metadata or {}), **shown}
+    metadata = {**(result.metadata or {}), **shown, **lag_metadata(realization_lag(platform.registry, realization))}
     replaced: AssetResult = result._replace(check_results=snapshot_check_results(definition, gates), metadata=metadata)
     return replaced
+
+
+def lag_metadata(lag: dict[str, float | None]) -> dict[str, dg.MetadataValue]:
+    """The realization's lag from valid time as numbers the UI plots over materializations (``lag_event_s``, ...), and whole."""
+    plotted = {f"lag_{k}": dg.MetadataValue.float(float(v)) for k, v in lag.items() if v is not None}
+    return {**plotted, "lag": dg.MetadataValue.json(lag)}
 
 
 def build_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:

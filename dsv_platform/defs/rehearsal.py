@@ -1,6 +1,8 @@
 """Reproducibility on a schedule: the daily rehearsal (resolvable), the weekly full one (fully reproduced),
 the integrity scan, and the platform's status figures."""
 
+from typing import Any
+
 import dagster as dg
 
 from dsv_platform.defs.metadata import AssetResult, table
@@ -148,32 +150,58 @@ SLOS_MET = "slos_met"
 @dg.asset(
     group_name="reproducibility",
     description="Per dataset definition: usable freshness (age of the newest realization that passed every gate), publication lag "
-    "(publication time minus watermark), build health (rows, bytes, attempts, retries, gate failures, time per stage) and consumption. "
-    "The slos_met check fails when a definition misses a service level its YAML declares (slo:).",
+    "(publication time minus watermark) and the lag from valid time split into arrival (upstream) and compute (our build), build "
+    "health (rows, bytes, attempts, retries, gate failures, time per stage) and consumption health per version (consumers, reads, "
+    "time to first byte, throughput, missing and corrupt objects; `consumption` table, totals plotted over time). The slos_met "
+    "check fails when a definition misses a service level its YAML declares (slo:), naming the part of a lag that is over.",
     check_specs=[dg.AssetCheckSpec(SLOS_MET, asset="dataset_observability", description="every declared service level (slo:) is met")],
 )
 def dataset_observability(platform: PlatformResource) -> AssetResult:
     rows = [s.to_document() for s in platform_status(platform.get())]
-    slos = [(s["ref"], o["objective"], o["bound_seconds"], o["observed_seconds"], o["met"]) for s in rows for o in s["slo"]]
-    missed = [f"{ref} {objective}" for ref, objective, _, _, met in slos if not met]
+    slos = [(s["ref"], o["objective"], o["bound_seconds"], o["observed_seconds"], o["met"], ", ".join(o.get("over", []))) for s in rows for o in s["slo"]]
+    missed = [f"{ref} {objective}" + (f" (over: {over})" if over else "") for ref, objective, _, _, met, over in slos if not met]
     check = dg.AssetCheckResult(
         check_name=SLOS_MET,
         passed=not missed,
         severity=dg.AssetCheckSeverity.ERROR,
         description=f"missed: {', '.join(missed)}" if missed else None,
-        metadata={"objectives": table(["definition", "objective", "bound s", "observed s", "met"], slos)},
+        metadata={"objectives": table(["definition", "objective", "bound s", "observed s", "met", "over"], slos)},
     )
     lines = [
-        (s["ref"], s["usable_ref"] or "none", s["freshness_seconds"], s["publication_lag_seconds"], s["rows"], s["bytes"], s["retries"], s["gate_failures"])
+        (s["ref"], s["usable_ref"] or "none", s["freshness_seconds"], s["publication_lag_seconds"], *_lag_cells(s), s["rows"], s["bytes"],
+         s["retries"], s["gate_failures"])
         for s in rows
-    ]
+    ]  # fmt: skip
+    header = ["definition", "usable", "freshness s", "publication lag s", "event lag s", "arrival lag s", "compute lag s", "rows", "bytes", "retries"]
     return dg.MaterializeResult(
         metadata={
-            "definitions": table(["definition", "usable", "freshness s", "publication lag s", "rows", "bytes", "retries", "gate failures"], lines),
+            "definitions": table([*header, "gate failures"], lines),
+            **consumption_metadata(rows),
             "status": dg.MetadataValue.json(rows),
         },
         check_results=[check],
     )
+
+
+def _lag_cells(status: dict[str, Any]) -> list[float | None]:
+    lag = status.get("lag") or {}
+    return [lag.get(k) for k in ("event_s", "arrival_s", "compute_s")]
+
+
+def consumption_metadata(rows: list[dict[str, Any]]) -> dict[str, dg.MetadataValue]:
+    """Per (definition, version) the health of its reads as a table, and platform totals the UI plots over materializations."""
+    keys = ("consumers", "reads", "data_reads", "ttfb_p50_s", "ttfb_max_s", "bytes_per_s", "rows_per_s", "missing", "corrupt")
+    per = [(s["ref"], version, *(c.get(k) for k in keys)) for s in rows for version, c in sorted(s["consumption"].items())]
+    header = ["definition", "version", "consumers", "opens", "reads", "ttfb p50 s", "ttfb max s", "bytes/s", "rows/s", "missing", "corrupt"]
+    ttfb = [c["ttfb_max_s"] for s in rows for c in s["consumption"].values() if c.get("ttfb_max_s") is not None]
+    totals: dict[str, dg.MetadataValue] = {
+        "consumption_reads": dg.MetadataValue.int(sum(int(c.get("data_reads") or 0) for s in rows for c in s["consumption"].values())),
+        "consumption_missing_objects": dg.MetadataValue.int(sum(int(c.get("missing") or 0) for s in rows for c in s["consumption"].values())),
+        "consumption_corrupt_objects": dg.MetadataValue.int(sum(int(c.get("corrupt") or 0) for s in rows for c in s["consumption"].values())),
+    }
+    if ttfb:
+        totals["consumption_ttfb_max_s"] = dg.MetadataValue.float(max(ttfb))
+    return {"consumption": table(header, per), **totals}
 
 
 rehearsal_job = dg.define_asset_job("rehearsal_job", selection=[reconstructability], description="Dry reconstruction of retained models and artifacts.")

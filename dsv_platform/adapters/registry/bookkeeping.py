@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.engine import Connection
 
-from dsv_platform.adapters.registry import lineage, reproduction, retention
+from dsv_platform.adapters.registry import lineage, read_health, reproduction, retention
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
 from dsv_platform.adapters.registry.privacy import PrivacyRecords
@@ -119,6 +119,20 @@ class RegistryBookkeeping(RegistryTransactions):
         """Per manifest hash: distinct readers, reads and failed reads by kind (consumption records)."""
         with self._read() as conn:
             return reproduction.consumption_summary(conn)
+
+    def record_read(self, measure: read_health.ReadMeasure, *, consumer: str, purpose: str | None, realization: Realization) -> None:
+        """Append one read's health (read_health.py): time to first byte, bytes, rows, seconds, missing and corrupt objects."""
+        with self._write() as conn:
+            read_health.record_read(
+                conn, measure, consumer=consumer, purpose=purpose, ref=realization.ref, realization_id=realization.id,
+                manifest_hash=realization.manifest_hash or "", now=self._now(),
+            )  # fmt: skip
+
+    def read_health_summary(self, manifest_hashes: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        """Per manifest hash (of ``manifest_hashes``, default all): consumers, reads, p50/max time to first byte, throughput,
+        missing and corrupt objects."""
+        with self._read() as conn:
+            return read_health.health_summary(conn, None if manifest_hashes is None else set(manifest_hashes))
 
     # ------------------------------------------------------------ privacy records and redaction generations
 

@@ -22,6 +22,7 @@ from dsv_platform.adapters.registry import schema_trust as st
 from dsv_platform.adapters.registry.collection import gc_deletions
 from dsv_platform.adapters.registry.governance import model_decisions, model_obligations
 from dsv_platform.adapters.registry.privacy import privacy_plans
+from dsv_platform.adapters.registry.read_health import read_health
 from dsv_platform.core.errors import ConfigurationError
 
 _PG_LOCK_ID = 0x64737672  # "dsvr"
@@ -198,6 +199,10 @@ def _v20(conn: Connection) -> None:
         _append_only(conn, table.name)
 
 
+def _v21(conn: Connection) -> None:
+    read_health.create(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "definitions, realizations, events, manifests, publication claims, aliases", _v1),
     Migration(2, "reader ACL, redaction generation; lineage, retention, consumption, redaction, reproduction tables", _v2),
@@ -217,6 +222,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(18, "who launched each Dagster-built realization: the identity a signed launch request proved, or unverified", _v18),
     Migration(19, "model registry: model versions (by run manifest hash) and approvals, model aliases and their history, deployments", _v19),
     Migration(20, "model governance after a privacy deletion: one obligation per affected model run, and the decision closing it", _v20),
+    Migration(21, "consumption health: per read of a realization, time to first byte, bytes, rows, seconds, missing and corrupt objects", _v21),
 )
 LATEST = max(m.version for m in MIGRATIONS)  # numbers are reserved per issue: the newest is not always the last one written
 

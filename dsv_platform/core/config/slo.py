@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dsv_platform.core.config_yaml import ConfigError, check_keys
+from dsv_platform.core.publication.lag import parts_over
 
 OBJECTIVES = ("usable_freshness", "publication_lag")
 FIGURE = {"usable_freshness": "freshness_seconds", "publication_lag": "publication_lag_seconds"}  # the status figure each bounds
@@ -40,10 +41,17 @@ def parse_slo(value: Any, *, file: str | Path, duration: Callable[..., dt.timede
 
 
 def slo_findings(slo: Slo | None, status: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Per objective: its bound, the observed figure (None without a usable realization) and whether it is met."""
+    """Per objective: its bound, the observed figure (None without a usable realization) and whether it is met.
+
+    ``publication_lag`` also says which part of the lag from valid time is over the bound (``over``: ``arrival``,
+    upstream truth late; ``compute``, our build slow) beside the split itself (``lag``, core/publication/lag.py).
+    """
     out = []
     for name, bound in (slo.bounds() if slo is not None else {}).items():
         observed = status.get(FIGURE[name])
         met = observed is not None and float(observed) <= bound.total_seconds()
-        out.append({"objective": name, "bound_seconds": bound.total_seconds(), "observed_seconds": observed, "met": met})
+        finding = {"objective": name, "bound_seconds": bound.total_seconds(), "observed_seconds": observed, "met": met}
+        if name == "publication_lag":
+            finding |= {"lag": status.get("lag"), "over": parts_over(status.get("lag"), bound.total_seconds())}
+        out.append(finding)
     return out

@@ -17,12 +17,14 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
 from dsv_platform.adapters.objects.object_store import ObjectStore
+from dsv_platform.adapters.registry.read_health import ReadMeasure
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.contracts.contract import Contract, parse_contract
 from dsv_platform.core.errors import CorruptError, DsvError, ObjectErasedError, ObjectNotFoundError, ObjectVerificationError, RedactedError, ResolutionError
 from dsv_platform.core.publication.manifest import Manifest, PartitionEntry
 from dsv_platform.core.publication.records import Realization
 from dsv_platform.core.publication.refs import DatasetRef, parse_ref
+from dsv_platform.services.publication.read_meter import ReadMeter, ReadSink
 
 if TYPE_CHECKING:  # pyarrow, hashing, access and signing (they load the trust service) are imported where used: `dsv resolve --help` needs none
     import pandas as pd
@@ -69,14 +71,22 @@ def _object_errors(store: ObjectStore, ref: str, partition: PartitionEntry) -> I
         raise CorruptError(f"{where} is missing from {store.location}", ref=ref, detail=detail) from exc
 
 
-def read_object(store: ObjectStore, ref: str, partition: PartitionEntry) -> pa.Table:
-    """One partition's Parquet object, verified against its hash as it is read."""
-    with _object_errors(store, ref, partition):
-        data = store.get(partition.object, verify=True)
+def read_object(store: ObjectStore, ref: str, partition: PartitionEntry, meter: ReadMeter | None = None) -> pa.Table:
+    """One partition's Parquet object, verified against its hash as it is read (and counted by ``meter``)."""
+    if meter is None:
+        with _object_errors(store, ref, partition):
+            data = store.get(partition.object, verify=True)
+    else:
+        with meter.object(partition), _object_errors(store, ref, partition):
+            data = store.get(partition.object, verify=True)
+        meter.arrived(len(data))
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    return pq.read_table(pa.BufferReader(data))
+    table = pq.read_table(pa.BufferReader(data))
+    if meter is not None:
+        meter.parsed(table.num_rows)
+    return table
 
 
 def fetch_object(store: ObjectStore, ref: str, partition: PartitionEntry, path: str | os.PathLike[str]) -> None:
@@ -97,6 +107,8 @@ class Dataset:
     access: AccessDecision | None = None
     """The reader's access (withheld columns, row filter) applied to what :meth:`to_arrow` and :meth:`iter_partitions` return."""
     signature: SignatureStatus | None = None
+    health: ReadSink | None = field(default=None, repr=False, compare=False)
+    """Where each read's health goes (services/publication/read_meter.py); ``open_dataset``: the registry's ``read_health``."""
 
     def close(self) -> None:
         if self.owner is not None:
@@ -132,32 +144,54 @@ class Dataset:
     def partitions(self) -> tuple[PartitionEntry, ...]:
         return self.manifest.partitions
 
+    def _meter(self, kind: str) -> ReadMeter:
+        return ReadMeter(kind, self.health, self.ref)
+
     def iter_partitions(self) -> Iterator[tuple[PartitionEntry, pa.Table]]:
         """Each partition as this reader may see it (restricted columns withheld, row filter applied)."""
-        for entry, table in self._stored_partitions():
-            yield entry, table if self.access is None else self.access.apply(table)
+        with self._meter("iter_partitions") as meter:
+            for entry, table in self._stored_partitions(meter):
+                yield entry, table if self.access is None else self.access.apply(table)
 
-    def _stored_partitions(self) -> Iterator[tuple[PartitionEntry, pa.Table]]:
+    def _stored_partitions(self, meter: ReadMeter | None = None, kind: str = "stored_partitions") -> Iterator[tuple[PartitionEntry, pa.Table]]:
+        """The stored partitions, whole, counted as part of ``meter``'s read (None: a read of their own, named ``kind``)."""
+        if meter is None:
+            with self._meter(kind) as own:
+                yield from self._stored_partitions(own)
+            return
         for entry in self.manifest.partitions:
-            yield entry, read_object(self.store, self.ref, entry)
+            yield entry, read_object(self.store, self.ref, entry, meter)
 
     @cached_property
     def split_assignment(self) -> pa.Table | None:
+        with self._meter("split_assignment") as meter:
+            return self._assignment(meter)
+
+    def _assignment(self, meter: ReadMeter) -> pa.Table | None:
+        """The split assignment, read once (as part of ``meter``'s read) and kept as :attr:`split_assignment`."""
+        if "split_assignment" in self.__dict__:
+            return self.__dict__["split_assignment"]
         splits = self.manifest.splits
-        if splits is None:
-            return None
-        entry = PartitionEntry(key="splits", hash=splits.assignment_hash, rows=0, object=splits.assignment_object, bytes=0)
-        return read_object(self.store, self.ref, entry)
+        table = None
+        if splits is not None:
+            entry = PartitionEntry(key="splits", hash=splits.assignment_hash, rows=0, object=splits.assignment_object, bytes=0)
+            table = read_object(self.store, self.ref, entry, meter)
+        self.__dict__["split_assignment"] = table
+        return table
 
     def to_arrow(self, split: str | None = None) -> pa.Table:
+        with self._meter("to_arrow") as meter:
+            return self._whole(split, meter)
+
+    def _whole(self, split: str | None, meter: ReadMeter) -> pa.Table:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        tables = [t for _, t in self._stored_partitions()]
+        tables = [t for _, t in self._stored_partitions(meter)]
         table = pa.concat_tables(tables) if tables else self.contract.arrow_schema.empty_table()
         if split is None:
             return table if self.access is None else self.access.apply(table)
-        assignment = self.split_assignment
+        assignment = self._assignment(meter)
         if assignment is None:
             raise DsvError(f"{self.ref}: this realization has no split assignment; call to_arrow() without split")
         key = [c for c in assignment.column_names if c not in ("split", "bucket") and c in table.column_names]  # not a composite example_id
@@ -177,24 +211,25 @@ class Dataset:
 
         if batch_size < 1:
             raise DsvError(f"batch_size must be at least 1, got {batch_size}")
-        chosen = self._split_ids(split) if split is not None else None
-        visible: list[str] | None = None
-        for _, table in self._stored_partitions():
-            if chosen is not None:
-                table = self._in_split(table, *chosen)
-            if self.access is not None:
-                table = self.access.apply(table)
-            if visible is None:
-                visible = self._columns(table.column_names, columns)
-            yield from table.select(visible).to_batches(max_chunksize=batch_size)
+        with self._meter("iter_batches") as meter:
+            chosen = self._split_ids(split, meter) if split is not None else None
+            visible: list[str] | None = None
+            for _, table in self._stored_partitions(meter):
+                if chosen is not None:
+                    table = self._in_split(table, *chosen)
+                if self.access is not None:
+                    table = self.access.apply(table)
+                if visible is None:
+                    visible = self._columns(table.column_names, columns)
+                yield from table.select(visible).to_batches(max_chunksize=batch_size)
         if visible is None and columns is not None:  # no partition: still refuse unknown columns
             self._columns(self.contract.column_names, columns)
 
-    def _split_ids(self, split: str) -> tuple[list[str], pa.Table]:
+    def _split_ids(self, split: str, meter: ReadMeter) -> tuple[list[str], pa.Table]:
         """The columns identifying an example in the assignment and the rows of ``split`` (the assignment, read once)."""
         import pyarrow.compute as pc
 
-        assignment = self.split_assignment
+        assignment = self._assignment(meter)
         if assignment is None:
             raise DsvError(f"{self.ref}: this realization has no split assignment; call iter_batches() without split")
         names = _split_names(assignment)
@@ -225,12 +260,17 @@ class Dataset:
 
     def verify_content(self) -> str:
         """Re-hash every partition canonically; raise CORRUPT naming the partition on mismatch."""
+        with self._meter("verify_content") as meter:
+            return self._verified(meter)
+
+    def _verified(self, meter: ReadMeter) -> str:
         from dsv_platform.core.identity.hashing import digest_of, hash_partition
 
         leaves = []
-        for entry, table in self._stored_partitions():
+        for entry, table in self._stored_partitions(meter):
             leaf = hash_partition(table, self.contract, key=entry.key)
             if leaf.hash != entry.hash:
+                meter.content_mismatch(entry)
                 raise CorruptError(
                     f"partition {entry.key}: content hash {leaf.hash} differs from the manifest's {entry.hash}",
                     ref=self.ref,
@@ -277,7 +317,24 @@ def open_dataset(platform: Platform, ref: str | DatasetRef, *, actor: str | None
     store = platform.store
     store.keys.require_generation(registry.redaction_generation())  # a restored backup must be reconciled before it is read
     registry.record_consumption(str(ref), actor=who, realization=realization, failure=None, detail=detail | {"signature": signature.status})
-    return Dataset(realization=realization, manifest=manifest, store=store, access=access, signature=signature)
+    health = _health_sink(registry, who, purpose, realization)
+    return Dataset(realization=realization, manifest=manifest, store=store, access=access, signature=signature, health=health)
+
+
+def _health_sink(registry: Registry, consumer: str, purpose: str | None, realization: Realization) -> ReadSink:
+    """Each read's health into the registry's ``read_health`` table, as ``consumer`` (the identity that opened it).
+
+    Not from a forked process (a data loader worker handed the parent's handle): the parent's pooled registry
+    connections are not its own to write through; the read goes on, unrecorded (logged).
+    """
+    opened_in = os.getpid()
+
+    def sink(measure: ReadMeasure) -> None:
+        if os.getpid() != opened_in:
+            raise DsvError(f"the handle was opened in process {opened_in}, not this one: open the dataset in each worker to record its reads")
+        registry.record_read(measure, consumer=consumer, purpose=purpose, realization=realization)
+
+    return sink
 
 
 def open_baseline(platform: Platform, ref: str) -> Dataset:
@@ -306,4 +363,5 @@ def open_baseline(platform: Platform, ref: str) -> Dataset:
     platform.store.keys.require_generation(registry.redaction_generation())
     registry.record_consumption(ref, actor=who, realization=realization, failure=None, detail=detail | {"identity": identity, "signature": signature.status})
     access = AccessDecision(identity, definition, "baseline")
-    return Dataset(realization=realization, manifest=manifest, store=platform.store, access=access, signature=signature)
+    health = _health_sink(registry, who, "baseline", realization)
+    return Dataset(realization=realization, manifest=manifest, store=platform.store, access=access, signature=signature, health=health)

@@ -106,7 +106,7 @@ def _stored_rows(dataset: Dataset) -> pa.RecordBatchReader:
     schema = dataset.contract.arrow_schema
 
     def batches() -> Iterator[pa.RecordBatch]:
-        for _, table in dataset._stored_partitions():
+        for _, table in dataset._stored_partitions(kind="verify_splits"):
             yield from table.select(schema.names).cast(schema).to_batches()
 
     return pa.RecordBatchReader.from_batches(schema, batches())

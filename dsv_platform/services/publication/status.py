@@ -2,11 +2,11 @@
 
 - usable freshness: age of the newest readable realization whose quality
   report passed every gate (blocking and warning);
-- publication lag: its publication time minus its watermark (the newest recorded time it read);
-- build health: rows, bytes, retries (attempts beyond the first for the same
-  logical key), gate failures (FAILED candidates), time per stage (staging ->
-  sealed -> published, from the registry's events);
-- consumption: readers and reads per version, failed reads by kind;
+- publication lag: publication time minus watermark; ``lag``: from valid time, split in arrival and compute (core/publication/lag.py);
+- build health: rows, bytes, retries (attempts beyond the first for the same logical key), gate failures
+  (FAILED candidates), time per stage (staging -> sealed -> published, from the registry's events);
+- consumption: readers and reads per version, failed reads by kind, and the health of the data reads
+  (adapters/registry/read_health.py): consumers, time to first byte, throughput, missing and corrupt objects;
 - approval: the usable realization's state (PUBLISHED or ELIGIBLE) and who approved it why.
 """
 
@@ -22,6 +22,7 @@ from dsv_platform.adapters.registry.quarantine import QuarantineRecords
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.config.slo import slo_findings
+from dsv_platform.core.publication.lag import lag_split
 from dsv_platform.core.publication.manifest import Manifest
 from dsv_platform.core.publication.records import Realization
 from dsv_platform.core.publication.states import RealizationState, is_readable
@@ -54,6 +55,8 @@ class DefinitionStatus:
     warnings, the aliases pointing at it (``NAME:VERSION@production``) and its publication lag.
 
     ``usable_ref`` is the newest that passed every gate, warnings included; when they differ, this says why."""
+    lag: dict[str, float | None] | None = None
+    """The usable realization's lag from valid time: ``event_s`` = ``arrival_s`` (upstream) + ``compute_s`` (ours)."""
     slo: tuple[dict[str, Any], ...] = ()
     """Each service level of the definition (``slo:``): objective, bound_seconds, observed_seconds, met (core/config/slo.py)."""
 
@@ -81,6 +84,30 @@ def _lag(registry: Registry, r: Realization) -> float | None:
     return (published - dt.datetime.fromisoformat(manifest.watermark)).total_seconds() if manifest.watermark else None
 
 
+def realization_lag(registry: Registry, r: Realization) -> dict[str, float | None]:
+    """``{event_s, arrival_s, compute_s}`` of ``r`` from its manifest (window, partitions, watermark) and publication time."""
+    return lag_split(Manifest.from_json(registry.get_manifest(r.manifest_hash or "")), r.published_at or r.state_changed_at)
+
+
+HEALTH_NONE: dict[str, Any] = {"consumers": [], "reads": 0, "ttfb_p50_s": None, "ttfb_max_s": None, "bytes_per_s": None, "rows_per_s": None,
+                               "bytes": 0, "rows": 0, "missing": 0, "corrupt": 0}  # fmt: skip
+
+
+def _consumption(registry: Registry, every: list[Realization]) -> dict[str, dict[str, Any]]:
+    """Per version: its opens (readers, reads, failed) and the health of its data reads (``consumers``: every identity)."""
+    opened, health = registry.consumption_summary(), registry.read_health_summary(r.manifest_hash for r in every if r.manifest_hash)
+    out = {}
+    for r in every:
+        digest = r.manifest_hash or ""
+        if digest not in opened and digest not in health:
+            continue
+        o = opened.get(digest, {"readers": [], "reads": 0, "failed": {}})
+        h = health.get(digest, HEALTH_NONE)
+        figures = {f"data_{k}" if k in ("reads", "bytes", "rows") else k: v for k, v in h.items() if k != "consumers"}
+        out[r.human_version or digest or str(r.id)] = {**o, "consumers": len(set(o["readers"]) | set(h["consumers"])), **figures}
+    return out
+
+
 def _readable(registry: Registry, store: ObjectStore, name: str, version: str) -> dict[str, Any] | None:
     """What ``dsv resolve NAME:VERSION`` gives: the newest published realization still readable, and the aliases at it."""
     published = (r for r in registry.versions(name) if r.version == version)
@@ -94,6 +121,7 @@ def _readable(registry: Registry, store: ObjectStore, name: str, version: str) -
         "warnings": _failed_gates(registry, store, digest) or [],
         "aliases": LineageQueries(registry.engine).aliases_targeting(digest),
         "publication_lag_seconds": _lag(registry, newest),
+        "lag": realization_lag(registry, newest),
     }
 
 
@@ -111,8 +139,7 @@ def _stages(registry: Registry, r: Realization) -> dict[str, float]:
 def definition_status(registry: Registry, store: ObjectStore, definition: DatasetDefinition, *, now: dt.datetime) -> DefinitionStatus:
     every = [r for r in registry.versions(definition.name, include_candidates=True) if r.version == definition.version]
     usable = next((r for r in every if is_readable(r.state) and r.manifest_hash and _gates_all_passed(registry, store, r.manifest_hash)), None)
-    consumption = registry.consumption_summary()
-    versions = {r.human_version or r.manifest_hash or str(r.id): consumption[r.manifest_hash] for r in every if r.manifest_hash in consumption}
+    versions = _consumption(registry, every)
     readable = _readable(registry, store, definition.name, definition.version)
     if usable is None:
         failures = sum(r.state is RealizationState.FAILED for r in every)
@@ -125,6 +152,7 @@ def definition_status(registry: Registry, store: ObjectStore, definition: Datase
         usable_ref=usable.ref,
         freshness_seconds=(now - published).total_seconds(),
         publication_lag_seconds=_lag(registry, usable),
+        lag=realization_lag(registry, usable),
         rows=manifest.rows,
         bytes=sum(p.bytes for p in manifest.partitions),
         attempts=len(every),
