@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -30,8 +31,9 @@ pytestmark = pytest.mark.slow  # a fraud world, two builds, two trainings, five 
 def test_a_real_retrain_without_the_subject_closes_the_obligation(tmp_path: Path) -> None:
     config = tmp_path / "config"
     shutil.copytree(CONFIG_DIR, config)
-    with (config / "platform.yaml").open("a", encoding="utf-8") as f:
-        f.write(f"model_governance: {{families: {{{MODEL_NAME}: {{continue_until_retrain: 14d}}}}}}\n")
+    yaml = config / "platform.yaml"  # the example's own model_governance replaced by a grace period
+    kept = re.sub(r"(?m)^model_governance:.*\n", "", yaml.read_text(encoding="utf-8"))
+    yaml.write_text(kept + f"model_governance: {{families: {{{MODEL_NAME}: {{continue_until_retrain: 14d}}}}}}\n", encoding="utf-8")
     env = {**os.environ, "DSV_HOME": str(tmp_path / "home"), "DSV_CONFIG_DIR": str(config), "DSV_SUBJECT_KEY_FILE": str(tmp_path / "subject-key")}
     for name in ("DSV_REGISTRY_URL", "DSV_OBJECT_STORE", "DSV_IDENTITY"):
         env.pop(name, None)

@@ -211,7 +211,7 @@ def main(argv: Sequence[str]) -> int:
             demo = Demo(platform, runner, days=args.days, rows_per_day=args.rows_per_day, reused=reused)
             final = _failure_modes(demo, _base(demo))
             final = label_diff(demo)  # later chargebacks arrive; dsv diff v5 -> v6 shows the label flips
-            release(platform, final["fraud_model"], why="the demo's release after the failure modes")
+            release(platform, final["fraud_model"], why="the model trained after the failure modes")
             _incident(demo)  # which datasets included the bad batch, which models trained on them, which deployment serves them
             final = play_privacy(platform, demo.domain, START, demo.publish)  # a deletion's obligation closed by a retrain
             demo.failures += play_semantic(platform)  # cents and test-account leaks, blocked at publication (a scratch home)

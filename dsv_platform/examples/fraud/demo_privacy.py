@@ -24,7 +24,7 @@ from dsv_platform.services.privacy.privacy import PrivacyCoordinator, build_coor
 from dsv_platform.services.reproduction.model_registry import records
 from dsv_platform.services.retention.roots import release_root
 
-REASON = "GDPR art. 17 request #2026-117 (demo)"
+REASON = "GDPR art. 17 request #2026-117"
 CURRENCIES = ("USD", "EUR", "GBP", "CAD")  # fraud_training_set's population filter
 
 
@@ -107,7 +107,7 @@ def play(platform: Platform, domain: FraudDomain, day: dt.date, publish: Callabl
     """Delete an account of ``day``, rebuild and retrain through ``publish`` (the Dagster runs), close, release, retire; the retrain's publish."""
     subject = subject_in_training_set(domain, day)
     coordinator = build_coordinator(platform)
-    print(f"\n== privacy deletion: account {subject} ({REASON}) is in every training set so far")
+    print(f"\n== privacy deletion: account {subject} asks for erasure ({REASON}); it is in every training set so far")
     _delete(coordinator, subject)
     obligations = _status(coordinator, platform, subject)
     retrain = publish()
@@ -116,6 +116,6 @@ def play(platform: Platform, domain: FraudDomain, day: dt.date, publish: Callabl
     print(f"  rebuilt without it: fraud_training_set:v6 -> {model['ref']}\n  retrained {MODEL} on it: run {run[:12]}…")
     _close(coordinator, subject, obligations, run)
     obligations = _status(coordinator, platform, subject, only_served=True)
-    release(platform, model, why=f"retrained without the subject of {REASON}")
+    release(platform, model, why=f"the retrain without {subject}")
     _retire(platform, obligations, run)
     return retrain

@@ -49,7 +49,7 @@ def release(platform: Platform, model: Mapping[str, Any], *, why: str) -> None:
     """Approve and promote the model's training realization (``production`` moves only to ELIGIBLE), then deploy the model."""
     with reviewer(platform) as r:
         approval = approve(r.registry, str(model["ref"]), reason=APPROVAL_REASON, actor=r.actor, gate=gatekeeper(r))
-    print(f"\napproval\n  {approval.realization.ref}: {approval.realization.state.value}; {approval.note}")
+    print(f"\n== release: {why}\napproval\n  {approval.realization.ref}: {approval.realization.state.value}; {approval.note}")
     promoted = promote(platform, str(model["run_manifest_hash"]), actor=platform.actor).to_document()
     print(f"  promoted {promoted['model']} to {promoted['alias_ref']} (a protected alias: it points only at ELIGIBLE realizations)")
     deploy(platform, str(model["run_manifest_hash"]), why=why)
@@ -57,7 +57,7 @@ def release(platform: Platform, model: Mapping[str, Any], *, why: str) -> None:
 
 def deploy(platform: Platform, run_hash: str, *, why: str) -> None:
     """The model version approved (by ``reviewer``, who did not train it), ``fraud_model@production`` moved to it, its deployment recorded."""
-    ref = f"{MODEL}@sha256:{run_hash}"
+    ref, why = f"{MODEL}@sha256:{run_hash}", f"demo release: {why}"
     with reviewer(platform) as r:
         approved = approve_model(r, ref, reason=f"{APPROVAL_REASON}; {why}")
     print(f"  model {short(ref)}: {approved.version.state.value}{'' if approved.changed else ' (already)'} (dsv model approve, as reviewer)")
@@ -83,7 +83,7 @@ def incident_walk(platform: Platform, query: str, what: str) -> dict[str, Any]:
     kinds: dict[str, int] = {}
     for n in doc["nodes"]:
         kinds[n["kind"]] = kinds.get(n["kind"], 0) + 1
-    print(f"\nincident walk: dsv lineage --impact {query[:32]}…  ({what})")
+    print(f"\n== incident walk: dsv lineage --impact {query[:32]}…  ({what})")
     print(f"  reaches {', '.join(f'{c} {k}' for k, c in sorted(kinds.items()))}")
     by_dataset: dict[str, list[str]] = {}
     for n in sorted((n for n in doc["nodes"] if n["kind"] == "realization" and "ref" in n), key=lambda n: n["depth"]):
