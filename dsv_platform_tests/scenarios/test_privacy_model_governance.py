@@ -67,3 +67,9 @@ def test_a_real_retrain_without_the_subject_closes_the_obligation(tmp_path: Path
     assert doc["decision"]["detail"]["subject_column"] == "account_id" and doc["decision"]["decided_by"] == "admin"
     status = dsv("privacy", "status", "--subject", subject)
     assert status.returncode == 0 and "0 open, 0 overdue, 1 closed" in status.stdout, status.stdout
+
+    # the deletion's canonical snapshots are linked to those they replaced: a walk from a feature batch loaded before it reaches the rebuild
+    provenance = json.loads(dsv("lineage", before.ref, "--json").stdout)
+    features = sorted(n["node"] for n in provenance["nodes"] if n["kind"] == "raw_batch" and (n["via"] or "").startswith("iceberg_snapshot:account_features@"))
+    reached = {n["node"] for n in json.loads(dsv("lineage", "--impact", features[0], "--json").stdout)["nodes"]}
+    assert {f"realization:{before.manifest_hash}", f"realization:{after.manifest_hash}", f"model_run:{retrained}"} <= reached
