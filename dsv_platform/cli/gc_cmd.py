@@ -171,9 +171,11 @@ def _retention_list(args: argparse.Namespace, platform: Platform) -> int:
 
 @with_platform
 def _retention_release(args: argparse.Namespace, platform: Platform) -> int:
-    trust.require(platform, Role.OPERATOR)
-    root = platform.registry.release_retention_root(args.id, platform.actor, args.reason)
-    print(json.dumps(_root_doc(root)) if args.json else f"released retention root #{root.id} ({root.kind} {root.ref})")
+    from dsv_platform.services.retention.roots import release_root
+
+    root, now = release_root(platform, args.id, reason=args.reason)
+    text = f"released retention root #{root.id} ({root.kind} {root.ref})" if now else f"retention root #{root.id} ({root.kind} {root.ref}) was released already"
+    print(json.dumps(_root_doc(root)) if args.json else text)
     return 0
 
 

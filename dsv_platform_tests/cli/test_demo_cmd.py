@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from dsv_platform import open_dataset
+from dsv_platform.core.errors import RedactedError
 from dsv_platform.settings import load_settings
 
 pytestmark = pytest.mark.xdist_group("fraud_demo")  # one worker runs the module: the demo runs once, for every test
@@ -81,9 +82,12 @@ def test_demo_old_hashes_unchanged_and_new_ones_changed_where_they_should(demo):
 
 def test_demo_realizations_resolve_again_from_a_fresh_process(demo):
     home, stdout = demo
-    first = re.search(r"fraud_training_set:v6 -> (\S+)", stdout)[1]
-    ds = open_dataset(first, settings=load_settings({"DSV_HOME": str(home)}))
+    settings = load_settings({"DSV_HOME": str(home)})
+    first, final = re.search(r"fraud_training_set:v6 -> (\S+)", stdout)[1], re.findall(r"-> (fraud_training_set:v6@\S+)", stdout)[-1]
+    ds = open_dataset(final, settings=settings)
     assert ds.verify_content() == ds.content_hash
+    with pytest.raises(RedactedError):  # the demo's privacy deletion redacted every realization holding the account
+        open_dataset(first, settings=settings)
     assert (home / "dagster").is_dir()
 
 
@@ -102,12 +106,45 @@ def test_demo_landing_goes_through_recorded_runs_with_their_checks(demo):
         assert {f"{kind}_{s}" for kind in ("raw", "canonical") for s in ("transactions", "chargebacks", "account_features")} <= materialized
 
 
+def test_demo_impact_reaches_the_deployment_and_the_deletion_is_closed_by_the_retrain(demo):
+    """Issue 27 items 1 and 4 in the demo: the bad batch's impact reaches the deployment; the deletion's obligation on the served
+    model opens, a retrain closes it, the retrain is released and deployed; the CLI on the demo home reads the same."""
+    home, stdout = demo
+    served = re.search(r"deployed on fraud-scoring: deployment #1 by admin \(dsv deploy record fraud_model@sha256:([0-9a-f]{12})", stdout)[1]
+    walk = stdout[stdout.index("incident walk: dsv lineage --impact raw_batch:daily@") :]
+    assert re.search(r"datasets that included it \(\d+ realizations.*\n    fraud_training_set:v5@sha256: .*\n    fraud_training_set:v6@sha256: ", walk)
+    assert re.search(rf"models trained on them \(\d+\):\n(    .*\n)*    fraud_model@sha256:{served}… \[ELIGIBLE, fraud_model@production\]", walk)
+    deployed = re.search(rf"deployments that served them \(1\):\n    fraud-scoring: fraud_model@sha256:({served}[0-9a-f]{{52}}) \(serving now", walk)
+    assert deployed, walk[:3000]
+    subject = re.search(r"== privacy deletion: account (\S+) ", stdout)[1]
+    opened = re.search(r"model obligations: (\d+) open, 0 overdue, 0 closed", stdout)
+    assert opened and int(opened[1]) >= 1 and f"OPEN    fraud_model@sha256:{served}… (served on fraud-scoring): retrain_required" in stdout
+    retrain = re.search(r"retrained fraud_model on it: run ([0-9a-f]{12})…", stdout)[1]
+    closed = f"CLOSED  fraud_model@sha256:{served}… (served on fraud-scoring): retrain_required; retrained as {retrain}…, decided by admin"
+    assert f"model obligations: 0 open, 0 overdue, {opened[1]} closed" in stdout and closed in stdout
+    assert f"fraud_model@production: {served}… -> {retrain}… by compare-and-swap (generation 2" in stdout
+    assert re.search(rf"deployed on fraud-scoring: deployment #2 by admin \(dsv deploy record fraud_model@sha256:{retrain}…", stdout)
+    assert "released" in re.search(r"retired the \d+ superseded model\(s\) trained on REDACTED realizations: (.*)", stdout)[1]
+
+    status = json.loads(_dsv(home, "privacy", "status", "--subject", subject, "--json").stdout)
+    assert {o["state"] for o in status["model_obligations"]} == {"closed"}
+    assert {o["decision"]["retrained_run"][:12] for o in status["model_obligations"]} == {retrain}
+    query = re.search(r"incident walk: dsv lineage --impact (raw_batch:daily@[0-9a-f]+)…", stdout)[1]
+    [batch] = [n for n in json.loads(_dsv(home, "lineage", "--impact", "raw_batch:daily", "--json").stdout)["start"] if n.startswith(query)]
+    impact = json.loads(_dsv(home, "lineage", "--impact", batch, "--json").stdout)
+    assert ("fraud-scoring", deployed[1], False) in [(d["target"], d["run_hash"], d["current"]) for d in impact["deployments"]]  # replaced by the retrain
+    [current] = json.loads(_dsv(home, "deploy", "list", "--current", "--json").stdout)
+    assert (current["target"], current["run_hash"][:12]) == ("fraud-scoring", retrain)
+
+
 def test_demo_twice_on_one_home_reuses_it(demo):
     home, first = demo
     assert first.startswith("fresh DSV_HOME=")
     second = _run_demo(home)
     assert second.startswith(f"reusing DSV_HOME={home.resolve()} (") and "all checks ok" in second
     assert "ELIGIBLE; already ELIGIBLE (approved by reviewer" in second and "to fraud_training_set:v6@production" in second
+    assert "already deleted on this home: request privacy-" in second and re.search(r"model obligations: 0 open, 0 overdue, [1-9]\d* closed", second)
+    assert re.search(r"closed 0; [1-9]\d* already closed", second) and "already serving on fraud-scoring" in second
     base = re.search(r"fraud_training_set:v6 -> (\S+)", second)[1]
     final = re.findall(r"-> (fraud_training_set:v6@\S+)", first)[-1]
     assert base == final, "the same pinned inputs give the same realization"

@@ -63,4 +63,10 @@ def test_gc_cmd_plan_why_apply_and_retention(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["objects_deleted"]
     assert store.exists(kept_obj) and store.exists(gone_obj)
     rid = listed[0]["id"]
-    assert dsv(tmp_path, "retention", "release", str(rid), "--reason", "case closed").returncode == 0
+    released = dsv(tmp_path, "retention", "release", str(rid), "--reason", "case closed")
+    assert released.returncode == 0 and released.stdout.startswith(f"released retention root #{rid} (legal_hold "), released.stderr
+    again = dsv(tmp_path, "retention", "release", str(rid), "--reason", "twice")
+    assert again.returncode == 0 and "was released already" in again.stdout
+    audited = [e for e in json.loads(dsv(tmp_path, "audit", "--json").stdout) if e["action"] == "retention.release"]  # once, by the proven identity
+    expected = [(f"retention_root:{rid}", "case closed", "admin", "legal_hold")]
+    assert [(e["target"], e["reason"], e["identity"], e["detail"]["kind"]) for e in audited] == expected

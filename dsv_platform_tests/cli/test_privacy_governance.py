@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -42,13 +43,17 @@ model_governance:
 """
 
 
+def with_governance(folder: Path, governance: str) -> Path:
+    """A copy of the fraud configuration at ``folder`` whose ``model_governance`` section is ``governance`` (the example's own dropped)."""
+    shutil.copytree(CONFIG_DIR, folder)
+    path = folder / "platform.yaml"
+    path.write_text(re.sub(r"(?m)^model_governance:.*\n", "", path.read_text(encoding="utf-8")) + governance, encoding="utf-8")
+    return folder
+
+
 def config_dir(tmp_path: Path) -> Path:
     """The fraud configuration with a model_governance section (the ranker family declares nothing)."""
-    folder = tmp_path / "config"
-    shutil.copytree(CONFIG_DIR, folder)
-    with (folder / "platform.yaml").open("a", encoding="utf-8") as f:
-        f.write(GOVERNANCE)
-    return folder
+    return with_governance(tmp_path / "config", GOVERNANCE)
 
 
 def train(reg: Registry, store: EncryptingObjectStore, model: str, ref: str, *, seed: int = 1) -> str:
@@ -178,10 +183,7 @@ def test_a_grace_period_that_ended_is_overdue(backend_url: str, tmp_path: Path) 
 
 
 def test_a_bad_policy_is_a_configuration_error_naming_file_key_and_value(tmp_path: Path) -> None:
-    folder = tmp_path / "config"
-    shutil.copytree(CONFIG_DIR, folder)
-    with (folder / "platform.yaml").open("a", encoding="utf-8") as f:
-        f.write("model_governance: {families: {fraud_scorer: keep_serving}}\n")  # more cases: core/test_model_governance.py
+    folder = with_governance(tmp_path / "config", "model_governance: {families: {fraud_scorer: keep_serving}}\n")  # more: core/test_model_governance.py
     out = dsv("privacy", "status", "--subject", "x", env=cli_env(tmp_path, f"sqlite:///{tmp_path / 'r.db'}", DSV_CONFIG_DIR=str(folder)))
     assert out.returncode == 2 and f"{folder / 'platform.yaml'}: key 'model_governance.families.fraud_scorer'" in out.stderr, out.stderr
     assert "'keep_serving'" in out.stderr and "retrain_required, stop_serving or {continue_until_retrain: 30d}" in out.stderr, out.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -30,8 +31,9 @@ pytestmark = pytest.mark.slow  # a fraud world, two builds, two trainings, five 
 def test_a_real_retrain_without_the_subject_closes_the_obligation(tmp_path: Path) -> None:
     config = tmp_path / "config"
     shutil.copytree(CONFIG_DIR, config)
-    with (config / "platform.yaml").open("a", encoding="utf-8") as f:
-        f.write(f"model_governance: {{families: {{{MODEL_NAME}: {{continue_until_retrain: 14d}}}}}}\n")
+    yaml = config / "platform.yaml"  # the example's own model_governance replaced by a grace period
+    kept = re.sub(r"(?m)^model_governance:.*\n", "", yaml.read_text(encoding="utf-8"))
+    yaml.write_text(kept + f"model_governance: {{families: {{{MODEL_NAME}: {{continue_until_retrain: 14d}}}}}}\n", encoding="utf-8")
     env = {**os.environ, "DSV_HOME": str(tmp_path / "home"), "DSV_CONFIG_DIR": str(config), "DSV_SUBJECT_KEY_FILE": str(tmp_path / "subject-key")}
     for name in ("DSV_REGISTRY_URL", "DSV_OBJECT_STORE", "DSV_IDENTITY"):
         env.pop(name, None)
@@ -65,3 +67,9 @@ def test_a_real_retrain_without_the_subject_closes_the_obligation(tmp_path: Path
     assert doc["decision"]["detail"]["subject_column"] == "account_id" and doc["decision"]["decided_by"] == "admin"
     status = dsv("privacy", "status", "--subject", subject)
     assert status.returncode == 0 and "0 open, 0 overdue, 1 closed" in status.stdout, status.stdout
+
+    # the deletion's canonical snapshots are linked to those they replaced: a walk from a feature batch loaded before it reaches the rebuild
+    provenance = json.loads(dsv("lineage", before.ref, "--json").stdout)
+    features = sorted(n["node"] for n in provenance["nodes"] if n["kind"] == "raw_batch" and (n["via"] or "").startswith("iceberg_snapshot:account_features@"))
+    reached = {n["node"] for n in json.loads(dsv("lineage", "--impact", features[0], "--json").stdout)["nodes"]}
+    assert {f"realization:{before.manifest_hash}", f"realization:{after.manifest_hash}", f"model_run:{retrained}"} <= reached

@@ -196,6 +196,7 @@ def test_privacy_deletion_job_runs(tmp_path: Path) -> None:
     assert result.success and result.output_for_node("delete_subject") == 1
     with pytest.raises(RedactedError):
         open_dataset(ref, settings=settings)
-    with Registry.from_url(url) as reg:  # the model trained on it has its obligation, under the fail-closed default (no model_governance)
+    with Registry.from_url(url) as reg:  # the model trained on it has its obligation, under the example's model_governance (platform.yaml)
         (obligation,) = GovernanceRecords(reg).obligations(r.request_id for r in reg.privacy.requests())
     assert (obligation.model_run, obligation.family, obligation.policy, obligation.decision) == ("run-job", "fraud_model", "retrain_required", None)
+    assert obligation.policy_source == "model_governance.families.fraud_model"

@@ -11,39 +11,33 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from dsv_platform.bootstrap import Platform, build_platform
+from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import open_platform
 from dsv_platform.cli.runs import Runner
 from dsv_platform.core.ingest.batch import RawBatch
-from dsv_platform.core.trust.trust import Grant, Role
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.demo_diff import label_diff
 from dsv_platform.examples.fraud.demo_home import prepare_home
+from dsv_platform.examples.fraud.demo_privacy import play as play_privacy
 from dsv_platform.examples.fraud.demo_rehearsal import rehearse_once
+from dsv_platform.examples.fraud.demo_release import incident_walk, release
 from dsv_platform.examples.fraud.demo_schema import report_rename
 from dsv_platform.examples.fraud.demo_semantic import play as play_semantic
 from dsv_platform.examples.fraud.generator import FraudDomain
-from dsv_platform.services.publication.approval import approve
 from dsv_platform.services.publication.datasets import open_dataset
-from dsv_platform.services.reproduction.promotion import promote
-from dsv_platform.services.trust import trust
-from dsv_platform.services.trust.trust import gatekeeper
 
 START = dt.date(2026, 6, 1)
 BUGGY_FEATURE_DAYS = 3  # the feature job ran with the cents bug for three days mid-month
 MAIN = "fraud_training_set_v6_snapshot"
 SOURCES = ("transactions", "chargebacks", "account_features")
-APPROVAL_REASON = "demo: gates passed, old realizations re-verified after every failure mode"
-REVIEWER = "reviewer"
-"""The demo's approver: holds no builder grant, so it may approve what the Dagster runs built (docs/trust.md)."""
 
 
 class Demo:
@@ -187,21 +181,11 @@ def _failure_modes(demo: Demo, base: dict[str, dict[str, Any]]) -> dict[str, dic
     return malformed
 
 
-def _reviewer(platform: Platform) -> Platform:
-    """The demo's ``reviewer``: approver only. Its Dagster runs carry no launch request, so no identity that may build approves them."""
-    operator = trust.current_identity(platform).name
-    trust.create_identity(platform, REVIEWER, by=operator)
-    trust.change_grant(platform, Grant(REVIEWER, Role.APPROVER), add=True, reason="the demo's reviewer: approves, never builds")
-    return build_platform(replace(platform.settings, identity=REVIEWER))
-
-
-def _release(platform: Platform, model: dict[str, Any]) -> None:
-    """Approve the model's training realization (as ``reviewer``, who may not build it), then promote the model: ``production`` moves only to ELIGIBLE."""
-    with _reviewer(platform) as reviewer:
-        approval = approve(reviewer.registry, str(model["ref"]), reason=APPROVAL_REASON, actor=reviewer.actor, gate=gatekeeper(reviewer))
-    print(f"\napproval\n  {approval.realization.ref}: {approval.realization.state.value}; {approval.note}")
-    promoted = promote(platform, str(model["run_manifest_hash"]), actor=platform.actor).to_document()
-    print(f"  promoted {promoted['model']} to {promoted['alias_ref']} (a protected alias: it points only at ELIGIBLE realizations)")
+def _incident(demo: Demo) -> None:
+    """From the buggy feature batch of the first buggy day (batch id ``daily``, as every daily batch: its digest names the revision)."""
+    day = _buggy_days(demo)[0]
+    batch = events.buggy_feature_batch(demo.domain, day)
+    incident_walk(demo.platform, f"raw_batch:{batch.batch_id}@{hashlib.sha256(batch.data).hexdigest()}", f"the buggy account_features batch of {day}")
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -227,7 +211,9 @@ def main(argv: Sequence[str]) -> int:
             demo = Demo(platform, runner, days=args.days, rows_per_day=args.rows_per_day, reused=reused)
             final = _failure_modes(demo, _base(demo))
             final = label_diff(demo)  # later chargebacks arrive; dsv diff v5 -> v6 shows the label flips
-            _release(platform, final["fraud_model"])
+            release(platform, final["fraud_model"], why="the model trained after the failure modes")
+            _incident(demo)  # which datasets included the bad batch, which models trained on them, which deployment serves them
+            final = play_privacy(platform, demo.domain, START, demo.publish)  # a deletion's obligation closed by a retrain
             demo.failures += play_semantic(platform)  # cents and test-account leaks, blocked at publication (a scratch home)
             rehearse_once(runner)  # a point of the reconstructability time series in the UI
         finally:

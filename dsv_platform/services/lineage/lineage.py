@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
@@ -81,6 +82,12 @@ def _snapshot_edges(table: str, snapshot_id: int, parent_id: int | None) -> list
     if parent_id is None:
         return []
     return [Edge(K.ICEBERG_SNAPSHOT.value, f"{table}@{parent_id}", K.ICEBERG_SNAPSHOT.value, f"{table}@{snapshot_id}", SUCCEEDED_BY)]
+
+
+def record_snapshot_succession(registry: Registry, table: str, chain: Iterable[int | None], *, actor: str) -> int:
+    """``parent --succeeded_by--> child`` along ``chain`` (the commits of a privacy deletion), so impact walks reach what is built on them."""
+    ids = [i for i in chain if i is not None]
+    return _record_new(registry, [e for a, b in pairwise(ids) if a != b for e in _snapshot_edges(table, b, a)], actor=actor)
 
 
 def record_load_lineage(registry: Registry, table: str, batch_ref: str, snapshot_id: int, parent_id: int | None, *, actor: str = "dsv-lineage") -> int:

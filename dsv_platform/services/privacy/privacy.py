@@ -36,7 +36,7 @@ from dsv_platform.core.publication.manifest import Manifest
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.core.trust.trust import Role
 from dsv_platform.services.privacy.governance import audit_opened, obligation_documents, open_obligations, planned_obligations
-from dsv_platform.services.privacy.privacy_canonical import delete_canonical, find_subject_key
+from dsv_platform.services.privacy.privacy_canonical import delete_canonical, find_subject_key, record_deletion_lineage
 from dsv_platform.services.privacy.privacy_index import SubjectIndexing, subject_column, subject_hashes
 from dsv_platform.services.privacy.privacy_key import load_subject_key
 from dsv_platform.services.privacy.privacy_restore import CanonicalReconcileError, ReconcileReport, reapply_canonical
@@ -270,7 +270,7 @@ class PrivacyCoordinator(SubjectIndexing):
         key = self._subject_key_for(spec, column, subject)
         if key is None:
             return {"table": d.id, "rows": 0, "note": "no snapshot of the table holds the subject"}
-        return delete_canonical(self.tables, spec, key, self._tag_states(spec.name))
+        return record_deletion_lineage(self.registry, delete_canonical(self.tables, spec, key, self._tag_states(spec.name)), actor=self.actor)
 
     def _tag_states(self, table: str) -> dict[str, str]:
         """Tag on ``table`` -> the current state of the published realization whose manifest pins it."""

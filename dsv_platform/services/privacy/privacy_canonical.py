@@ -12,9 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.config.source import SourceSpec
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.core.retention.dependent_pins import parse_dependent_tag
+from dsv_platform.services.lineage.lineage import record_snapshot_succession
 from dsv_platform.services.privacy.privacy_sweep import purge_unreferenced_files, snapshot_files
 
 
@@ -82,6 +84,7 @@ def delete_canonical(tables: CanonicalTables, spec: SourceSpec, key: str, tag_st
     purged = purge_unreferenced_files(tables.catalog.load_table(ident), candidates) if expired else []
     return {
         **deletion.to_document(),
+        "snapshot_current": tables.current_snapshot_id(spec),  # after the manifest rewrite: what new builds pin
         "removed_tags": removed,
         "expired_snapshots": expired,
         "purged_files": len(purged),
@@ -93,6 +96,13 @@ def delete_canonical(tables: CanonicalTables, spec: SourceSpec, key: str, tag_st
     }
 
 
+def record_deletion_lineage(registry: Registry, detail: dict[str, Any], *, actor: str) -> dict[str, Any]:
+    """``detail`` (a :func:`delete_canonical` document) after linking the deletion's snapshots to the one it replaced in lineage."""
+    chain = (detail.get("snapshot_before"), detail.get("snapshot_after"), detail.get("snapshot_current"))
+    record_snapshot_succession(registry, str(detail["table"]), chain, actor=actor)
+    return detail
+
+
 def _state(tag: str, same_snapshot: list[str], tag_states: dict[str, str]) -> str | None:
     """The state a tag is released by: its realization's; a report's or model's pin (core/retention/dependent_pins.py) takes
     that of a realization still protecting the same snapshot, so it is released with them and keeps nothing they do not."""
@@ -102,4 +112,4 @@ def _state(tag: str, same_snapshot: list[str], tag_states: dict[str, str]) -> st
     return protecting[0] if protecting else None
 
 
-__all__ = ["delete_canonical", "find_subject_key", "snapshots_naming"]
+__all__ = ["delete_canonical", "find_subject_key", "record_deletion_lineage", "snapshots_naming"]
