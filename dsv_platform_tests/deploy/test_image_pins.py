@@ -124,9 +124,10 @@ def test_the_dockerfile_installs_only_from_the_locks(tmp_path: Path) -> None:
     assert files == ["requirements.lock", "deploy/requirements-deploy.lock"]
     assert [w for w in installs[-1] if not w.startswith("-")] == ["pip", "install", "."], "then the package alone"
     copied = [w for name, args in steps if name == "COPY" for w in shlex.split(args)[:-1]]
-    assert all(f in copied for f in files), "each lock is copied into the image before it is installed"
-    order = [i for i, (name, args) in enumerate(steps) if name == "RUN" and ("bake_pin.py" in args or args.rstrip().endswith("."))]
-    assert "bake_pin.py" in steps[order[0]][1], "the pin is baked into the package before the package is installed"
+    assert all(f in copied for f in files), "each lock is copied into the image"
+    baked = next(i for i, (name, args) in enumerate(steps) if name == "RUN" and "bake_pin.py" in args)
+    package = next(i for i, (name, args) in enumerate(steps) if name == "RUN" and _pip_installs([args]) and _pip_installs([args])[-1][-1] == ".")
+    assert baked < package, "the pin is baked into the package before the package is installed"
 
 
 def _locked(path: Path) -> dict[str, str]:
