@@ -14,6 +14,7 @@ import json
 import shlex
 import shutil
 import subprocess
+import tomllib
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -135,13 +136,15 @@ def _locked(path: Path) -> dict[str, str]:
 
 
 def test_the_two_locks_hold_every_dependency_of_the_package_and_its_deploy_extra() -> None:
-    """What ``pip check`` asks inside the build: the locks' union is closed under Requires-Dist, extras included."""
+    """What ``pip check`` asks inside the build: the locks' union holds pyproject's dependencies and the deploy extra's, and
+    is closed under Requires-Dist (extras included; each package's own metadata from this venv, installed from the same locks)."""
     base, deploy = _locked(REPO / "requirements.lock"), _locked(REPO / "deploy" / "requirements-deploy.lock")
     assert not base.keys() & deploy.keys(), "the deploy lock re-pins a package of requirements.lock"
     locked = base | deploy
     marker_env = default_environment() | {"python_version": "3.11", "python_full_version": "3.11.9", "sys_platform": "linux", "platform_system": "Linux"}
-    top = [Requirement(t) for t in metadata.requires("dsv_platform") or []]
-    wanted = [(r, "dsv_platform") for r in top if r.marker is None or r.marker.evaluate(marker_env | {"extra": "deploy"})]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    top = [Requirement(t) for t in [*project["dependencies"], *project["optional-dependencies"]["deploy"]]]
+    wanted = [(r, "dsv_platform") for r in top if r.marker is None or r.marker.evaluate(marker_env)]
     missing, checked = [], set()
     while wanted:
         req, by = wanted.pop()
