@@ -3,7 +3,8 @@ user's platform.yaml stays theirs.
 
 The image has no ``.git``. deploy/Dockerfile is carried out on a folder (image_layout.py: its COPY instructions
 and the scripts it runs, for real), and a fresh interpreter inside that layout records the code pins a build and a
-model run take. ``dsv reproduce``'s own checks then accept those pins against a checkout holding the commit.
+model run take, and (slow) the fraud model is trained there on PostgreSQL and S3. ``dsv reproduce``'s own checks
+then accept those pins against a checkout holding the commit.
 """
 
 from __future__ import annotations
@@ -205,3 +206,62 @@ def test_deploy_lock_keeps_only_the_extras_packages_and_refuses_a_changed_pin() 
     assert repinned != base
     with pytest.raises(SystemExit, match="duckdb"):
         deploy_lock.deploy_lock(base, repinned + extra)
+
+
+MODEL_PROBE = """
+import datetime as dt, json, os
+import dagster as dg
+from dsv_platform.bootstrap import build_platform
+from dsv_platform.defs import build_defs
+from dsv_platform.defs.partitions import RANGE_END, RANGE_START
+from dsv_platform.examples.fraud import events
+from dsv_platform.examples.fraud.generator import FraudDomain
+from dsv_platform.settings import load_settings
+settings = load_settings()
+days = ["2026-06-01", "2026-06-02"]
+settings.drop_folder.mkdir(parents=True, exist_ok=True)
+domain = FraudDomain(rows_per_day=120)
+for source in ("transactions", "chargebacks", "account_features"):
+    for day in days:
+        batch = events.daily_batch(domain, source, dt.date.fromisoformat(day))
+        path = settings.drop_folder / batch.file_name
+        path.write_bytes(batch.data)
+        os.utime(path, (batch.recorded_at.timestamp(), batch.recorded_at.timestamp()))
+defs = build_defs(settings)
+with dg.DagsterInstance.ephemeral() as instance:
+    run = {"instance": instance, "resources": defs.resources}
+    assert dg.materialize(defs.assets, selection="group:raw or group:canonical", tags={RANGE_START: days[0], RANGE_END: days[-1]}, **run).success
+    assert dg.materialize(defs.assets, selection="labels_fraud", partition_key="v6", **run).success
+    done = dg.materialize(defs.assets, selection=["fraud_training_set_v6_snapshot", "fraud_training_set_v6_splits", "fraud_model"], **run)
+    assert done.success
+mats = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in done.get_asset_materialization_events()}
+with build_platform(settings) as platform:
+    doc = json.loads(platform.store.get(mats["fraud_model"]["run_manifest_object"].value))
+print(json.dumps({"code": doc["code"], "environment": doc["environment"]}))
+"""
+
+
+@pytest.mark.slow  # ingest, labels, a dataset build and a training run in a fresh interpreter (about 25 s)
+@pytest.mark.postgres
+@pytest.mark.s3
+def test_a_model_trained_in_the_image_on_postgresql_and_s3_is_restorable(tmp_path: Path, postgres_server: Any, s3_env: Any) -> None:
+    """The fraud model trained inside the image layout, its registry on PostgreSQL and its stores in S3: the run manifest
+    the registry keeps records the baked commit and lock hash, and ``dsv reproduce`` would restore that run."""
+    repo, commit = _checkout(tmp_path)
+    image = build(tmp_path / "image", {"DSV_COMMIT": commit, "DSV_DIRTY": "false"})
+    bucket = s3_env.create_bucket()
+    env = s3_env.env() | {
+        "DSV_HOME": str(tmp_path / "dsv"),
+        "DSV_REGISTRY_URL": postgres_server.url(postgres_server.create_database()),
+        "DSV_ICEBERG_CATALOG_URL": postgres_server.url(postgres_server.create_database()),
+        "DSV_OBJECT_STORE": f"s3://{bucket}/dsv",
+        "DSV_ICEBERG_WAREHOUSE": f"s3://{bucket}/warehouse",
+        "DSV_S3_ENDPOINT_URL": s3_env.endpoint_url,
+        "DSV_S3_REGION": s3_env.region,
+    }
+    done = run_inside(image, MODEL_PROBE, extra_env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    run = json.loads(done.stdout.strip().splitlines()[-1])
+    lock = hashlib.sha256((REPO / "requirements.lock").read_bytes()).hexdigest()
+    assert (run["code"]["commit"], run["code"]["dirty"]) == (commit, False) and run["environment"]["lockfile_sha256"] == lock
+    assert restorable(run, repo) == repo
