@@ -19,12 +19,15 @@ $(STAMP): pyproject.toml requirements.lock
 venv: $(STAMP)
 
 # Re-lock after changing [project].dependencies: keeps every pin it can (uv prefers the existing lock's versions).
+# Also writes deploy/requirements-deploy.lock: the deploy extra's packages beyond requirements.lock (the image installs both).
 # Upgrade on purpose with `make lock LOCK_ARGS=--upgrade` or `LOCK_ARGS='--upgrade-package numpy'`; then `make venv`.
 LOCK_ARGS ?=
 .PHONY: lock
 lock:
 	test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet uv
 	$(BIN)/uv pip compile pyproject.toml --generate-hashes --python-version 3.11 --no-annotate --custom-compile-command 'make lock' -o requirements.lock $(LOCK_ARGS)
+	$(BIN)/uv pip compile pyproject.toml --extra deploy -c requirements.lock --generate-hashes --python-version 3.11 --no-annotate -o $(VENV)/deploy-full.lock
+	$(BIN)/python deploy/deploy_lock.py requirements.lock $(VENV)/deploy-full.lock > deploy/requirements-deploy.lock
 
 # The fraud example (.dsv), then the readings example in its own home (.dsv/readings): a report reproduced six months later.
 demo: $(STAMP)

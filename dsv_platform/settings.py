@@ -12,10 +12,10 @@ import os
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from dsv_platform.core.errors import EnvironmentSetupError
+from dsv_platform.core.errors import EnvironmentSetupError, is_secret, mask_url
 
 DEFAULT_CONFIG_DIR = Path(__file__).resolve().parent / "examples" / "fraud" / "config"
 """The packaged fraud example's configuration folder (a path: the example is not imported)."""
@@ -63,6 +63,19 @@ class Settings:
     """``DSV_CATALOG_NAME``: the pyiceberg catalog to load (its ``.pyiceberg.yaml`` entry); unset, platform.yaml's, else ``dsv``."""
     catalog: tuple[tuple[str, str], ...] = ()
     """``DSV_CATALOG_<KEY>``: pyiceberg catalog properties over platform.yaml's ``catalog:`` (:func:`catalog_from_env`; docs/iceberg.md)."""
+
+    def __repr__(self) -> str:
+        """Every field, credentials masked: a URL's password and each secret catalog property are ``***`` (a Settings in a
+        log line, a traceback or an error message never carries one; equality still compares the real values)."""
+        shown = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, str):
+                value = mask_url(value)
+            elif f.name == "catalog":
+                value = tuple((k, "***" if is_secret(k, v) else mask_url(v)) for k, v in value)
+            shown.append(f"{f.name}={value!r}")
+        return f"Settings({', '.join(shown)})"
 
     @property
     def spill_dir(self) -> Path:

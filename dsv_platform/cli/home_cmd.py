@@ -13,7 +13,7 @@ import argparse
 import json
 
 from dsv_platform.adapters.iceberg.iceberg_relocate import relocate_catalog, relocate_home
-from dsv_platform.core.errors import EnvironmentSetupError
+from dsv_platform.core.errors import EnvironmentSetupError, mask_url
 from dsv_platform.settings import load_settings
 
 
@@ -21,7 +21,8 @@ def _relocate(args: argparse.Namespace) -> int:
     settings = load_settings()
     url, warehouse = settings.iceberg_catalog_url, settings.iceberg_warehouse
     if not url.startswith("sqlite:///") or "://" in warehouse:
-        raise EnvironmentSetupError(f"DSV_ICEBERG_CATALOG_URL {url} over {warehouse}: only the embedded SQLite catalog over a local warehouse is relocated")
+        where = f"DSV_ICEBERG_CATALOG_URL {mask_url(url)} over {mask_url(warehouse)}"  # never a password on the error line
+        raise EnvironmentSetupError(f"{where}: only the embedded SQLite catalog over a local warehouse is relocated")
     embedded = (url, warehouse) == (settings.with_home(settings.home).iceberg_catalog_url, settings.with_home(settings.home).iceberg_warehouse)
     done = relocate_home(settings.home) if embedded else relocate_catalog(url, warehouse)
     if args.json:

@@ -126,6 +126,15 @@ def mask_url(url: str) -> str:
     return f"{scheme}{sep}{userinfo}{at}{host}{slash}{path}"
 
 
+_SECRET_WORDS = ("secret", "token", "password", "credential", "session")
+
+
+def is_secret(key: str, value: str) -> bool:
+    """A credential: a property key naming a secret, token, password or credential, or a URL with a password in it."""
+    authority = value.split("://", 1)[1].split("/", 1)[0] if "://" in value else ""
+    return any(word in key.lower() for word in _SECRET_WORDS) or ":" in authority.rpartition("@")[0]
+
+
 class ContractError(DsvError):
     """A contract file is malformed: unknown key, unknown type, missing parameter."""
 

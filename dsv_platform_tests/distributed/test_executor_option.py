@@ -77,3 +77,25 @@ def test_an_executor_config_its_schema_refuses_fails_when_the_definitions_load(t
     with pytest.raises(ConfigError) as err:
         _defs(tmp_path, line)
     assert err.value.key == "executor.config" and word in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("config", "key"),
+    [
+        ({"broker": "redis://:S3CRET@redis:6379/0"}, "executor.config.broker"),
+        ({"broker": {"env": "DSV_CELERY_BROKER_URL"}, "backend": "redis://dsv:S3CRET@redis:6379/1"}, "executor.config.backend"),
+        ({"config_source": {"broker_transport_options": {"password": "S3CRET"}}}, "executor.config.config_source.broker_transport_options.password"),
+    ],
+)
+def test_a_credential_written_in_the_executor_config_is_refused_naming_the_key(config, key):
+    """Issue 26 item 3: platform.yaml is committed and baked into the image; a credential comes from the environment."""
+    with pytest.raises(ConfigError) as err:
+        parse_options({"executor": {"name": "celery", "config": config}}, file=FILE)
+    assert err.value.key == key and "{env: VARIABLE}" in str(err.value) and "S3CRET" not in str(err.value)
+
+
+def test_environment_variables_and_kubernetes_secret_names_are_not_credentials():
+    celery = {"broker": {"env": "DSV_CELERY_BROKER_URL"}, "backend": "redis://redis:6379/1"}
+    assert parse_options({"executor": {"name": "celery", "config": celery}}, file=FILE).executor_config == celery
+    k8s = {"step_k8s_config": {"pod_spec_config": {"image_pull_secrets": [{"name": "registry-login"}]}}, "env_secrets": ["dsv-platform-s3"]}
+    assert parse_options({"executor": {"name": "k8s", "config": k8s}}, file=FILE).executor_config == k8s

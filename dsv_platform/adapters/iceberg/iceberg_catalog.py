@@ -18,8 +18,7 @@ from urllib.parse import unquote, urlparse
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.utils.config import Config, merge_config
 
-from dsv_platform.core.config.platform_options import is_secret
-from dsv_platform.core.errors import EnvironmentSetupError
+from dsv_platform.core.errors import EnvironmentSetupError, is_secret
 
 log = logging.getLogger(__name__)
 

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dsv_platform.core.config.model_governance import ModelGovernance, parse_model_governance
 from dsv_platform.core.config_yaml import ConfigError, check_keys, read_yaml
+from dsv_platform.core.errors import is_secret
 from dsv_platform.core.publication.approval import DEFAULT_PROTECTED_ALIASES
 from dsv_platform.core.publication.refs import ALIAS_PATTERN
 from dsv_platform.core.retention.policy import GcPolicy, parse_gc_policy
@@ -56,15 +58,6 @@ class PlatformOptions:
     """Per model family, what a privacy deletion obliges (default ``retrain_required``: fail closed)."""
 
 
-_SECRET_WORDS = ("secret", "token", "password", "credential", "session")
-
-
-def is_secret(key: str, value: str) -> bool:
-    """A credential: a property key naming a secret, token, password or credential, or a URL with a password in it."""
-    authority = value.split("://", 1)[1].split("/", 1)[0] if "://" in value else ""
-    return any(word in key.lower() for word in _SECRET_WORDS) or ":" in authority.rpartition("@")[0]
-
-
 def _catalog(doc: Any, file: Path) -> tuple[str | None, tuple[tuple[str, str], ...]]:
     """``catalog:``: a mapping of property names to strings, numbers or booleans; a credential is refused (it belongs in the environment)."""
     if not isinstance(doc, dict):
@@ -88,7 +81,30 @@ def _executor(doc: Any, file: Path) -> tuple[str, dict[str, Any] | None]:
         raise ConfigError(f"must be one of {', '.join(EXECUTORS)}, got {name!r}", file=file, key="executor.name" if isinstance(doc, dict) else "executor")
     if config is not None and not isinstance(config, dict):
         raise ConfigError(f"must be a mapping of the executor's Dagster config, got {config!r}", file=file, key="executor.config")
+    for where in _credentials(config, "executor.config", ""):
+        raise ConfigError(
+            "is a credential written in platform.yaml (committed, baked into the image): give it as {env: VARIABLE}, read when a run starts",
+            file=file,
+            key=where,
+        )
     return name, config
+
+
+def _credentials(value: Any, path: str, key: str) -> Iterator[str]:
+    """Where a literal credential sits in an executor config: a URL with a password, or a string under a password/token/secret key.
+
+    Dagster's ``{env: VARIABLE}`` is the way to give one; a list of Kubernetes secret names (``env_secrets``,
+    ``image_pull_secrets``) names secrets, it holds none.
+    """
+    if isinstance(value, dict):
+        if set(value) != {"env"}:
+            for k, v in value.items():
+                yield from _credentials(v, f"{path}.{k}", str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _credentials(v, f"{path}[{i}]", "")
+    elif isinstance(value, str) and is_secret("" if key.endswith("secrets") else key, value):
+        yield path
 
 
 def _protected(value: Any, file: Path) -> tuple[str, ...]:
