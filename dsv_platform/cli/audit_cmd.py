@@ -18,6 +18,7 @@ from dsv_platform.core.trust import audit_seal
 from dsv_platform.core.trust.trust import Role
 from dsv_platform.services.trust import trust
 from dsv_platform.services.trust.audit_export import S3Access, check_copies_extend, check_registry_against, check_writable, read_export, write_export
+from dsv_platform.services.trust.builders import verify_builders
 from dsv_platform.services.trust.signing import verify_publication_heads
 from dsv_platform.settings import Settings, load_settings
 
@@ -53,11 +54,13 @@ def _verify(args: argparse.Namespace, platform: Platform) -> int:
         check_registry_against(trust.records(platform).audit_entries(), against)
     checked = platform.registry.verify_signed_state()  # UNTRUSTED (exit 13) naming the first state or alias no signature backs
     heads = verify_publication_heads(platform)  # UNTRUSTED naming a publication whose signed audit head the log lost
-    doc = {"verified": True, **summary, "signed_state": checked, "publication_heads": heads}
+    builders = verify_builders(platform)  # UNTRUSTED naming a realization whose builder or launch row is not what its statement signed
+    doc = {"verified": True, **summary, "signed_state": checked, "publication_heads": heads, "signed_builders": builders}
     if against is not None:
         doc["against"] = {"location": against.location, "copies": [c.label for c in against.copies], "note": against.note}
     sealed = f"; {summary['signed_entries']} signed entries, {summary['checkpoints']} signed checkpoint(s)"
     signed = f"; signed state of {checked['realizations']} realization(s) and {checked['aliases']} alias(es) verifies; {heads} publication head(s) in the log"
+    signed += f"; {builders} signed builder(s) match"
     anchored = f"; {against.note}" if against is not None else ""
     print(json.dumps(doc, indent=2) if args.json else f"audit log verifies: {doc['entries']} entries, head {doc['head']}{sealed}{signed}{anchored}")
     return 0
