@@ -137,3 +137,16 @@ def test_a_key_with_no_locked_version_anchors_nothing(home: str, s3: S3Server, c
 
 def _tomorrow() -> datetime:
     return datetime.now(UTC) + timedelta(days=1)
+
+
+def test_the_retention_defaults_to_the_platform_setting(
+    home: str, s3: S3Server, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bucket = locked_bucket(s3)
+    monkeypatch.setenv("DSV_AUDIT_LOCK_DAYS", "2")
+    assert export(capsys, f"s3://{bucket}/export.json")[0] == 0
+    until = s3.client().head_object(Bucket=bucket, Key="export.json")["ObjectLockRetainUntilDate"]
+    assert timedelta(days=1) < until - datetime.now(UTC) <= timedelta(days=2)
+    monkeypatch.setenv("DSV_AUDIT_LOCK_DAYS", "a year")
+    code, out = export(capsys, f"s3://{bucket}/export.json")
+    assert code == 18 and "DSV_AUDIT_LOCK_DAYS must be a whole number >= 1, not 'a year'" in out, out
