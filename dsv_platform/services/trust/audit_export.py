@@ -126,6 +126,6 @@ def check_registry_against(entries: Sequence[Mapping[str, Any]], read: ExportRea
 def check_copies_extend(read: ExportRead) -> None:
     """The log is append-only: each later copy must hold every entry of each earlier one (a forged newer version that cuts it is named)."""
     for older, newer in zip(read.copies, read.copies[1:], strict=False):
-        problem = audit_seal.compare_with_export(list(newer.doc.get("entries") or []), older.doc)
+        problem = audit_seal.compare_with_export(list(newer.doc.get("entries") or []), older.doc, holder="the later version")
         if problem is not None:
             raise AuditTamperedError(f"{newer.label} does not extend {older.label}: {problem}", detail={"export": newer.label})
