@@ -14,11 +14,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dsv_platform.adapters.objects.s3_lock import LockedObjects, LockedVersion, parse_url
 from dsv_platform.core.errors import AuditTamperedError, ConfigurationError, FileAccessError
 from dsv_platform.core.trust import audit_seal
+
+if TYPE_CHECKING:
+    from dsv_platform.adapters.objects.s3_lock import LockedObjects, LockedVersion
+
+
+def _objects(location: str, s3: S3Access) -> tuple[LockedObjects, str]:
+    """The bucket's locked objects and the key (boto3 is imported only for an S3 location)."""
+    from dsv_platform.adapters.objects.s3_lock import LockedObjects, parse_url
+
+    bucket, key = parse_url(location)
+    return LockedObjects(bucket, endpoint_url=s3.endpoint_url, region=s3.region), key
 
 
 @dataclass(frozen=True)
@@ -62,8 +72,7 @@ def check_writable(location: str, *, lock_days: int, s3: S3Access) -> None:
     if is_s3(location):
         if lock_days < 1:
             raise ConfigurationError(f"{location}: the Object Lock retention must be at least 1 day, not {lock_days}")
-        bucket, _ = parse_url(location)
-        LockedObjects(bucket, endpoint_url=s3.endpoint_url, region=s3.region).require_lock()
+        _objects(location, s3)[0].require_lock()
 
 
 def write_export(location: str, doc: Mapping[str, Any], *, lock_days: int, s3: S3Access) -> str:
@@ -75,8 +84,8 @@ def write_export(location: str, doc: Mapping[str, Any], *, lock_days: int, s3: S
         except OSError as exc:
             raise FileAccessError(f"{location}: cannot write the audit export ({exc.strerror})") from exc
         return location
-    bucket, key = parse_url(location)
-    version = LockedObjects(bucket, endpoint_url=s3.endpoint_url, region=s3.region).put_locked(key, data, lock_days)
+    objects, key = _objects(location, s3)
+    version = objects.put_locked(key, data, lock_days)
     until = version.retain_until.isoformat() if version.retain_until else "?"
     return f"{location} (version {version.version_id}, {version.mode} lock until {until})"
 
@@ -93,9 +102,9 @@ def read_export(location: str, *, s3: S3Access, now: datetime | None = None) -> 
         except OSError as exc:
             raise FileAccessError(f"{location}: cannot read the audit export ({exc.strerror})") from exc
         return ExportRead(location, (ExportCopy(location, parse_export(data, location)),), f"checked against {location}")
-    bucket, key = parse_url(location)
+    objects, key = _objects(location, s3)
     now = now or datetime.now(UTC)
-    versions = LockedObjects(bucket, endpoint_url=s3.endpoint_url, region=s3.region).versions(key)
+    versions = objects.versions(key)
     locked = [v for v in versions if v.locked(now)]
     if not locked:
         raise AuditTamperedError(
