@@ -63,6 +63,8 @@ class Settings:
     """``DSV_CATALOG_NAME``: the pyiceberg catalog to load (its ``.pyiceberg.yaml`` entry); unset, platform.yaml's, else ``dsv``."""
     catalog: tuple[tuple[str, str], ...] = ()
     """``DSV_CATALOG_<KEY>``: pyiceberg catalog properties over platform.yaml's ``catalog:`` (:func:`catalog_from_env`; docs/iceberg.md)."""
+    audit_lock_days: int = 365
+    """``DSV_AUDIT_LOCK_DAYS``: the COMPLIANCE retention, in days, of ``dsv audit --export s3://...`` (``--lock-days`` overrides it)."""
 
     def __repr__(self) -> str:
         """Every field, credentials masked: a URL's password and each secret catalog property are ``***`` (a Settings in a
@@ -131,12 +133,12 @@ def _flag(name: str, text: str) -> bool:
     raise EnvironmentSetupError(f"{name}={text!r}: must be one of 1, true, yes, on (strict) or 0, false, no, off (not strict)")
 
 
-def _jobs(text: str) -> int | None:
-    """``DSV_BUILD_JOBS``: a whole number >= 1, or unset/empty (None: one per core)."""
+def _jobs(text: str, name: str = "DSV_BUILD_JOBS") -> int | None:
+    """``DSV_BUILD_JOBS`` (or ``name``): a whole number >= 1, or unset/empty (None: one per core)."""
     if not text.strip():
         return None
     if not text.strip().isdigit() or int(text) < 1:
-        raise EnvironmentSetupError(f"DSV_BUILD_JOBS must be a whole number >= 1, not {text!r}")
+        raise EnvironmentSetupError(f"{name} must be a whole number >= 1, not {text!r}")
     return int(text)
 
 
@@ -207,6 +209,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         build_memory=_size("DSV_BUILD_MEMORY", env.get("DSV_BUILD_MEMORY", ""), 1 << 30),
         catalog_name=env.get("DSV_CATALOG_NAME") or None,
         catalog=catalog_from_env(env),
+        audit_lock_days=_jobs(env.get("DSV_AUDIT_LOCK_DAYS", ""), "DSV_AUDIT_LOCK_DAYS") or 365,
     )
 
 

@@ -83,6 +83,10 @@ class EnvironmentSetupError(ConfigurationError):
     kind = FailureKind.ENVIRONMENT
 
 
+class ObjectLockMissingError(EnvironmentSetupError):
+    """An export asked for an unoverwritable S3 object, but the bucket has no Object Lock: refused (fail closed), the bucket named."""
+
+
 class DiskFullError(EnvironmentSetupError):
     """The file system under the home (or a file a command writes) has no space left: ENOSPC, SQLite's "database or disk is full"."""
 

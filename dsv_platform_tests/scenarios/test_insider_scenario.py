@@ -3,7 +3,7 @@
 On the embedded default with the fraud example (two approved realizations of ``fraud_training_set:v6``,
 ``production`` on the newer, a strict registry), the insider tries in turn: mint an admin from a fresh home, run a
 Dagster job as another identity, swap a key row, re-point ``production``, lift a quarantine, roll a realization back
-to an older validly signed manifest, rewrite and truncate the audit log, and edit a canonical data file. Each is
+to an older validly signed manifest, re-attribute a build, rewrite and truncate the audit log, and edit a canonical data file. Each is
 refused or detected, naming what was changed; the state is put back between attacks, so each is seen on its own.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from dsv_platform.adapters.iceberg.iceberg_files import live_files
 from dsv_platform.adapters.registry import schema as s
@@ -32,6 +32,7 @@ from dsv_platform.services.publication.datasets import open_dataset
 from dsv_platform.services.publication.quarantine import quarantine
 from dsv_platform.services.publication.realization import RealizationBuild
 from dsv_platform.services.trust import trust
+from dsv_platform.services.trust.builders import verify_builders
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.scenarios.support import World
 from dsv_platform_tests.services.test_audit_seal import rechain
@@ -92,7 +93,7 @@ def _mint_and_launch(world: World, tmp_path: Path) -> None:
 
 
 def _registry_rows(world: World, first: RealizationBuild, second: RealizationBuild) -> None:
-    """Key row, alias, quarantine and manifest rollback, each straight in the database, each refused at read."""
+    """Key row, alias, manifest rollback, builder and quarantine, each straight in the database, each refused at read (or audit --verify)."""
     a, r, i = s.aliases, s.realizations, st.identities
     with world.registry.engine.connect() as conn:
         genuine = conn.execute(i.select().where(i.c.name == "admin")).one().public_key
@@ -110,6 +111,14 @@ def _registry_rows(world: World, first: RealizationBuild, second: RealizationBui
     _untrusted(lambda: open_dataset(world.platform, "fraud_training_set:v6"), "state event #", "the row it moved was changed")
     _sql(world, update(r).where(r.c.id == second_id).values(manifest_hash=second.manifest_hash))
     assert open_dataset(world.platform, PRODUCTION).manifest_hash == second.manifest_hash
+
+    b = st.realization_builders  # the builder re-attributed (so its builder could approve it): the signed statement names the real one
+    first_id = world.registry.resolve_ref(first.ref).id
+    with world.registry.engine.connect() as conn:
+        builder = conn.execute(select(b.c.identity).where(b.c.realization_id == first_id)).scalar_one()
+    _sql(world, update(b).where(b.c.realization_id == first_id).values(identity="someone-else"))
+    _untrusted(lambda: verify_builders(world.platform), first.ref, "builder row names 'someone-else'", "realization_builders.identity")
+    _sql(world, update(b).where(b.c.realization_id == first_id).values(identity=builder))
 
     quarantine(world.platform, second.ref, reason="poisoning suspected")
     _sql(world, update(r).where(r.c.id == second_id).values(state=RealizationState.ELIGIBLE.value))

@@ -16,9 +16,8 @@ from sqlalchemy.engine import Connection
 
 from dsv_platform.adapters.registry import queries as q
 from dsv_platform.adapters.registry import schema as s
-from dsv_platform.adapters.registry import schema_trust as st
-from dsv_platform.adapters.registry.launches import refuse_unverified_approver
-from dsv_platform.core.errors import AccessDeniedError
+from dsv_platform.adapters.registry.launches import SignedBuild, build_problem, builder_row, refuse_unverified_approver
+from dsv_platform.core.errors import AccessDeniedError, UntrustedError
 from dsv_platform.core.publication.approval import check_approvable, check_revocable, check_revoke_aliases
 from dsv_platform.core.publication.records import Realization
 from dsv_platform.core.publication.states import ConcurrentTransitionError, RealizationState
@@ -48,17 +47,23 @@ def aliases_at(conn: Connection, realization: Realization, among: Collection[str
     return sorted(alias for (alias,) in rows if alias in among)
 
 
-def refuse_own_build(conn: Connection, realization: Realization, identity: str) -> None:
-    """Separation of duties: the identity that built ``realization`` never approves it (docs/trust.md)."""
-    t = st.realization_builders
-    builder = conn.execute(select(t.c.identity).where(t.c.realization_id == realization.id)).scalar()
+def refuse_own_build(conn: Connection, realization: Realization, identity: str, signed: SignedBuild | None = None) -> None:
+    """Separation of duties: the identity that built ``realization`` never approves it (docs/trust.md).
+
+    With ``signed`` (what the realization's verified statement says), a builder or launch row that disagrees is UNTRUSTED
+    (the field named), and the signed values decide: an UPDATE or DELETE of the rows moves nobody past the rule.
+    """
+    if signed is not None and (problem := build_problem(conn, realization, signed)) is not None:
+        field, why = problem
+        raise UntrustedError(why, ref=realization.ref, detail={"field": field, "identity": identity})
+    builder = signed.builder if signed is not None else builder_row(conn, realization.id)
     if builder is not None and builder == identity:
         raise AccessDeniedError(
             f"identity {identity!r} built {realization.ref} and cannot approve it (role 'approver': separation of duties); another approver must",
             ref=realization.ref,
             detail={"identity": identity, "role": "approver", "builder": builder},
         )
-    refuse_unverified_approver(conn, realization, identity)  # a Dagster build nobody proved launching: no possible launcher approves it
+    refuse_unverified_approver(conn, realization, identity, signed)  # a Dagster build nobody proved launching: no possible launcher approves it
 
 
 def audit_in(conn: Connection, identity: str | None, action: str, target: str, *, reason: str | None, now: datetime, detail: dict[str, object]) -> None:
@@ -69,14 +74,16 @@ def audit_in(conn: Connection, identity: str | None, action: str, target: str, *
         append_audit(conn, now=now, identity=identity, action=action, target=target, reason=reason, detail=detail)
 
 
-def approve(conn: Connection, realization_id: int, *, reason: str, actor: str, now: datetime, audit_as: str | None = None) -> tuple[Realization, bool]:
+def approve(
+    conn: Connection, realization_id: int, *, reason: str, actor: str, now: datetime, audit_as: str | None = None, signed: SignedBuild | None = None
+) -> tuple[Realization, bool]:
     """PUBLISHED -> ELIGIBLE with an event (actor, reason); ``(realization, False)`` when it was ELIGIBLE already.
 
-    ``audit_as``: the approving identity; refused if it built the realization, the approval audited in this transaction.
+    ``audit_as``: the approving identity; refused if it built the realization (``signed``: by its signed statement), audited here.
     """
     current = q.load_realization(conn, realization_id)
     if audit_as is not None:
-        refuse_own_build(conn, current, audit_as)
+        refuse_own_build(conn, current, audit_as, signed)
     if not check_approvable(current.ref, current.state):
         return current, False
     updated = q.set_state(conn, current, S.ELIGIBLE, reason=reason, actor=actor, at=now)

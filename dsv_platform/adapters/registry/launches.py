@@ -4,12 +4,16 @@
 signed launch request proved is the builder; otherwise the service identity the run acted as is, and the launch is
 unverified. A launch request's nonce is claimed by the first run that shows it (:func:`claim_nonce`): a replay proves nothing.
 :func:`refuse_unverified_approver` keeps an unverified build from being approved by anyone who could have launched it.
+Both rows are copied into the realization's signed statement at publication (:func:`launch_document`); :func:`build_problem`
+names a row that no longer says what the statement signed (an insider's UPDATE), and the approval rules read the signed values.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection
@@ -35,6 +39,57 @@ class Launch:
     @property
     def builder(self) -> str:
         return self.launcher or self.service
+
+
+@dataclass(frozen=True)
+class SignedBuild:
+    """What a realization's verified signed statement says about its build: the builder, and the launch (when the statement signs it)."""
+
+    builder: str
+    launch: Launch | None = None
+    signs_launch: bool = False
+    """False: a statement from before launches were signed; the launch row is then taken as it is."""
+
+
+def launch_document(launch: Launch | None) -> dict[str, str | None] | None:
+    """``launch`` as its signed statement carries it (None: not a Dagster build)."""
+    return None if launch is None else {f.name: getattr(launch, f.name) for f in fields(Launch)}
+
+
+def launch_from_document(doc: Mapping[str, Any] | None) -> Launch | None:
+    if doc is None:
+        return None
+    return Launch(str(doc["service"]), str(doc["run_id"]), str(doc["job"]), doc.get("launcher"), doc.get("nonce"), str(doc["reason"]))
+
+
+def builder_row(conn: Connection, realization_id: int) -> str | None:
+    b = st.realization_builders
+    found = conn.execute(select(b.c.identity).where(b.c.realization_id == realization_id)).scalar()
+    return None if found is None else str(found)
+
+
+def build_problem(conn: Connection, realization: Realization, signed: SignedBuild) -> tuple[str, str] | None:
+    """The first builder or launch field whose row disagrees with the signed statement, and why, as (field, sentence); None when none does.
+
+    A missing builder row is not a disagreement (a build without a trust gate records none; the signed builder is used).
+    """
+    ref = realization.ref
+    row = builder_row(conn, realization.id)
+    if row is not None and row != signed.builder:
+        return "builder", (f"{ref}: the registry's builder row names {row!r}, but the realization's signed statement names builder "
+                           f"{signed.builder!r}: the row was changed (realization_builders.identity)")  # fmt: skip
+    if not signed.signs_launch:
+        return None
+    launch = launch_of(conn, realization.id)
+    if launch == signed.launch:
+        return None
+    if launch is None or signed.launch is None:
+        what = "is missing" if launch is None else "exists"
+        signed_doc = launch_document(signed.launch)
+        return "launch", f"{ref}: the registry's launch row {what}, but the realization's signed statement says {signed_doc}: the row was changed"
+    f = next(f.name for f in fields(Launch) if getattr(launch, f.name) != getattr(signed.launch, f.name))
+    return f, (f"{ref}: the registry's launch row has {f} {getattr(launch, f)!r}, but the realization's signed statement has "
+               f"{getattr(signed.launch, f)!r}: the row was changed (realization_launches.{f})")  # fmt: skip
 
 
 def claim_nonce(conn: Connection, nonce: str, run_id: str, identity: str, now: datetime) -> str | None:
@@ -69,9 +124,12 @@ def launch_of(conn: Connection, realization_id: int) -> Launch | None:
     return None if row is None else Launch(row.service, row.run_id, row.job, row.launcher, row.nonce, row.reason)
 
 
-def refuse_unverified_approver(conn: Connection, realization: Realization, identity: str) -> None:
-    """An unverified launch is approved only by an identity that holds no ``builder`` grant covering the definition."""
-    launch = launch_of(conn, realization.id)
+def refuse_unverified_approver(conn: Connection, realization: Realization, identity: str, signed: SignedBuild | None = None) -> None:
+    """An unverified launch is approved only by an identity that holds no ``builder`` grant covering the definition.
+
+    With ``signed`` (a statement that signs the launch), the signed launch decides, never the row.
+    """
+    launch = signed.launch if signed is not None and signed.signs_launch else launch_of(conn, realization.id)
     if launch is None or launch.launcher is not None:
         return
     scope = f"{realization.dataset}:{realization.version}"

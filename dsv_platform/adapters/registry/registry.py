@@ -27,6 +27,7 @@ from dsv_platform.adapters.registry import signed_events as se
 from dsv_platform.adapters.registry.bookkeeping import RegistryBookkeeping
 from dsv_platform.adapters.registry.collection import RegistryCollection
 from dsv_platform.adapters.registry.engine import create_registry_engine
+from dsv_platform.adapters.registry.launches import SignedBuild
 from dsv_platform.adapters.registry.signatures import RegistrySignatures
 from dsv_platform.adapters.registry.transactions import Clock, utcnow
 from dsv_platform.core import canonical_json
@@ -273,10 +274,13 @@ class Registry(RegistrySignatures, RegistryBookkeeping, RegistryCollection):
             )
         )
 
-    def approve(self, realization_id: int, *, reason: str, actor: str, audit_as: str | None = None) -> tuple[Realization, bool]:
-        """PUBLISHED -> ELIGIBLE as an event (actor, reason); False when already ELIGIBLE; ``audit_as``: see approval.py."""
+    def approve(
+        self, realization_id: int, *, reason: str, actor: str, audit_as: str | None = None, signed: SignedBuild | None = None
+    ) -> tuple[Realization, bool]:
+        """PUBLISHED -> ELIGIBLE as an event (actor, reason); False when already ELIGIBLE; ``audit_as``, ``signed``: see approval.py."""
         return self._retrying(
-            lambda conn: ap.approve(conn, realization_id, reason=reason, actor=actor, now=self._now(), audit_as=audit_as), also=(ConcurrentTransitionError,)
+            lambda conn: ap.approve(conn, realization_id, reason=reason, actor=actor, now=self._now(), audit_as=audit_as, signed=signed),
+            also=(ConcurrentTransitionError,),
         )
 
     def revoke(self, realization_id: int, *, reason: str, actor: str, force: bool = False, audit_as: str | None = None) -> tuple[Realization, bool, list[str]]:

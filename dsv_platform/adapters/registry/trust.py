@@ -20,11 +20,12 @@ from sqlalchemy.engine import Connection
 from dsv_platform.adapters.registry import schema_trust as st
 from dsv_platform.adapters.registry.audit_seal import entry_of, export_document, seal_entry, verify_log, write_checkpoint
 from dsv_platform.adapters.registry.certificates import GRANT, KEY, certify, grant_statement, key_statement, verified_grants, verified_key
-from dsv_platform.adapters.registry.launches import Launch, claim_nonce, launch_of, record_launch
+from dsv_platform.adapters.registry.launches import Launch, SignedBuild, build_problem, builder_row, claim_nonce, launch_of, record_launch
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.adapters.registry.signed_events import policy_of
 from dsv_platform.adapters.registry.transactions import RegistryTransactions
 from dsv_platform.core import canonical_json
+from dsv_platform.core.publication.records import Realization
 from dsv_platform.core.trust.trust import GENESIS_HASH, Grant, audit_entry_hash, parse_role
 
 _PG_AUDIT_LOCK_ID = 0x64737661  # "dsva"
@@ -326,7 +327,10 @@ class TrustRecords(RegistryTransactions):
             return launch_of(conn, realization_id)
 
     def builder_of(self, realization_id: int) -> str | None:
-        t = st.realization_builders
         with self._read() as conn:
-            found = conn.execute(select(t.c.identity).where(t.c.realization_id == realization_id)).scalar()
-        return None if found is None else str(found)
+            return builder_row(conn, realization_id)
+
+    def build_problem(self, realization: Realization, signed: SignedBuild) -> tuple[str, str] | None:
+        """The builder or launch field whose row disagrees with the signed statement, and why (launches.py); None when none does."""
+        with self._read() as conn:
+            return build_problem(conn, realization, signed)

@@ -127,7 +127,7 @@ FAILURES: tuple[Failure, ...] = (
         18,
         "a `DSV_*` setting names something unusable: a malformed `DSV_REGISTRY_URL`, `DSV_STRICT` or `DSV_BUILD_JOBS`, "
         "a `DSV_HOME` that cannot be created or written, a full disk (read-only commands still work), S3 without credentials, "
-        "a missing DuckDB wheel",
+        "a missing DuckDB wheel, a `dsv audit --export s3://` bucket without Object Lock (bucket named)",
     ),
     Failure(
         K.QUARANTINE_STATE,

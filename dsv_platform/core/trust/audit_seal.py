@@ -148,13 +148,13 @@ def verify_export(doc: Mapping[str, Any], verify: Verify, *, root: bytes | None 
     return {"verified": True, "entries": len(entries), "head": head, "signed_entries": len(signatures), "checkpoints": len(checkpoints)}
 
 
-def compare_with_export(entries: Sequence[Mapping[str, Any]], doc: Mapping[str, Any]) -> str | None:
-    """Whether the registry's log still holds every entry of an earlier export, unchanged; the first difference, or None."""
+def compare_with_export(entries: Sequence[Mapping[str, Any]], doc: Mapping[str, Any], *, holder: str = "the registry") -> str | None:
+    """Whether the registry's log (or ``holder``'s) still holds every entry of an earlier export, unchanged; the first difference, or None."""
     mine = {int(e["seq"]): e["entry_hash"] for e in entries}
     for e in doc.get("entries") or []:
         seq = int(e["seq"])
         if seq not in mine:
-            return f"entry {seq} of the export is not in the registry (its log ends at entry {len(entries)}): entries were cut off or deleted"
+            return f"entry {seq} of the export is not in {holder} (its log ends at entry {len(entries)}): entries were cut off or deleted"
         if mine[seq] != e["entry_hash"]:
-            return f"entry {seq} hashes to {mine[seq]} in the registry but to {e['entry_hash']} in the export: the log was rewritten since"
+            return f"entry {seq} hashes to {mine[seq]} in {holder} but to {e['entry_hash']} in the export: the log was rewritten since"
     return check_against_checkpoints(entries, doc.get("checkpoints") or [])

@@ -24,8 +24,12 @@ PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://dsv-platform.dev/realization/v1"
 PREDICATE_KEYS = frozenset({"builder", "publisher", "sources", "code", "quality_report", "content_hash", "manifest_hash"})
-OPTIONAL_PREDICATE_KEYS = frozenset({"audit_head", "dataset_card"})  # dataset_card: the card object stored at publication
-"""Keys a newer statement carries and an older one lacks: ``audit_head`` ({seq, hash} of the newest audit entry when it was signed)."""
+OPTIONAL_PREDICATE_KEYS = frozenset({"audit_head", "dataset_card", "launch"})  # dataset_card: the card object stored at publication
+"""Keys a newer statement carries and an older one lacks: ``audit_head`` ({seq, hash} of the newest audit entry when it was signed),
+``launch`` (the Dagster launch the builder came from, null for a build outside Dagster: the approval rules read it, docs/trust.md)."""
+LAUNCH_KEYS = frozenset({"launcher", "service", "run_id", "job", "nonce", "reason"})
+NO_LAUNCH: Mapping[str, Any] = {}
+"""``launch=NO_LAUNCH``: a statement without the key (as before it was signed); ``launch=None`` signs that there was no launch."""
 
 
 class EnvelopeError(DsvError):
@@ -104,7 +108,7 @@ def parse_envelope(data: bytes) -> Envelope:
 def realization_statement(
     *, dataset: str, version: str, manifest_hash: str, content_hash: str, builder: str, publisher: str,
     sources: list[dict[str, Any]], code: Mapping[str, Any] | None, quality_report: str | None,
-    audit_head: tuple[int, str] | None = None, dataset_card: str | None = None,
+    audit_head: tuple[int, str] | None = None, dataset_card: str | None = None, launch: Mapping[str, Any] | None = NO_LAUNCH,
 ) -> dict[str, Any]:  # fmt: skip
     """The in-toto Statement a publisher signs: subject = the manifest hash; predicate = who built and published it from what."""
     predicate = {
@@ -120,6 +124,8 @@ def realization_statement(
         predicate["audit_head"] = {"seq": audit_head[0], "hash": audit_head[1]}
     if dataset_card is not None:  # the dataset card stored at publication (services/publication/card.py)
         predicate["dataset_card"] = dataset_card
+    if launch is not NO_LAUNCH:  # the launch row at publication (None: not a Dagster build): a changed row is UNTRUSTED at approval
+        predicate["launch"] = None if launch is None else {k: launch[k] for k in sorted(LAUNCH_KEYS)}
     return {
         "_type": STATEMENT_TYPE,
         "subject": [{"name": subject_name(dataset, version), "digest": {"sha256": manifest_hash}}],
@@ -150,6 +156,17 @@ class Statement:
         head = self.predicate.get("audit_head")
         return None if head is None else (int(head["seq"]), str(head["hash"]))
 
+    @property
+    def signs_launch(self) -> bool:
+        """Whether the statement says how the build was launched (``launch``, possibly null); older statements do not."""
+        return "launch" in self.predicate
+
+    @property
+    def launch(self) -> Mapping[str, Any] | None:
+        """The signed launch (``launcher``, ``service``, ``run_id``, ``job``, ``nonce``, ``reason``); None: no launch, or not signed."""
+        launch = self.predicate.get("launch")
+        return None if launch is None else dict(launch)
+
 
 def parse_statement(envelope: Envelope) -> Statement:
     """The envelope's statement, refusing any other payload type, statement type, predicate type or subject shape."""
@@ -175,6 +192,9 @@ def parse_statement(envelope: Envelope) -> Statement:
     head = predicate.get("audit_head")
     if head is not None and not (isinstance(head, Mapping) and set(head) == {"seq", "hash"} and type(head["seq"]) is int and isinstance(head["hash"], str)):
         raise EnvelopeError("statement predicate audit_head must be {seq: integer, hash: string}")
+    launch = predicate.get("launch")
+    if launch is not None and not (isinstance(launch, Mapping) and set(launch) == LAUNCH_KEYS and all(isinstance(v, str | None) for v in launch.values())):
+        raise EnvelopeError(f"statement predicate launch must be null or {{{', '.join(sorted(LAUNCH_KEYS))}: string or null}}")
     if not isinstance(predicate["publisher"], str) or not isinstance(predicate["builder"], str):
         raise EnvelopeError("statement predicate must name the builder and the publisher")
     return Statement(subject=name, digest=digest["sha256"], predicate=predicate)

@@ -69,14 +69,17 @@ def approve(registry: Registry, ref: str, *, reason: str, actor: str, gate: Gate
     """PUBLISHED -> ELIGIBLE, recorded as an event with ``actor`` and ``reason``; already ELIGIBLE is a no-op with a note.
 
     With ``gate``: the approver role is required, the realization's builder is refused (separation of duties), the approval audited.
+    The builder and launch are the ones the realization's signed statement names: a row that disagrees is UNTRUSTED (services/trust/builders.py).
     """
     why = check_reason(reason, command="dsv approve")
     realization = find_realization(registry, ref)
+    signed = None
     if gate is not None:
         gate.require(Role.APPROVER, definition=realization.ref)
+        signed = gate.signed_build(realization)
     # with a gate: refused if the approver built it, audited in the approval's transaction
     actor = actor if gate is None else gate.identity  # who acted is the identity that proved its key, never free text (docs/trust.md)
-    updated, changed = registry.approve(realization.id, reason=why, actor=actor, audit_as=None if gate is None else gate.identity)
+    updated, changed = registry.approve(realization.id, reason=why, actor=actor, audit_as=None if gate is None else gate.identity, signed=signed)
     note = f"approved by {actor}: {why}" if changed else f"already ELIGIBLE ({describe(latest_approval(registry, updated))}); nothing recorded"
     return ApprovalOutcome("approve", updated, changed, actor, why, note)
 

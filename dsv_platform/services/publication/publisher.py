@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from dsv_platform.adapters.engine.memory import release_free_memory
 from dsv_platform.adapters.objects.object_store import ObjectStore
 from dsv_platform.adapters.registry.collection import ObjectsBeingCollectedError
+from dsv_platform.adapters.registry.launches import launch_document
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.adapters.registry.trust import TrustRecords
 from dsv_platform.core.contracts.contract import Contract
@@ -295,7 +296,9 @@ class Publisher:
         records = TrustRecords.of(self.registry)
         builder = records.builder_of(candidate) or self.registry.get(candidate).created_by
         head = records.audit_head()  # the statement signs the log's head: a cut or rewrite behind it is detected (docs/trust.md)
-        signature = sign_realization(self.signer, self.store, manifest, builder=builder, quality_report=report_object, audit_head=head, dataset_card=card)
+        launch = records.launch_of(candidate)  # the statement signs the launch too: a changed builder or launch row is UNTRUSTED at approval
+        signature = sign_realization(self.signer, self.store, manifest, builder=builder, quality_report=report_object, audit_head=head,
+                                     dataset_card=card, launch=launch_document(launch))  # fmt: skip
         edge = ("object", signature.envelope_object, "realization", manifest.manifest_hash, "signs", {"keyid": signature.keyid})
         self.registry.record_lineage([edge], actor=self.actor)  # GC keeps the envelope as long as the realization
         who = None if self.gate is None else self.gate.identity

@@ -12,7 +12,7 @@ Details: docs/trust.md ("Signatures")
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +56,7 @@ def signer_of(platform: Platform) -> Signer:
 
 def sign_realization(
     signer: Signer, store: ObjectStore, manifest: Manifest, *, builder: str, quality_report: str | None, audit_head: tuple[int, str] | None = None,
-    dataset_card: str | None = None,
+    dataset_card: str | None = None, launch: Mapping[str, Any] | None = dsse.NO_LAUNCH,
 ) -> SignatureRecord:
     """Sign ``manifest``'s statement as ``signer``; the envelope is stored as an object (its SHA-256 names it)."""
     statement = dsse.realization_statement(
@@ -71,6 +71,7 @@ def sign_realization(
         quality_report=quality_report,
         audit_head=audit_head,
         dataset_card=dataset_card,
+        launch=launch,
     )
     payload = canonical_json.dumps(statement)
     signature = signer.sign(dsse.pae(dsse.PAYLOAD_TYPE, payload))

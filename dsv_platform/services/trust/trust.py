@@ -23,11 +23,12 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from dsv_platform.adapters.registry.certificates import ROOT_FILE, load_root
-from dsv_platform.adapters.registry.launches import Launch
+from dsv_platform.adapters.registry.launches import Launch, SignedBuild
 from dsv_platform.adapters.registry.signed_events import EventSigner, pin_root, policy_of
 from dsv_platform.adapters.registry.trust import BOOTSTRAP_PROPERTY, STRICT_PROPERTY, TrustRecords
 from dsv_platform.bootstrap import Platform
 from dsv_platform.core.errors import AccessDeniedError, ConfigurationError, FileAccessError
+from dsv_platform.core.publication.records import Realization
 from dsv_platform.core.trust.trust import Grant, Role, describe_request, grant_covers
 from dsv_platform.services.trust.keys import check_identity_name, fingerprint, key_path, load_private_key, raw_public, write_new_key
 
@@ -340,6 +341,12 @@ class Gatekeeper:
 
     def audit(self, action: str, target: str, *, reason: str | None = None, detail: Mapping[str, Any] | None = None) -> int:
         return audit(self.platform, action, target, reason=reason, detail=detail)
+
+    def signed_build(self, realization: Realization) -> SignedBuild | None:
+        """The builder and launch ``realization``'s signed statement names (builders.py); None when it was published before signing."""
+        from dsv_platform.services.trust.builders import signed_build  # here: builders.py imports signing.py, which imports this module
+
+        return signed_build(self.platform, realization)
 
 
 def gatekeeper(platform: Platform) -> Gatekeeper:
