@@ -2,6 +2,7 @@ import datetime as dt
 
 import pytest
 
+from dsv_platform.core.config.model_governance import FamilyPolicy, ModelGovernance, ModelPolicy
 from dsv_platform.core.config.platform_config import load_config
 from dsv_platform.core.config.platform_options import DEFAULT_PARTITIONS_START, PlatformOptions
 from dsv_platform.core.config_yaml import ConfigError
@@ -11,7 +12,9 @@ from dsv_platform_tests.core.config_support import write_config
 
 def test_the_fraud_example_sets_its_partitions_module_and_demo():
     options = load_config(CONFIG_DIR, import_labels=False).options
-    assert options == PlatformOptions(dt.date(2026, 6, 1), ("dsv_platform.examples.fraud.defs",), "dsv_platform.examples.fraud.demo")
+    governance = ModelGovernance(families={"fraud_model": FamilyPolicy(ModelPolicy.RETRAIN_REQUIRED)})  # the demo's deletion story
+    expected = PlatformOptions(dt.date(2026, 6, 1), ("dsv_platform.examples.fraud.defs",), "dsv_platform.examples.fraud.demo", model_governance=governance)
+    assert options == expected
 
 
 def test_without_platform_yaml_the_defaults_apply(tmp_path):
