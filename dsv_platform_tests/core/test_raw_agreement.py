@@ -30,9 +30,10 @@ def chunks(rows: pa.Table, size: int = 64) -> list[pa.Table]:
     return [rows.slice(i, size) for i in range(0, rows.num_rows, size)]
 
 
-def test_the_rows_a_load_kept_agree_in_any_order_and_chunking(raw: pa.Table) -> None:
+@pytest.mark.parametrize("size", [1, 7, 64, 10_000])  # raw chunks gathered into groups of a quarter of the kept rows, or one
+def test_the_rows_a_load_kept_agree_in_any_order_and_chunking(raw: pa.Table, size: int) -> None:
     kept = raw.take(pa.array(list(range(raw.num_rows - 1, 40, -2))))  # every other key (the rest skipped as unchanged), reversed
-    result = compare_batch("transactions", "daily@aa", CONTRACT, kept, chunks(raw))
+    result = compare_batch("transactions", "daily@aa", CONTRACT, kept, chunks(raw, size))
     assert result.agrees and result.canonical_rows == result.raw_rows == kept.num_rows and result.canonical_hash == result.raw_hash
     assert compare_batch("transactions", "daily@aa", CONTRACT, raw.slice(0, 0), chunks(raw)).agrees
 
@@ -47,10 +48,11 @@ def test_prices_times_100_name_the_column_and_the_rows_never_a_value(raw: pa.Tab
     assert str(raw.column("amount")[0].as_py()) not in text
 
 
-def test_rows_with_keys_the_raw_batch_never_had_are_counted(raw: pa.Table) -> None:
+@pytest.mark.parametrize("size", [3, 64])
+def test_rows_with_keys_the_raw_batch_never_had_are_counted(raw: pa.Table, size: int) -> None:
     ids = raw.column("transaction_id")
     forged = raw.slice(0, 3).set_column(0, raw.schema.field(0), pc.add(ids.slice(0, 3), 10_000_000))
-    result = compare_batch("transactions", "daily@aa", CONTRACT, pa.concat_tables([raw.slice(3), forged]), chunks(raw))
+    result = compare_batch("transactions", "daily@aa", CONTRACT, pa.concat_tables([raw.slice(3), forged]), chunks(raw, size))
     assert not result.agrees and result.unmatched == 3 and result.raw_rows == raw.num_rows - 3 and result.columns == {}
 
 

@@ -11,7 +11,7 @@ many rows, never a value. Details: docs/quarantine.md ("raw_agreement").
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -93,15 +93,32 @@ def _column_differences(canonical: pa.Table, raw: pa.Table, contract: Contract) 
     return out
 
 
+def _groups(chunks: Iterable[pa.Table], names: list[str], contract: Contract, rows: int) -> Iterator[pa.Table]:
+    """``chunks`` (contract columns, cast) concatenated into tables of at least ``rows`` rows (the last one fewer)."""
+    pending: list[pa.Table] = []
+    held = 0
+    for chunk in chunks:
+        pending.append(chunk.select(names).cast(contract.arrow_schema))
+        held += chunk.num_rows
+        if held >= rows:
+            yield pa.concat_tables(pending)
+            pending, held = [], 0
+    if pending:
+        yield pa.concat_tables(pending)
+
+
 def compare_batch(source: str, batch: str, contract: Contract, canonical: pa.Table, raw_chunks: Iterable[pa.Table]) -> BatchAgreement:
     """``canonical``: the rows stored under ``batch`` (contract columns at least); ``raw_chunks``: the batch's accepted rows.
 
-    Memory: the canonical rows plus the raw rows with their keys (never more than the canonical rows).
+    Memory: the canonical rows, the raw rows that match them (never more), and raw chunks gathered into groups of a
+    quarter of the canonical rows: each semi join builds its hash table over every canonical key, so it runs about
+    four times per batch, not once per chunk (a 4.3M-row daily batch in 64k-row chunks built it 66 times).
     """
     names, key = list(contract.column_names), list(contract.key)
     canonical = canonical.select(names).cast(contract.arrow_schema)
     keys = canonical.select(key)
-    matched = [c.select(names).cast(contract.arrow_schema).join(keys, keys=key, join_type="left semi", use_threads=False) for c in raw_chunks]
+    groups = _groups(raw_chunks, names, contract, max(canonical.num_rows // 4, 1))
+    matched = [group.join(keys, keys=key, join_type="left semi", use_threads=False) for group in groups]
     raw = pa.concat_tables(matched) if matched else contract.arrow_schema.empty_table()
     result = BatchAgreement(source, batch, canonical.num_rows, raw.num_rows, canonical_hash=_hash(canonical, contract, source),
                             raw_hash=_hash(raw, contract, source))  # fmt: skip
