@@ -12,12 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dsv_platform.adapters.registry.launches import SignedBuild, launch_from_document
-from dsv_platform.core.errors import ObjectStoreError, UntrustedError
+from dsv_platform.core.errors import UntrustedError
 from dsv_platform.core.publication.records import Realization
-from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.core.trust import dsse
 from dsv_platform.services.trust import trust
-from dsv_platform.services.trust.signing import MISSING, check_signature
+from dsv_platform.services.trust.signing import MISSING, check_signature, signed_statements
 
 if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
@@ -51,14 +50,7 @@ def verify_builders(platform: Platform) -> int:
     """
     checked = 0
     records = trust.records(platform)
-    for realization in platform.registry.realizations_in(frozenset(RealizationState)):
-        row = platform.registry.signature_of(realization.id)
-        if row is None:
-            continue
-        try:
-            statement = dsse.parse_statement(dsse.parse_envelope(platform.store.get(row.envelope_object, verify=True)))
-        except (ObjectStoreError, dsse.EnvelopeError):
-            continue
+    for realization, statement in signed_statements(platform):
         if (problem := records.build_problem(realization, _of(statement))) is not None:
             field, why = problem
             raise UntrustedError(why, ref=realization.ref, detail={"field": field})

@@ -12,7 +12,7 @@ Details: docs/trust.md ("Signatures")
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -170,12 +170,9 @@ def audit_head_problem(platform: Platform, statement: dsse.Statement) -> str | N
     return None
 
 
-def verify_publication_heads(platform: Platform) -> int:
-    """Every signed publication's audit head is still in the log (``dsv audit --verify``); AuditTamperedError naming the first that is not.
-
-    Returns how many heads were checked; an unreadable envelope is skipped here (``dsv verify`` refuses it).
-    """
-    checked = 0
+def signed_statements(platform: Platform) -> Iterator[tuple[Realization, dsse.Statement]]:
+    """Every signed realization with its statement, for the ``dsv audit --verify`` walks; an unreadable envelope is
+    skipped here (``dsv verify`` refuses it)."""
     for realization in platform.registry.realizations_in(frozenset(RealizationState)):
         row = platform.registry.signature_of(realization.id)
         if row is None:
@@ -184,6 +181,16 @@ def verify_publication_heads(platform: Platform) -> int:
             statement = dsse.parse_statement(dsse.parse_envelope(platform.store.get(row.envelope_object, verify=True)))
         except (ObjectStoreError, dsse.EnvelopeError):
             continue
+        yield realization, statement
+
+
+def verify_publication_heads(platform: Platform) -> int:
+    """Every signed publication's audit head is still in the log (``dsv audit --verify``); AuditTamperedError naming the first that is not.
+
+    Returns how many heads were checked; an unreadable envelope is skipped here (``dsv verify`` refuses it).
+    """
+    checked = 0
+    for realization, statement in signed_statements(platform):
         if (problem := audit_head_problem(platform, statement)) is not None:
             raise AuditTamperedError(f"{realization.ref}: {problem}", ref=realization.ref, detail={"audit_head": list(statement.audit_head or ())})
         checked += statement.audit_head is not None
@@ -225,6 +232,7 @@ __all__ = [
     "check_signature",
     "require_trusted",
     "sign_realization",
+    "signed_statements",
     "signer_of",
     "verify_publication_heads",
 ]
