@@ -23,19 +23,12 @@ from dsv_platform.services.trust import trust
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.scenarios.support import World
 from dsv_platform_tests.services import kill_support as ks
+from dsv_platform_tests.services.test_privacy_canonical_stage import SUBJECT_TABLES, env
 
 pytestmark = pytest.mark.slow
 
-SUBJECT_TABLES = [spec for spec in SOURCES.values() if spec.entity == "account_id"]
+__all__ = ["env"]  # the canonical stage's home fixture (SQLite and PostgreSQL registries)
 REQUEST = "del-restored"
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
-    base = {"DSV_HOME": str(tmp_path / "home"), "DSV_ACTOR": "ops"}
-    if request.param == "postgres":
-        base["DSV_REGISTRY_URL"] = str(request.getfixturevalue("postgres_url"))
-    return base
 
 
 def seeded(env: dict[str, str]) -> str:
