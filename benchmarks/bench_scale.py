@@ -63,12 +63,18 @@ def generate(rows: int, folder: Path) -> Path:
     return folder
 
 
-def measured(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
-    """Wall time, peak RSS (MiB) and output of ``cmd`` run as the only child of a fresh wrapper process."""
+def measured(cmd: list[str], env: dict[str, str], log: Path | None = None) -> dict[str, Any]:
+    """Wall time, peak RSS (MiB) and output of ``cmd`` run as the only child of a fresh wrapper process.
+
+    With ``log``, the command's whole stderr (its progress lines: the stage breakdown) is written there as it runs.
+    """
+    err = f"open({str(log)!r}, 'w')" if log else "subprocess.PIPE"
     wrapper = (
         "import resource, subprocess, sys, json; "
-        f"p = subprocess.run({cmd!r}, capture_output=True, text=True); "
-        "print(json.dumps({'rc': p.returncode, 'out': p.stdout, 'err': p.stderr[-2000:], 'rss': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))"
+        f"e = {err}; "
+        f"p = subprocess.run({cmd!r}, stdout=subprocess.PIPE, stderr=e, text=True); "
+        "tail = p.stderr[-2000:] if p.stderr else open(e.name).read()[-2000:]; "
+        "print(json.dumps({'rc': p.returncode, 'out': p.stdout, 'err': tail, 'rss': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))"
     )
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", wrapper], env=env, capture_output=True, text=True, check=True)
@@ -87,9 +93,9 @@ def dsv_run(folder: Path, tree: str | None, label: str, extra: dict[str, str] | 
     if tree:
         env["PYTHONPATH"] = tree
     data = sorted((folder / "data").glob("*.parquet"))
-    features = measured([DSV, "ingest", "features", *[str(p) for p in data if p.name.startswith("features")]], env)
-    events = measured([DSV, "ingest", "events", *[str(p) for p in data if p.name.startswith("events")]], env)
-    build = measured([DSV, "build", "scale_set:v1", "--json"], env)
+    features = measured([DSV, "ingest", "features", *[str(p) for p in data if p.name.startswith("features")]], env, folder / f"{label}-ingest-features.log")
+    events = measured([DSV, "ingest", "events", *[str(p) for p in data if p.name.startswith("events")]], env, folder / f"{label}-ingest-events.log")
+    build = measured([DSV, "build", "scale_set:v1", "--json"], env, folder / f"{label}-build.log")
     doc = json.loads(build["out"])
     rows = sum(pq.read_metadata(p).num_rows for p in data if p.name.startswith("events"))
     return {
@@ -122,7 +128,8 @@ def duckdb_baseline(folder: Path) -> dict[str, Any]:
         ) TO '{out}/joined.parquet' (FORMAT PARQUET)
     """)  # fmt: skip
     join_s = time.perf_counter() - start
-    hashed = measured([DSV, "hash", str(out / "joined.parquet"), "--contract", str(folder / "contract.yaml"), "--json"], dict(os.environ))
+    cmd = [DSV, "hash", str(out / "joined.parquet"), "--contract", str(folder / "contract.yaml"), "--json"]
+    hashed = measured(cmd, dict(os.environ), folder / "duckdb-hash.log")
     digest = json.loads(hashed["out"])["content_hash"]
     return {"join_s": round(join_s, 2), "hash_s": hashed["wall_s"], "hash_peak_rss_mib": hashed["peak_rss_mib"], "content_hash": digest}
 
@@ -132,18 +139,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=1_000_000)
     p.add_argument("--code", help="another source tree to run the dsv commands from as well (PYTHONPATH)")
     p.add_argument("--arrow", action="store_true", help="also build with DSV_BUILD_ENGINE=arrow (the in-memory assembly), in its own home")
+    p.add_argument(
+        "--stages",
+        default="baseline,this",
+        help="comma-separated stages to run now (baseline, this); a stage's result is kept in the data folder, so a long "
+        "size can be run in parts and the report joins the kept results",
+    )
     args = p.parse_args(argv)
+    stages = set(args.stages.split(","))
     folder = generate(args.rows, DATA / str(args.rows))
     report: dict[str, Any] = {"rows": args.rows, "load_before": load_1min()}
-    report["duckdb"] = duckdb_baseline(folder)
-    report["this"] = dsv_run(folder, None, "this")
-    if args.code:
-        report["other"] = dsv_run(folder, args.code, "other")
-    if args.arrow:
-        report["arrow"] = dsv_run(folder, None, "arrow", {"DSV_BUILD_ENGINE": "arrow"})
-    base = report["duckdb"]["join_s"] + report["duckdb"]["hash_s"]
-    report["build_vs_duckdb_plus_hash"] = round(report["this"]["build_wall_s"] / base, 2)
-    report["hashes_equal"] = report["this"]["content_hash"] == report["duckdb"]["content_hash"]
+    for stage, run in (
+        ("baseline", lambda: duckdb_baseline(folder)),
+        ("this", lambda: dsv_run(folder, None, "this")),
+        ("other", lambda: dsv_run(folder, args.code, "other")),
+        ("arrow", lambda: dsv_run(folder, None, "arrow", {"DSV_BUILD_ENGINE": "arrow"})),
+    ):
+        kept = folder / f"result-{stage}.json"
+        if stage in stages or (stage == "other" and args.code) or (stage == "arrow" and args.arrow):
+            kept.write_text(json.dumps(run() | {"load_after_stage": load_1min()}))
+        if kept.exists():
+            report["duckdb" if stage == "baseline" else stage] = json.loads(kept.read_text())
+    if "duckdb" in report and "this" in report:
+        base = report["duckdb"]["join_s"] + report["duckdb"]["hash_s"]
+        report["build_vs_duckdb_plus_hash"] = round(report["this"]["build_wall_s"] / base, 2)
+        report["hashes_equal"] = report["this"]["content_hash"] == report["duckdb"]["content_hash"]
     report["load_after"] = load_1min()
     print(json.dumps(report, indent=2))
     return 0
