@@ -30,7 +30,7 @@ from dsv_platform.core.identity.example_id import with_example_id
 from dsv_platform.core.splits.policy import assign_examples, policy_from_config
 from dsv_platform.core.splits.split_checks import assignment_hash, splits_are_entity_disjoint
 from dsv_platform.services.publication.examples import EngineExamples
-from dsv_platform.services.publication.publisher import parquet_bytes
+from dsv_platform.services.publication.parts import parquet_bytes
 from dsv_platform.services.publication.split_assignment import Splitting, assign_splits
 
 CONTRACT = {

@@ -25,7 +25,7 @@ from dsv_platform.core.identity.example_id import assignment_key, example_id_col
 from dsv_platform.core.splits.policy import SplitPolicy, assign_examples, dataset_column, policy_from_config, policy_from_document
 from dsv_platform.core.splits.split_checks import assignment_hash, proportions_of_counts, proportions_within_tolerance, splits_are_entity_disjoint
 from dsv_platform.services.publication.examples import EngineExamples, Examples, TableExamples
-from dsv_platform.services.publication.publisher import parquet_bytes
+from dsv_platform.services.publication.parts import parquet_bytes
 from dsv_platform.services.publication.split_assignment import Splitting, assign_splits
 
 HASH = {"policy": "hash-split/1", "salt": "s1", "bounds": "train=80,validation=90,test=100"}

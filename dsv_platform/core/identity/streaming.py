@@ -9,8 +9,9 @@ a partition's rows at once) plus the spill threshold.
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import pyarrow.ipc as ipc
 
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.errors import ContractViolationError
+from dsv_platform.core.identity.canonical import row_key_at
 from dsv_platform.core.identity.hashing import (
     UNPARTITIONED_KEY,
     DatasetDigest,
@@ -28,8 +30,10 @@ from dsv_platform.core.identity.hashing import (
     Progress,
     digest_of,
     hash_partition,
+    iter_canonical_chunks,
     partition_keys,
     set_native,
+    sort_by_key,
 )
 
 SPILL_BYTES = 256 << 20
@@ -216,3 +220,52 @@ def hash_batches(
     """Identity of a dataset given as ``(source name, batch)`` pairs, in any order and layout."""
     parts = iter_partitions(batches, contract, partition_by=partition_by, scratch=scratch, spill_bytes=spill_bytes)
     return digest_of((hash_partition(table, contract, key=key, progress=progress) for key, table in parts), contract)
+
+
+class KeyOrderError(ValueError):
+    """Tables said to come in natural-key order did not (an engine's ORDER BY disagreed with the canonical order)."""
+
+
+def _after(previous: pa.Table, first: pa.Table, contract: Contract, source: str | None) -> None:
+    """``first`` (one key row) must sort strictly after ``previous`` (one key row): equal is a duplicate key, less is disorder."""
+    for name in contract.key:
+        before, after = previous.column(name)[0], first.column(name)[0]
+        if pc.less(before, after).as_py():
+            return
+        if not pc.equal(before, after).as_py():
+            raise KeyOrderError(f"{source or 'rows'}: key {row_key_at(first, contract.key, 0)!r} came after {row_key_at(previous, contract.key, 0)!r}")
+    raise ContractViolationError("duplicate natural key", row_key=row_key_at(first, contract.key, 0), source=source)
+
+
+def hash_key_ordered(
+    tables: Iterable[pa.Table],
+    contract: Contract,
+    *,
+    key: str = UNPARTITIONED_KEY,
+    source: str | None = None,
+    sink: Callable[[pa.Table], object] | None = None,
+) -> PartitionDigest:
+    """The partition hash of rows that arrive in natural-key order over any number of tables (an engine's ``ORDER BY``).
+
+    Memory is one table, whatever the partition's size: each table is encoded and hashed as it comes, its keys checked
+    (nulls, duplicates) and its first key checked to sort strictly after the last key of the table before, so the bytes
+    are those :func:`hash_partition` gives the whole partition. A table out of order in itself is sorted; one that starts
+    before the previous one ended raises :class:`KeyOrderError`. ``sink`` gets each table in key order (a Parquet writer).
+    """
+    digest, rows, last = hashlib.sha256(), 0, None
+    names = list(contract.key)
+    for table in tables:
+        if not table.num_rows:
+            continue
+        order = sort_by_key(table, contract, source=source)
+        if table.num_rows > 1 and not pc.all(pc.equal(order, pa.array(np.arange(table.num_rows, dtype=np.int64)))).as_py():
+            table = table.take(order)
+        if last is not None:
+            _after(last, table.select(names).slice(0, 1), contract, source)
+        for chunk in iter_canonical_chunks(table, contract, source=source):
+            digest.update(chunk)
+        if sink is not None:
+            sink(table)
+        rows += table.num_rows
+        last = table.select(names).slice(table.num_rows - 1, 1)
+    return PartitionDigest(key=key, hash=digest.hexdigest(), rows=rows)

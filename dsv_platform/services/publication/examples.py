@@ -12,6 +12,7 @@ import contextlib
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -23,6 +24,7 @@ from dsv_platform.adapters.engine.memory import shrink_pool
 from dsv_platform.core.assembly.assembly_sql import quote
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.identity.hashing import UNPARTITIONED_KEY, partition_keys
+from dsv_platform.services.publication.parts import KeyOrderedRows
 
 if TYPE_CHECKING:
     from dsv_platform.adapters.engine.duckdb_engine import Connection
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 Part = tuple[str, Callable[[], pa.Table]]
 Ordered = tuple[pa.Table, pa.Array | None]  # a batch of rows, and each one's position when asked
 BATCH_ROWS = 1 << 16
+PART_ROWS = 1 << 17  # a part's rows are read a Parquet row group at a time (parts.py)
 POSITION = "__position"
 
 
@@ -158,7 +161,7 @@ class EngineExamples:
         column, names = self.contract.partition_by, self.contract.column_names
         listed = ", ".join(quote(c) for c in names)
         if column is None:
-            return [(UNPARTITIONED_KEY, lambda: self._read(f"SELECT {listed} FROM {self.name}", names))]
+            return [(UNPARTITIONED_KEY, self._ordered(f"SELECT {listed} FROM {self.name} ORDER BY {', '.join(quote(k) for k in self.contract.key)}"))]
         values = self._values(column)
         keys = partition_keys(values, self.contract, column).to_pylist()
         order = sorted(set(keys))
@@ -168,7 +171,24 @@ class EngineExamples:
         match = f"e.{quote(column)} IS NOT DISTINCT FROM p.v"
         self.con.execute(f"CREATE OR REPLACE TABLE __keyed AS SELECT e.*, p.__part FROM {self.name} e JOIN __partition_values p ON {match}")
         shrink_pool(self.con)  # from here the engine scans one part at a time: its pool makes room for the parts being prepared
-        return [(k, functools.partial(self._read, f"SELECT {listed} FROM __keyed WHERE __part = {i}", names)) for i, k in enumerate(order)]
+        by_key = ", ".join(quote(k) for k in self.contract.key)
+        return [(k, self._ordered(f"SELECT {listed} FROM __keyed WHERE __part = {i} ORDER BY {by_key}")) for i, k in enumerate(order)]
+
+    def _ordered(self, sql: str) -> KeyOrderedRows:
+        """A part's rows in natural-key order, read a row group at a time (the engine sorts, spilling past its limit)."""
+        schema = self.contract.arrow_schema
+        setting = self.con.execute("SELECT current_setting('temp_directory')").fetchone()
+        spool = Path(str(setting[0])).parent if setting and setting[0] else None  # the build's engine folder, removed after it
+
+        def tables() -> Iterator[pa.Table]:
+            cursor = self.con.cursor()  # one per read: the publisher reads parts on worker threads
+            try:
+                for batch in cursor.sql(sql).to_arrow_reader(PART_ROWS):
+                    yield pa.Table.from_batches([batch]).cast(schema)
+            finally:
+                cursor.close()
+
+        return KeyOrderedRows(tables, schema, spool)
 
     def _values(self, column: str) -> pa.Table:
         """Each value of the partition column once, with one row's key (what an encoding error names)."""

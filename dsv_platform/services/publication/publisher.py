@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from dsv_platform.adapters.engine.memory import release_free_memory
 from dsv_platform.adapters.objects.object_store import ObjectStore
@@ -28,7 +27,7 @@ from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.adapters.registry.trust import TrustRecords
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.errors import AliasConflictError, PublicationError
-from dsv_platform.core.identity.hashing import hash_partition, sort_by_key
+from dsv_platform.core.identity.hashing import hash_partition
 from dsv_platform.core.publication.gates import GateResult, GatesFailedError, QualityReport, report_of
 from dsv_platform.core.publication.manifest import BuiltPart, Manifest, build_manifest
 from dsv_platform.core.publication.records import PublishOutcome, Realization
@@ -37,10 +36,9 @@ from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.core.trust.trust import Role
 from dsv_platform.services.lineage.lineage import record_realization_lineage
 from dsv_platform.services.publication.parallel_parts import default_build_jobs, ordered_map
+from dsv_platform.services.publication.parts import KeyOrderedRows, PreparedPart, parquet_bytes, sorted_for_storage, spooled_part
 from dsv_platform.services.trust.signing import Signer, sign_realization
 from dsv_platform.services.trust.trust import Gatekeeper
-
-PARQUET_OPTIONS: Mapping[str, Any] = {"compression": "zstd", "compression_level": 3, "row_group_size": 1 << 17, "write_statistics": True}
 
 
 class BuildStep(enum.Enum):
@@ -54,8 +52,9 @@ class BuildStep(enum.Enum):
     ALIAS_MOVED = "alias_moved"
 
 
-Rows: TypeAlias = pa.Table | Callable[[], pa.Table]
-"""A partition's rows, or a reader of them called when the part is prepared (a build then holds one partition at a time)."""
+Rows: TypeAlias = pa.Table | Callable[[], pa.Table] | KeyOrderedRows
+"""A partition's rows, or a reader of them called when the part is prepared (a build then holds one partition at a time),
+or a key-ordered reader (a build then holds one table of rows at a time)."""
 Gates = Callable[[Manifest, Mapping[str, Rows]], Iterable[GateResult]]
 
 
@@ -74,16 +73,6 @@ class BuildRequest:
 
 
 @dataclass(frozen=True)
-class PreparedPart:
-    """A part ready to store: its partition hash and row count, and its Parquet bytes."""
-
-    key: str
-    hash: str
-    rows: int
-    data: bytes
-
-
-@dataclass(frozen=True)
 class BuildResult:
     realization: Realization
     manifest: Manifest
@@ -94,24 +83,6 @@ class BuildResult:
     @property
     def ref(self) -> str:
         return self.realization.ref
-
-
-def parquet_bytes(table: pa.Table) -> bytes:
-    """Deterministic Parquet bytes of ``table`` (same rows, same writer version, same bytes)."""
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, **PARQUET_OPTIONS)
-    data: bytes = sink.getvalue().to_pybytes()
-    return data
-
-
-def sorted_for_storage(table: pa.Table, contract: Contract) -> pa.Table:
-    """The contract's columns, typed by the contract, in natural-key order."""
-    table = table.select(contract.column_names)
-    table = table.take(sort_by_key(table, contract))
-    try:
-        return table.cast(contract.arrow_schema)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise PublicationError(f"{contract.name}: rows do not fit the contract's Arrow schema ({exc})") from exc
 
 
 GC_WAIT_S = 300.0
@@ -147,6 +118,8 @@ class Publisher:
 
     def prepare_part(self, key: str, rows: Rows, contract: Contract) -> PreparedPart:
         """A part's CPU work, no store call: read, row filter, sort, hash, Parquet bytes (safe on a worker thread)."""
+        if isinstance(rows, KeyOrderedRows):
+            return spooled_part(key, rows, contract, self.row_filter)
         table = rows() if callable(rows) else rows
         if self.row_filter is not None:
             table = self.row_filter(table)
@@ -157,11 +130,15 @@ class Publisher:
     def store_part(self, attempt: str, part: PreparedPart, contract: Contract) -> BuiltPart:
         """Stage and promote a prepared part, then report it (on the calling thread)."""
         name = f"part-{hashlib.sha256(part.key.encode()).hexdigest()[:24]}.parquet"
-        self.store.stage(attempt, name, part.data)
+        try:
+            self.store.stage(attempt, name, part.data)
+            size = part.size
+        finally:
+            part.discard()
         digest = self.store.promote(attempt, name)
         self.on_step(BuildStep.PART_WRITTEN, part.key)
         release_free_memory()  # the prepared parts' freed texts and copies go back to the system, not into the next part's peak
-        return BuiltPart(key=part.key, hash=part.hash, rows=part.rows, object=digest, bytes=len(part.data), schema_hash=contract.schema_hash)
+        return BuiltPart(key=part.key, hash=part.hash, rows=part.rows, object=digest, bytes=size, schema_hash=contract.schema_hash)
 
     def write_parts(self, attempt: str, partitions: Sequence[tuple[str, Rows]], contract: Contract) -> list[BuiltPart]:
         """Every part, in partition order; with ``jobs`` > 1, up to ``jobs`` partitions prepared at once on threads.
@@ -279,8 +256,11 @@ class Publisher:
         missing = [p for p in parts if not self.store.exists(p.object)]
         tables = dict(request.partitions)
         for part in missing:
-            data = self.prepare_part(part.key, tables[part.key], request.contract).data
-            digest = self.store.put(data)
+            prepared = self.prepare_part(part.key, tables[part.key], request.contract)
+            try:
+                digest = self.store.put(prepared.data)
+            finally:
+                prepared.discard()
             if digest != part.object:
                 raise PublicationError(f"partition {part.key}: re-encoding gave object {digest}, not {part.object}; the part cannot be restored")
             self.on_step(BuildStep.PART_WRITTEN, f"{part.key} (restored after GC)")

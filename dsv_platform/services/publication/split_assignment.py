@@ -33,7 +33,7 @@ from dsv_platform.core.splits.policy import SplitPolicy
 from dsv_platform.core.splits.split_checks import CheckFinding, CheckReport, hash_sorted_lines
 from dsv_platform.core.splits.split_common import PolicyCheck
 from dsv_platform.services.publication.examples import Examples
-from dsv_platform.services.publication.publisher import PARQUET_OPTIONS
+from dsv_platform.services.publication.parts import PARQUET_OPTIONS
 
 if TYPE_CHECKING:
     from dsv_platform.adapters.engine.duckdb_engine import Connection
