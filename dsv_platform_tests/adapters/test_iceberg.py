@@ -126,3 +126,29 @@ def test_a_batch_appended_in_several_record_batches_keeps_every_row_in_its_own_f
     files = [t.file for t in tables.table(TRANSACTIONS).scan().plan_files()]
     assert len({f.file_path for f in files}) == len(files) == 6
     assert sum(f.record_count for f in files) == 400
+
+
+def test_a_partitions_streamed_digest_is_its_whole_digest_with_corrections_and_several_files(tables, tmp_path):
+    """Issue 22: a day's digest after a load runs in a scratch engine with a small pool, and equals hashing the day read whole,
+    with corrections (later versions of the same keys win), a batch in several data files, and an empty day."""
+    from dsv_platform.adapters.engine.duckdb_engine import EngineLimits
+    from dsv_platform.core.identity.hashing import hash_table
+    from dsv_platform.services.ingest.partition_digest import partition_digest, streamable
+
+    limits = EngineLimits(memory=64 << 20, threads=2, spill_root=tmp_path / "spill")
+    buggy = events.buggy_feature_batch(DOMAIN, DAY)
+    _append(tables, buggy, ACCOUNT_FEATURES)
+    [fix] = events.feature_backfill(DOMAIN, DAY, DAY, recorded_on=DAY + dt.timedelta(days=10))
+    _append(tables, fix, ACCOUNT_FEATURES)
+    rows = prepare_batch(events.daily_batch(DOMAIN, "transactions", DAY).data, TRANSACTIONS).accepted
+    tables.append_days(TRANSACTIONS, lambda: [(DAY, rows.slice(0, 70)), (DAY, rows.slice(70))], recorded_at=buggy.recorded_at, batch="two-files",
+                       row_filter=tables.partition_filter(TRANSACTIONS, [DAY]))  # fmt: skip
+    for spec in (ACCOUNT_FEATURES, TRANSACTIONS):
+        assert streamable(spec, limits)
+        whole = hash_table(tables.read(spec, partition=DAY), spec.contract, partition_by=spec.contract.partition_by)
+        assert partition_digest(tables, spec, DAY, limits) == whole
+        assert partition_digest(tables, spec, DAY, None) == whole  # the in-memory path (DSV_BUILD_ENGINE=arrow)
+        assert whole.rows > 0 and whole.partitions[0].key.endswith(f"={DAY}")
+    empty_day = DAY + dt.timedelta(days=40)
+    assert partition_digest(tables, TRANSACTIONS, empty_day, limits) == hash_table(tables.read(TRANSACTIONS, partition=empty_day), TRANSACTIONS.contract, partition_by="event_date")
+    assert not list((tmp_path / "spill").glob("build-*"))  # every scratch engine removed

@@ -23,6 +23,8 @@ from dsv_platform.core.errors import EnvironmentSetupError
 if TYPE_CHECKING:
     import duckdb
 
+    from dsv_platform.settings import Settings
+
     Connection = duckdb.DuckDBPyConnection
 
 LOAD_ROWS = 1 << 16
@@ -37,6 +39,13 @@ class EngineLimits:
     memory: int = DEFAULT_MEMORY
     threads: int | None = None
     spill_root: Path | None = None
+
+
+def limits_of(settings: Settings) -> EngineLimits | None:
+    """The engine's limits from ``DSV_BUILD_MEMORY`` (spilling under ``home/spill``); None under ``DSV_BUILD_ENGINE=arrow``."""
+    if settings.build_engine == "arrow":
+        return None
+    return EngineLimits(memory=settings.build_memory, spill_root=settings.spill_dir)
 
 
 @contextmanager
@@ -121,4 +130,4 @@ def load_table(con: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> No
     load(con, name, pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
 
 
-__all__ = ["DEFAULT_MEMORY", "EngineLimits", "engine", "load", "load_table", "sweep_stale"]
+__all__ = ["DEFAULT_MEMORY", "EngineLimits", "engine", "limits_of", "load", "load_table", "sweep_stale"]

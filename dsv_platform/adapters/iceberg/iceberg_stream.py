@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.io.pyarrow import ArrowScan
 
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTableError, CanonicalTables
@@ -23,8 +24,13 @@ from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.errors import CorruptError
 
 
-def scan_batches(tables: CanonicalTables, spec: TableSpecLike, *, snapshot_id: int | None) -> pa.RecordBatchReader:
-    """Every stored row of ``spec`` at ``snapshot_id`` (all versions, with ``_recorded_at`` and ``_batch``) under its table schema."""
+def scan_batches(
+    tables: CanonicalTables, spec: TableSpecLike, *, snapshot_id: int | None, row_filter: BooleanExpression | None = None
+) -> pa.RecordBatchReader:
+    """Every stored row of ``spec`` at ``snapshot_id`` (all versions, with ``_recorded_at`` and ``_batch``) under its table schema.
+
+    ``row_filter`` (a partition's rows): only the files that may hold matching rows are read, and only those rows kept.
+    """
     schema = table_schema(spec.contract)
     if not tables.exists(spec):
         return pa.RecordBatchReader.from_batches(schema, iter(()))
@@ -33,7 +39,7 @@ def scan_batches(tables: CanonicalTables, spec: TableSpecLike, *, snapshot_id: i
         raise CanonicalTableError(f"table {tables.identifier(spec)} has no snapshot {snapshot_id} (expired?)")
     if snapshot_id is None and tbl.current_snapshot() is None:
         return pa.RecordBatchReader.from_batches(schema, iter(()))
-    scan = tbl.scan(snapshot_id=snapshot_id, selected_fields=tuple(schema.names))
+    scan = tbl.scan(snapshot_id=snapshot_id, selected_fields=tuple(schema.names), row_filter=row_filter or AlwaysTrue())
     projected = scan.projection()
     reader = ArrowScan(scan.table_metadata, scan.io, projected, scan.row_filter, scan.case_sensitive, scan.limit)
 
@@ -49,7 +55,7 @@ def scan_batches(tables: CanonicalTables, spec: TableSpecLike, *, snapshot_id: i
                 rows += batch.num_rows
                 if batch.num_rows:
                     yield from pa.Table.from_batches([batch]).select(schema.names).cast(schema).to_batches()
-            if not task.delete_files and rows != task.file.record_count:
+            if row_filter is None and not task.delete_files and rows != task.file.record_count:
                 raise CorruptError(f"table {name} snapshot {snapshot_id}: data file {path} holds {rows} rows, its manifest counts {task.file.record_count}")
 
     return pa.RecordBatchReader.from_batches(schema, cast())
@@ -58,8 +64,18 @@ def scan_batches(tables: CanonicalTables, spec: TableSpecLike, *, snapshot_id: i
 def batch_tables(tbl: Any, contract: Contract, snapshot_id: int) -> Iterator[tuple[str, pa.Table]]:
     """``(batch, its stored rows)`` for every batch whose rows the snapshot holds, sorted by batch, under the table schema.
 
+    Each batch's rows whole: :func:`batch_readers` streams them instead.
+    """
+    for batch, reader in batch_readers(tbl, contract, snapshot_id):
+        yield batch, reader.read_all()
+
+
+def batch_readers(tbl: Any, contract: Contract, snapshot_id: int) -> Iterator[tuple[str, pa.RecordBatchReader]]:
+    """``(batch, a reader of its stored rows)`` for every batch whose rows the snapshot holds, sorted by batch.
+
     The snapshot's files are planned once; each batch reads only its files (a file's batches from its ``_batch`` bounds,
-    else from the file), so memory follows one batch. An older snapshot is read through the current schema (scan_arrow).
+    else from the file), one record batch at a time, so memory follows one record batch. An older snapshot is read
+    through the current schema (scan_arrow).
     """
     schema, current = table_schema(contract), tbl.schema()
     scan = tbl.scan(snapshot_id=snapshot_id)
@@ -69,7 +85,14 @@ def batch_tables(tbl: Any, contract: Contract, snapshot_id: int) -> Iterator[tup
             by_batch.setdefault(batch, []).append(task)
     for batch in sorted(by_batch):
         reader = ArrowScan(tbl.metadata, tbl.io, current, equal(BATCH, batch), True, None)
-        yield batch, reader.to_table(by_batch[batch]).select(schema.names).cast(schema)
+
+        def typed(tasks: list[Any] = by_batch[batch], scan: ArrowScan = reader) -> Iterator[pa.RecordBatch]:
+            for task in tasks:  # one file at a time: ArrowScan reads the files it is given at once
+                for record_batch in scan.to_record_batches([task]):
+                    if record_batch.num_rows:
+                        yield from pa.Table.from_batches([record_batch]).select(schema.names).cast(schema).to_batches()
+
+        yield batch, pa.RecordBatchReader.from_batches(schema, typed())
 
 
 def _file_batches(index: BatchIndex, data_file: Any) -> tuple[str, ...]:
@@ -80,4 +103,4 @@ def _file_batches(index: BatchIndex, data_file: Any) -> tuple[str, ...]:
     return index.reader(index.tbl, data_file.file_path)
 
 
-__all__ = ["batch_tables", "scan_batches"]
+__all__ = ["batch_readers", "batch_tables", "scan_batches"]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, limits_of
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
 from dsv_platform.adapters.iceberg.iceberg_schema import evolve_schema
 from dsv_platform.adapters.iceberg.iceberg_values import RECORDED_AT, AppendOutcome
@@ -28,13 +29,14 @@ from dsv_platform.core import canonical_json
 from dsv_platform.core.config.labels import LabelVersion
 from dsv_platform.core.config.source import DerivedTableSpec, SourceSpec, TableSpecLike
 from dsv_platform.core.contracts.semantic import RuleResult
-from dsv_platform.core.contracts.semantic_rules import evaluate_load
+from dsv_platform.core.contracts.semantic_rules import evaluate_load, load_rules
 from dsv_platform.core.contracts.validation import FailureCase
 from dsv_platform.core.identity.hashing import DatasetDigest, hash_table
 from dsv_platform.core.ingest.batch_stream import BatchPlan, BatchScan, plan_batch, validated_chunks
 from dsv_platform.core.ingest.landing_stream import Opener, UnreadableBatch
 from dsv_platform.core.ingest.scan_memo import recall
 from dsv_platform.core.progress.stages import SILENT, Progress
+from dsv_platform.services.ingest.partition_digest import partition_digest
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.lineage.lineage import record_label_build, record_partition_load
 from dsv_platform.services.trust import trust
@@ -129,7 +131,8 @@ def load_partitions(platform: Platform, spec: SourceSpec, days: Sequence[dt.date
     evolved = evolve_schema(platform.tables, spec)  # the contract's compatible changes, or SchemaEvolutionError (docs/schema-evolution.md)
     if evolved is not None:
         trust.audit(platform, "schema_evolved", f"canonical:{spec.name}", reason=evolved.describe(), detail=evolved.to_document())
-    return [_recorded(platform, spec, load.day, load) for load in load_landed_days(platform.landing, platform.tables, spec, days, skip=held, progress=progress)]
+    loaded = load_landed_days(platform.landing, platform.tables, spec, days, skip=held, progress=progress, limits=limits_of(platform.settings))
+    return [_recorded(platform, spec, load.day, load) for load in loaded]
 
 
 @openlineage.emits(load_job, load_io)
@@ -170,8 +173,12 @@ def load_landed_days(
     *,
     skip: Collection[str] = (),
     progress: Progress = SILENT,
+    limits: EngineLimits | None = None,
 ) -> list[PartitionLoad]:
-    """:func:`load_landed` of several days; per day the batches apply in ``recorded_at`` then landing order, as one day alone would."""
+    """:func:`load_landed` of several days; per day the batches apply in ``recorded_at`` then landing order, as one day alone would.
+
+    ``limits``: each day's digest runs in a scratch build engine with them (None: the day is read and hashed in memory).
+    """
     contract = spec.contract
     per_day = {d: [r for r in landing.loadable(spec.name, d) if r.batch_ref not in skip] for d in days}
     batches: dict[str, list[LandingRecord]] = {}
@@ -189,13 +196,13 @@ def load_landed_days(
     loads = []
     for day in days:  # a day's snapshot: its last append, else the latest of the days before it (what loading day by day left current)
         quarantined = tuple(r for r in landing.records(spec.name, day) if not r.loadable or r.batch_ref in skip)
-        rows = tables.read(spec, partition=day)
-        digest = hash_table(rows, contract, partition_by=contract.partition_by)
+        digest = partition_digest(tables, spec, day, limits)  # streamed through the engine: memory does not follow the day
+        semantic = evaluate_load(tables.read(spec, partition=day), contract) if load_rules(contract) else ()
         batch_loads = tuple(done[(day, r.batch_ref)] for r in per_day[day])
         mine = [made.index(b.outcome.snapshot_id) for b in batch_loads if b.outcome.appended and b.outcome.snapshot_id in made]
         latest = made[max(mine)] if mine else snapshot
         snapshot = latest if snapshot not in made or (latest in made and made.index(latest) > made.index(snapshot)) else snapshot
-        loads.append(PartitionLoad(spec.name, day, batch_loads, quarantined, latest, digest, evaluate_load(rows, contract)))
+        loads.append(PartitionLoad(spec.name, day, batch_loads, quarantined, latest, digest, semantic))
         progress.advance(1)
     progress.done()
     return loads

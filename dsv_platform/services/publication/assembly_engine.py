@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine, load, load_table
+from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine, limits_of, load, load_table
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
 from dsv_platform.adapters.iceberg.iceberg_stream import scan_batches
 from dsv_platform.core.assembly.assembly import AssemblyError
@@ -35,10 +35,7 @@ if TYPE_CHECKING:
 
 def engine_limits(platform: Platform) -> EngineLimits | None:
     """The engine's limits from ``DSV_BUILD_MEMORY`` (spilling under ``home/spill``); None under ``DSV_BUILD_ENGINE=arrow``."""
-    settings = platform.settings
-    if settings.build_engine == "arrow":
-        return None
-    return EngineLimits(memory=settings.build_memory, spill_root=settings.spill_dir)
+    return limits_of(platform.settings)
 
 
 def engine_refusal(definition: DatasetDefinition, specs: Collection[TableSpecLike]) -> str | None:
