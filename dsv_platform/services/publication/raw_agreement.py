@@ -5,7 +5,10 @@ definition reads and per batch its pinned snapshot holds, the canonical rows of 
 are compared with the batch's accepted rows derived again from the raw bytes (streamed a record batch at a time, as
 the load reads them): core/identity/raw_agreement.py. Memory follows one batch, never the table. Corrections are
 new rows of a new batch, compared with their own batch. Batches an operator holds (quarantine) are not read by the
-build and not compared. Details: docs/quarantine.md ("raw_agreement").
+build and not compared. With the build engine (the default), both sides of a batch stream into a scratch DuckDB
+database and are hashed in key order as the engine sorts them (spilling past its limit), so memory follows neither the
+batch nor the table; only a batch that disagrees is read back whole to name its columns. Details: docs/quarantine.md
+("raw_agreement").
 """
 
 from __future__ import annotations
@@ -16,19 +19,24 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import pyarrow as pa
 
-from dsv_platform.adapters.iceberg.iceberg_stream import batch_tables
+from dsv_platform.adapters.engine.duckdb_engine import engine, limits_of, load
+from dsv_platform.adapters.iceberg.iceberg_stream import batch_readers
 from dsv_platform.adapters.objects.landing import LandingRecord
+from dsv_platform.core.assembly.assembly_sql import quote, unsupported
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.config.source import SourceSpec
 from dsv_platform.core.contracts import integrity_signals as sig
-from dsv_platform.core.errors import ObjectErasedError, ObjectNotFoundError, ObjectVerificationError
+from dsv_platform.core.contracts.contract import Contract
+from dsv_platform.core.errors import ContractViolationError, ObjectErasedError, ObjectNotFoundError, ObjectVerificationError
 from dsv_platform.core.identity.raw_agreement import BatchAgreement, compare_batch
+from dsv_platform.core.identity.streaming import hash_key_ordered
 from dsv_platform.core.ingest.batch_stream import plan_batch, validated_chunks
 from dsv_platform.core.ingest.landing_stream import UnreadableBatch
 from dsv_platform.core.ingest.scan_memo import recall
 from dsv_platform.core.publication.gates import GateResult
 
 if TYPE_CHECKING:
+    from dsv_platform.adapters.engine.duckdb_engine import Connection
     from dsv_platform.bootstrap import Platform
     from dsv_platform.services.publication.realization_inputs import Pin
 
@@ -45,33 +53,109 @@ def _raw_rows(platform: Platform, spec: SourceSpec, record: LandingRecord) -> It
         yield accepted
 
 
+READ_ROWS = 1 << 17
+
+
+def _ordered_hash(con: Connection, sql: str, contract: Contract, source: str) -> tuple[int, str]:
+    """Rows and hash of ``sql``'s rows (contract columns, in key order), read a table at a time; "unhashable: ..." as compare_batch says."""
+    cursor = con.cursor()
+    try:
+        tables = (pa.Table.from_batches([b]).cast(contract.arrow_schema) for b in cursor.sql(sql).to_arrow_reader(READ_ROWS))
+        leaf = hash_key_ordered(tables, contract, source=source)
+        return leaf.rows, leaf.hash
+    except ContractViolationError as exc:  # e.g. a key twice among the canonical rows: no batch writes a key twice
+        counted = con.execute(f"SELECT count(*) FROM ({sql})").fetchone()
+        return int(counted[0]) if counted else 0, f"unhashable: {exc}"
+    finally:
+        cursor.close()
+
+
+def _typed(contract: Contract, tables: Iterator[pa.Table] | pa.RecordBatchReader) -> pa.RecordBatchReader:
+    names, schema = list(contract.column_names), contract.arrow_schema
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for t in tables:
+            table = t if isinstance(t, pa.Table) else pa.Table.from_batches([t])
+            yield from table.select(names).cast(schema).to_batches()
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def compare_in_engine(con: Connection, source: str, batch: str, contract: Contract, canonical_rows: int, raw_chunks: Iterator[pa.Table]) -> BatchAgreement:
+    """:func:`compare_batch` with the canonical rows in the engine's ``__canonical`` and the raw rows streamed in beside them.
+
+    The same result, in memory bounded by the engine: each side is hashed in key order as the engine sorts it.
+    """
+    load(con, "__raw", _typed(contract, raw_chunks))
+    columns, key = ", ".join(f"r.{quote(c)}" for c in contract.column_names), ", ".join(quote(k) for k in contract.key)
+    _, canonical_hash = _ordered_hash(con, f"SELECT * FROM __canonical ORDER BY {key}", contract, source)
+    matched = f"SELECT {columns} FROM __raw r SEMI JOIN __canonical c USING ({key})"
+    raw_n, raw_hash = _ordered_hash(con, f"{matched} ORDER BY {key}", contract, source)
+    result = BatchAgreement(source, batch, canonical_rows, raw_n, canonical_hash=canonical_hash, raw_hash=raw_hash)
+    if result.agrees:
+        return result
+    schema = contract.arrow_schema  # a disagreement: read back whole to name the columns that differ (rare, and an alarm)
+    return compare_batch(source, batch, contract, con.sql("SELECT * FROM __canonical").to_arrow_table().cast(schema), iter([con.sql(matched).to_arrow_table().cast(schema)]))
+
+
 def compare_source(platform: Platform, spec: SourceSpec, snapshot_id: int, *, held: Collection[str] = ()) -> list[BatchAgreement]:
-    """:func:`compare_batch` of every batch (but ``held``) whose rows the snapshot ``snapshot_id`` of ``spec`` holds."""
+    """:func:`compare_batch` of every batch (but ``held``) whose rows the snapshot ``snapshot_id`` of ``spec`` holds.
+
+    With the build engine, in a scratch database of its own: its limits, its spill folder, removed afterwards.
+    """
+    limits = limits_of(platform.settings)
+    if limits is None or unsupported(spec.contract.arrow_schema) is not None:
+        return _compare_source(platform, spec, snapshot_id, held, None)
+    with engine(limits) as con:
+        return _compare_source(platform, spec, snapshot_id, held, con)
+
+
+def _compare_source(platform: Platform, spec: SourceSpec, snapshot_id: int, held: Collection[str], con: Connection | None) -> list[BatchAgreement]:
     tbl = platform.tables.table(spec)
     records: dict[str, LandingRecord] = {}
     for r in platform.landing.records(spec.name):
         records.setdefault(r.batch_ref, r)
     out = []
-    for batch, canonical in batch_tables(tbl, spec.contract, snapshot_id):
+    for batch, reader in batch_readers(tbl, spec.contract, snapshot_id):
         if batch in held:
             continue
-        record, n = records.get(batch), canonical.num_rows
-        if record is None:
-            out.append(BatchAgreement(spec.name, batch, n, problem="no raw batch of this source landed under this ref"))
-        elif record.redacted:
-            out.append(BatchAgreement(spec.name, batch, n, unverified="its raw object was erased by a privacy deletion"))
-        elif not record.loadable:
-            out.append(BatchAgreement(spec.name, batch, n, problem=f"its raw batch is {record.status.value}, never loadable"))
-        else:
-            try:
-                out.append(compare_batch(spec.name, batch, spec.contract, canonical, _raw_rows(platform, spec, record)))
-            except ObjectErasedError:
-                out.append(BatchAgreement(spec.name, batch, n, unverified="its raw object was erased by a privacy deletion"))
-            except (ObjectNotFoundError, ObjectVerificationError) as exc:
-                out.append(BatchAgreement(spec.name, batch, n, problem=f"its raw object cannot be read as landed ({exc})"))
-            except UnreadableBatch as exc:  # e.g. a contract changed since in a way the old bytes do not read under
-                out.append(BatchAgreement(spec.name, batch, n, unverified=f"its raw batch does not read under the current contract ({exc})"))
+        try:
+            canonical: pa.Table | None = None
+            if con is None:
+                canonical = reader.read_all()
+                n = canonical.num_rows
+            else:
+                load(con, "__canonical", _typed(spec.contract, reader))
+                counted = con.execute("SELECT count(*) FROM __canonical").fetchone()
+                n = int(counted[0]) if counted else 0
+            out.append(_agreement(platform, spec, batch, records.get(batch), n, canonical, con))
+        finally:
+            if con is not None:
+                con.execute("DROP TABLE IF EXISTS __canonical; DROP TABLE IF EXISTS __raw")
     return out
+
+
+def _agreement(
+    platform: Platform, spec: SourceSpec, batch: str, record: LandingRecord | None, n: int, canonical: pa.Table | None, con: Connection | None
+) -> BatchAgreement:
+    """One batch's agreement: its canonical rows (``canonical``, or the engine's ``__canonical``) against its raw batch."""
+    if record is None:
+        return BatchAgreement(spec.name, batch, n, problem="no raw batch of this source landed under this ref")
+    if record.redacted:
+        return BatchAgreement(spec.name, batch, n, unverified="its raw object was erased by a privacy deletion")
+    if not record.loadable:
+        return BatchAgreement(spec.name, batch, n, problem=f"its raw batch is {record.status.value}, never loadable")
+    try:
+        if canonical is not None or con is None:
+            return compare_batch(spec.name, batch, spec.contract, canonical if canonical is not None else spec.contract.arrow_schema.empty_table(),
+                                 _raw_rows(platform, spec, record))  # fmt: skip
+        return compare_in_engine(con, spec.name, batch, spec.contract, n, _raw_rows(platform, spec, record))
+    except ObjectErasedError:
+        return BatchAgreement(spec.name, batch, n, unverified="its raw object was erased by a privacy deletion")
+    except (ObjectNotFoundError, ObjectVerificationError) as exc:
+        return BatchAgreement(spec.name, batch, n, problem=f"its raw object cannot be read as landed ({exc})")
+    except UnreadableBatch as exc:  # e.g. a contract changed since in a way the old bytes do not read under
+        return BatchAgreement(spec.name, batch, n, unverified=f"its raw batch does not read under the current contract ({exc})")
 
 
 def raw_agreement_gate(platform: Platform, definition: DatasetDefinition, pins: Mapping[str, Pin], *, held: Collection[str] = ()) -> GateResult:
