@@ -150,5 +150,6 @@ def test_a_partitions_streamed_digest_is_its_whole_digest_with_corrections_and_s
         assert partition_digest(tables, spec, DAY, None) == whole  # the in-memory path (DSV_BUILD_ENGINE=arrow)
         assert whole.rows > 0 and whole.partitions[0].key.endswith(f"={DAY}")
     empty_day = DAY + dt.timedelta(days=40)
-    assert partition_digest(tables, TRANSACTIONS, empty_day, limits) == hash_table(tables.read(TRANSACTIONS, partition=empty_day), TRANSACTIONS.contract, partition_by="event_date")
+    nothing = hash_table(tables.read(TRANSACTIONS, partition=empty_day), TRANSACTIONS.contract, partition_by="event_date")
+    assert partition_digest(tables, TRANSACTIONS, empty_day, limits) == nothing
     assert not list((tmp_path / "spill").glob("build-*"))  # every scratch engine removed

@@ -170,7 +170,7 @@ class EngineExamples:
         load_table(self.con, "__partition_values", pa.table({"v": values.column(column), "__part": index}))
         match = f"e.{quote(column)} IS NOT DISTINCT FROM p.v"
         self.con.execute(f"CREATE OR REPLACE TABLE __keyed AS SELECT e.*, p.__part FROM {self.name} e JOIN __partition_values p ON {match}")
-        shrink_pool(self.con)  # from here the engine scans one part at a time: its pool makes room for the parts being prepared
+        shrink_pool(self.con, 2)  # from here the engine sorts one part per job at a time; the parts stream, so half the pool is theirs
         by_key = ", ".join(quote(k) for k in self.contract.key)
         return [(k, self._ordered(f"SELECT {listed} FROM __keyed WHERE __part = {i} ORDER BY {by_key}")) for i, k in enumerate(order)]
 

@@ -95,7 +95,8 @@ def compare_in_engine(con: Connection, source: str, batch: str, contract: Contra
     if result.agrees:
         return result
     schema = contract.arrow_schema  # a disagreement: read back whole to name the columns that differ (rare, and an alarm)
-    return compare_batch(source, batch, contract, con.sql("SELECT * FROM __canonical").to_arrow_table().cast(schema), iter([con.sql(matched).to_arrow_table().cast(schema)]))
+    canonical = con.sql("SELECT * FROM __canonical").to_arrow_table().cast(schema)
+    return compare_batch(source, batch, contract, canonical, iter([con.sql(matched).to_arrow_table().cast(schema)]))
 
 
 def compare_source(platform: Platform, spec: SourceSpec, snapshot_id: int, *, held: Collection[str] = ()) -> list[BatchAgreement]:
