@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.io.pyarrow import ArrowScan
 
@@ -103,4 +105,37 @@ def _file_batches(index: BatchIndex, data_file: Any) -> tuple[str, ...]:
     return index.reader(index.tbl, data_file.file_path)
 
 
-__all__ = ["batch_readers", "batch_tables", "scan_batches"]
+__all__ = ["batch_readers", "batch_tables", "local_files", "scan_batches"]
+
+
+def local_files(
+    tables: CanonicalTables, spec: TableSpecLike, *, snapshot_id: int | None, row_filter: BooleanExpression | None = None
+) -> list[tuple[str, int]] | None:
+    """``(local path, record count)`` of every data file a scan of ``spec`` reads, when the engine can read them as they are.
+
+    That is: the table has only ever had one schema (its files' column names are the current ones), no file has delete
+    files, and every file is on the local file system. Otherwise None: stream the rows instead (:func:`scan_batches`).
+    A file listed twice is refused as CORRUPT, as :func:`scan_batches` refuses it.
+    """
+    if not tables.exists(spec):
+        return None
+    tbl = tables.catalog.load_table(tables.identifier(spec))
+    if len(tbl.metadata.schemas) != 1 or (snapshot_id is None and tbl.current_snapshot() is None):
+        return None
+    if snapshot_id is not None and tbl.snapshot_by_id(snapshot_id) is None:
+        raise CanonicalTableError(f"table {tables.identifier(spec)} has no snapshot {snapshot_id} (expired?)")
+    files, seen = list[tuple[str, int]](), set[str]()
+    for task in tbl.scan(snapshot_id=snapshot_id, row_filter=row_filter or AlwaysTrue()).plan_files():
+        path = task.file.file_path
+        if path in seen:
+            raise CorruptError(f"table {tables.identifier(spec)} snapshot {snapshot_id}: data file {path} is listed twice (rows of an append were overwritten)")
+        seen.add(path)
+        local = unquote(urlparse(path).path) if path.startswith("file://") else path
+        if task.delete_files or not local.startswith("/"):
+            return None
+        files.append((local, int(task.file.record_count)))
+    for local, count in files:  # what scan_batches checks as it reads: a file holding other rows than its manifest counts
+        stored = pq.ParquetFile(local).metadata.num_rows
+        if stored != count:
+            raise CorruptError(f"table {tables.identifier(spec)} snapshot {snapshot_id}: data file {local} holds {stored} rows, its manifest counts {count}")
+    return files

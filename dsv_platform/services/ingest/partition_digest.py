@@ -1,7 +1,8 @@
 """The content digest of one canonical partition as corrected now, in memory bounded by the build engine, not the partition.
 
 After a load, each day's data version is the hash of its latest row per key. The day's stored rows (every version, with
-``_recorded_at`` and ``_batch``) stream into a scratch DuckDB database one data file at a time; the engine keeps each key's
+``_recorded_at`` and ``_batch``) go into a scratch DuckDB database (the engine reads a local table's data files itself,
+else they stream in one data file at a time); the engine keeps each key's
 latest version (greatest ``_recorded_at``, then ``_batch``, as ``latest_per_key`` ranks them) and returns the rows in
 natural-key order, which are hashed table by table (``hash_key_ordered``): the digest ``hash_table`` gives the whole day.
 Without an engine (``DSV_BUILD_ENGINE=arrow``), for types the engine cannot carry exactly, or for a partition column that
@@ -15,9 +16,10 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine, load
+from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine, load, load_parquet
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
-from dsv_platform.adapters.iceberg.iceberg_stream import scan_batches
+from dsv_platform.adapters.iceberg.iceberg_stream import local_files, scan_batches
+from dsv_platform.adapters.iceberg.iceberg_values import table_schema
 from dsv_platform.core.assembly.assembly_sql import BATCH, RECORDED_AT, quote, unsupported
 from dsv_platform.core.config.source import TableSpecLike
 from dsv_platform.core.identity.hashing import UNPARTITIONED_KEY, DatasetDigest, digest_of, hash_table, partition_keys
@@ -34,8 +36,13 @@ def streamable(spec: TableSpecLike, limits: EngineLimits | None) -> bool:
     return contract.partition_by is None or pa.types.is_date32(contract.arrow_schema.field(contract.partition_by).type)
 
 
-def partition_digest(tables: CanonicalTables, spec: TableSpecLike, day: dt.date | None, limits: EngineLimits | None) -> DatasetDigest:
-    """The digest of ``spec``'s partition ``day`` (every row of an unpartitioned table) as its latest row per key now."""
+def partition_digest(
+    tables: CanonicalTables, spec: TableSpecLike, day: dt.date | None, limits: EngineLimits | None, *, read_files: bool = True
+) -> DatasetDigest:
+    """The digest of ``spec``'s partition ``day`` (every row of an unpartitioned table) as its latest row per key now.
+
+    ``read_files``: let the engine read local data files itself (False: stream the rows in through pyiceberg, as for S3).
+    """
     contract = spec.contract
     if not streamable(spec, limits) or not tables.exists(spec):
         return hash_table(tables.read(spec, partition=day), contract, partition_by=contract.partition_by)
@@ -48,7 +55,12 @@ def partition_digest(tables: CanonicalTables, spec: TableSpecLike, day: dt.date 
         f"ORDER BY {key}"
     )
     with engine(limits) as con:
-        load(con, "__day", scan_batches(tables, spec, snapshot_id=None, row_filter=row_filter))
+        files = local_files(tables, spec, snapshot_id=None, row_filter=row_filter) if read_files else None
+        if files is None:  # e.g. an S3 warehouse, or a table whose schema evolved: the rows stream in through pyiceberg
+            load(con, "__day", scan_batches(tables, spec, snapshot_id=None, row_filter=row_filter))
+        else:  # the engine reads the day's data files itself (the table is partitioned by the day: they hold its rows only)
+            where = f"{quote(part)} = DATE '{day.isoformat()}'" if part is not None and day is not None else None
+            load_parquet(con, "__day", [path for path, _ in files], table_schema(contract), where=where)
         cursor = con.cursor()
         try:
             tables_in_order = (pa.Table.from_batches([b]).cast(contract.arrow_schema) for b in cursor.sql(sql).to_arrow_reader(READ_ROWS))

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine, limits_of, load, load_table
+from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine, limits_of, load, load_parquet, load_table
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
-from dsv_platform.adapters.iceberg.iceberg_stream import scan_batches
+from dsv_platform.adapters.iceberg.iceberg_stream import local_files, scan_batches
+from dsv_platform.adapters.iceberg.iceberg_values import table_schema
 from dsv_platform.core.assembly.assembly import AssemblyError
 from dsv_platform.core.assembly.assembly_sql import latest_sql, plan_assembly, quote, unsupported, versions_sql
 from dsv_platform.core.config.aggregation import ZoneOf
@@ -78,7 +79,7 @@ def examples_out_of_core(
         known = known_at_sources(definition)
         progress.stage("read inputs")
         for i, spec in enumerate(named.values()):
-            load(con, f"__raw{i}", counted(scan_batches(tables, spec, snapshot_id=snapshots[spec.name]), progress))
+            _load_snapshot(con, f"__raw{i}", tables, spec, snapshots[spec.name], progress)
             latest = latest_sql(f"__raw{i}", spec.contract.key, spec.contract.column_names, watermark, excluding=excluding)
             con.execute(f"CREATE TABLE __in{i} AS {latest}")
             if spec.name in known:  # a join as known at the example time reads every version (core/assembly/known_at.py)
@@ -92,6 +93,16 @@ def examples_out_of_core(
         progress.advance(examples.num_rows)
         progress.done()
         yield examples, population
+
+
+def _load_snapshot(con: Connection, name: str, tables: CanonicalTables, spec: TableSpecLike, snapshot_id: int, progress: Progress) -> None:
+    """Every stored row of ``spec`` at ``snapshot_id`` into table ``name``: the engine reads local data files itself, else rows stream in."""
+    files = local_files(tables, spec, snapshot_id=snapshot_id)
+    if files is None:
+        load(con, name, counted(scan_batches(tables, spec, snapshot_id=snapshot_id), progress))
+        return
+    load_parquet(con, name, [path for path, _ in files], table_schema(spec.contract))
+    progress.advance(sum(rows for _, rows in files))
 
 
 def counted(batches: pa.RecordBatchReader, progress: Progress) -> pa.RecordBatchReader:
