@@ -2,7 +2,8 @@
 
     python -m benchmarks.bench_scale --rows 1000000 [--code OTHER_TREE]
 
-For one size, in one run: ``dsv ingest`` rows/s and peak RSS, ``dsv build`` wall time and peak RSS, and the same
+For one size, in one run: ``dsv ingest`` rows/s and peak RSS, ``dsv build`` wall time and peak RSS, the realization read back
+through ``open_dataset(...).iter_batches`` (rows/s, peak RSS), and the same
 as-of join done by DuckDB alone (``ASOF LEFT JOIN``, written to Parquet) plus ``dsv hash`` of its output, whose
 content hash must equal the build's. ``--code`` runs the dsv commands from another source tree as well (PYTHONPATH),
 e.g. an older commit checked out as a worktree, so two versions are compared on the same data in the same run.
@@ -85,6 +86,18 @@ def measured(cmd: list[str], env: dict[str, str], log: Path | None = None) -> di
     return {"wall_s": round(wall, 2), "peak_rss_mib": round(doc["rss"] / 1024), "out": doc["out"]}
 
 
+READ = """
+import json, time
+import dsv_platform
+start, rows = time.perf_counter(), 0
+with dsv_platform.open_dataset("scale_set:v1", purpose="benchmark") as ds:
+    for batch in ds.iter_batches(batch_size=65536):
+        rows += batch.num_rows
+print(json.dumps({"rows": rows, "seconds": time.perf_counter() - start}))
+"""
+"""Training code's read: every row of the realization through ``open_dataset(...).iter_batches``, each object verified."""
+
+
 def dsv_run(folder: Path, tree: str | None, label: str, extra: dict[str, str] | None = None) -> dict[str, Any]:
     home = folder / f"home-{label}"
     shutil.rmtree(home, ignore_errors=True)
@@ -97,6 +110,8 @@ def dsv_run(folder: Path, tree: str | None, label: str, extra: dict[str, str] | 
     events = measured([DSV, "ingest", "events", *[str(p) for p in data if p.name.startswith("events")]], env, folder / f"{label}-ingest-events.log")
     build = measured([DSV, "build", "scale_set:v1", "--json"], env, folder / f"{label}-build.log")
     doc = json.loads(build["out"])
+    read = measured([sys.executable, "-c", READ], env, folder / f"{label}-read.log")
+    streamed = json.loads(read["out"])
     rows = sum(pq.read_metadata(p).num_rows for p in data if p.name.startswith("events"))
     return {
         "ingest_rows_per_s": round(rows / events["wall_s"]),
@@ -105,6 +120,9 @@ def dsv_run(folder: Path, tree: str | None, label: str, extra: dict[str, str] | 
         "build_peak_rss_mib": build["peak_rss_mib"],
         "content_hash": doc["content_hash"],
         "rows": doc["rows"],
+        "iter_batches_rows_per_s": round(streamed["rows"] / streamed["seconds"]),
+        "iter_batches_peak_rss_mib": read["peak_rss_mib"],
+        "iter_batches_rows": streamed["rows"],
     }
 
 
