@@ -14,6 +14,8 @@ import json
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.compute as pc
+
 from dsv_platform.adapters.registry.consumers import ConsumerRepository
 from dsv_platform.adapters.registry.lineage import LineageQueries
 from dsv_platform.core import canonical_json
@@ -68,9 +70,11 @@ def label_balance(platform: Platform, manifest: Manifest, columns: list[str]) ->
 
     counts: dict[str, Counter[str]] = {c: Counter() for c in columns}
     for part in manifest.partitions:
-        table = read_object(platform.store, f"{manifest.dataset}:{manifest.version}", part)
-        for c in columns:
-            counts[c].update("null" if v is None else str(v) for v in table.column(c).to_pylist())
+        table = read_object(platform.store, f"{manifest.dataset}:{manifest.version}", part, columns=columns)
+        for c in columns:  # counted in Arrow: a partition's label values never become Python objects one by one
+            for entry in pc.value_counts(table.column(c)).to_pylist():
+                value = entry["values"]
+                counts[c]["null" if value is None else str(value)] += int(entry["counts"])
     return {c: dict(sorted(n.most_common(MAX_LABEL_VALUES))) for c, n in counts.items()}
 
 

@@ -71,8 +71,8 @@ def _object_errors(store: ObjectStore, ref: str, partition: PartitionEntry) -> I
         raise CorruptError(f"{where} is missing from {store.location}", ref=ref, detail=detail) from exc
 
 
-def read_object(store: ObjectStore, ref: str, partition: PartitionEntry, meter: ReadMeter | None = None) -> pa.Table:
-    """One partition's Parquet object, verified against its hash as it is read (and counted by ``meter``)."""
+def read_object(store: ObjectStore, ref: str, partition: PartitionEntry, meter: ReadMeter | None = None, *, columns: Sequence[str] | None = None) -> pa.Table:
+    """One partition's Parquet object, verified against its hash as it is read (and counted by ``meter``); ``columns``: only those."""
     if meter is None:
         with _object_errors(store, ref, partition):
             data = store.get(partition.object, verify=True)
@@ -83,7 +83,7 @@ def read_object(store: ObjectStore, ref: str, partition: PartitionEntry, meter: 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pq.read_table(pa.BufferReader(data))
+    table = pq.read_table(pa.BufferReader(data), columns=list(columns) if columns is not None else None)
     if meter is not None:
         meter.parsed(table.num_rows)
     return table
