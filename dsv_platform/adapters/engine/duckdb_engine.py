@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
@@ -22,8 +22,6 @@ from dsv_platform.core.errors import EnvironmentSetupError
 
 if TYPE_CHECKING:
     import duckdb
-
-    from dsv_platform.settings import Settings
 
     Connection = duckdb.DuckDBPyConnection
 
@@ -41,7 +39,18 @@ class EngineLimits:
     spill_root: Path | None = None
 
 
-def limits_of(settings: Settings) -> EngineLimits | None:
+class EngineSettings(Protocol):
+    """What the engine's limits come from: the platform's settings (``DSV_BUILD_ENGINE``, ``DSV_BUILD_MEMORY``, the home's spill folder)."""
+
+    @property
+    def build_engine(self) -> str: ...
+    @property
+    def build_memory(self) -> int: ...
+    @property
+    def spill_dir(self) -> Path: ...
+
+
+def limits_of(settings: EngineSettings) -> EngineLimits | None:
     """The engine's limits from ``DSV_BUILD_MEMORY`` (spilling under ``home/spill``); None under ``DSV_BUILD_ENGINE=arrow``."""
     if settings.build_engine == "arrow":
         return None

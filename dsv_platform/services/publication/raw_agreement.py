@@ -1,14 +1,9 @@
 """The ``integrity:raw_agreement`` signal at build: every batch of the pinned source snapshots against its landed raw batch.
 
-The landing is written once and content-addressed; each canonical row names its batch (``_batch``). Per source the
-definition reads and per batch its pinned snapshot holds, the canonical rows of that batch (only its files are read)
-are compared with the batch's accepted rows derived again from the raw bytes (streamed a record batch at a time, as
-the load reads them): core/identity/raw_agreement.py. Memory follows one batch, never the table. Corrections are
-new rows of a new batch, compared with their own batch. Batches an operator holds (quarantine) are not read by the
-build and not compared. With the build engine (the default), both sides of a batch stream into a scratch DuckDB
-database and are hashed in key order as the engine sorts them (spilling past its limit), so memory follows neither the
-batch nor the table; only a batch that disagrees is read back whole to name its columns. Details: docs/quarantine.md
-("raw_agreement").
+Per source and per batch its pinned snapshot holds, the canonical rows of that batch are compared with the batch's
+accepted rows derived again from the raw bytes (core/identity/raw_agreement.py). With the build engine both sides
+stream into a scratch DuckDB database and are hashed in key order as it sorts them, so memory follows neither the
+batch nor the table. Details: docs/quarantine.md ("raw_agreement").
 """
 
 from __future__ import annotations
