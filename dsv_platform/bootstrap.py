@@ -26,14 +26,15 @@ from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.adapters.registry.signed_events import pin_root
 from dsv_platform.core.config.platform_config import PlatformConfig, load_config
 from dsv_platform.core.config.platform_options import PlatformOptions
-from dsv_platform.core.errors import EnvironmentSetupError
+from dsv_platform.core.errors import EnvironmentSetupError, mask_url
 from dsv_platform.settings import Settings, pinned_timezone
 
 if TYPE_CHECKING:  # imported where used: pyiceberg, pyarrow, pandas, pandera stay out of light commands (`dsv resolve`)
     from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
     from dsv_platform.adapters.objects.landing import LandingZone
 
-# The landing index file under DSV_HOME (dsv_platform.adapters.objects.landing.INDEX_FILE, not imported here: start-up).
+# A home's SQLite landing index from before migration 22, imported into the registry on first open
+# (dsv_platform.adapters.objects.landing.INDEX_FILE, not imported here: start-up).
 INDEX_FILE = "landing_index.db"
 SPOOL_DIR = "spool"  # streams an encrypted put cannot read twice, spooled sealed under a throwaway key
 
@@ -76,11 +77,15 @@ def default_catalog(settings: Settings, options: PlatformOptions) -> bool:
     return not (settings.catalog_name or options.catalog_name or settings.catalog or options.catalog)
 
 
-def build_landing(settings: Settings, store: ObjectStore | None = None) -> LandingZone:
-    """The landing zone: raw batches sealed through the encrypting store (crypto-erasable), the landing index under ``settings.home``."""
+def build_landing(settings: Settings, store: ObjectStore | None = None, registry: Registry | None = None) -> LandingZone:
+    """The landing zone: raw batches sealed through the encrypting store (crypto-erasable), the landing index in the registry
+    (``registry``, else the one ``settings`` names); a home's SQLite landing index from before is imported on this first open."""
     from dsv_platform.adapters.objects.landing import LandingZone
+    from dsv_platform.adapters.registry.landing_index import LandingIndex
 
-    return LandingZone(store if store is not None else build_encrypted_store(settings), settings.home / INDEX_FILE)
+    engine = registry.engine if registry is not None else Registry.from_url(settings.registry_url).engine
+    index = LandingIndex(engine, legacy_index=settings.home / INDEX_FILE)
+    return LandingZone(store if store is not None else build_encrypted_store(settings), index)
 
 
 @dataclass(frozen=True)
@@ -116,9 +121,9 @@ class Platform:
 
     @property
     def landing(self) -> LandingZone:
-        """The landing zone over the encrypting store: raw batches are crypto-erasable (its index is created on first use)."""
+        """The landing zone over the encrypting store: raw batches are crypto-erasable (its index is in the registry)."""
         if self._landing is None:
-            self._landing = build_landing(self.settings, self.store)
+            self._landing = build_landing(self.settings, self.store, self.registry)
         return self._landing
 
     def existing_tables(self) -> CanonicalTables | None:
@@ -129,9 +134,7 @@ class Platform:
         return self.tables
 
     def existing_landing(self) -> LandingZone | None:
-        """The landing zone, or None when nothing was ever landed (no landing index)."""
-        if self._landing is None and not (self.settings.home / INDEX_FILE).exists():
-            return None
+        """The landing zone (its index is in the registry: there is always one; kept for the callers that allowed none)."""
         return self.landing
 
     @property
@@ -164,7 +167,7 @@ class Platform:
             "registry_url": self.settings.registry_url,
             "object_store": self.objects.location,
             "key_store": str(Path(self.settings.key_store).resolve()),
-            "landing_index": str((self.settings.home / INDEX_FILE).resolve()),
+            "landing_index": mask_url(self.settings.registry_url),
             "iceberg_catalog_url": self.settings.iceberg_catalog_url,
             "config_dir": str(Path(self.config.folder).resolve()),
         }
