@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore
+from dsv_platform.adapters.objects.key_store import KeyStore
 from dsv_platform.adapters.objects.object_store import ObjectStore
-from dsv_platform.adapters.objects.store_factory import build_encrypting_store
+from dsv_platform.adapters.objects.store_factory import build_encrypting_store, build_key_store
 from dsv_platform.adapters.objects.store_factory import build_object_store as _build_store
 from dsv_platform.adapters.registry.certificates import load_root
 from dsv_platform.adapters.registry.registry import Registry
@@ -44,12 +45,17 @@ def build_object_store(settings: Settings) -> ObjectStore:
     return _build_store(settings.object_store, s3_endpoint_url=settings.s3_endpoint_url, s3_region=settings.s3_region)
 
 
+def key_store_of(settings: Settings) -> KeyStore:
+    """The key store ``DSV_KEY_STORE`` names: a PostgreSQL database of its own (production), else a folder (``settings.key_store``)."""
+    return build_key_store(settings.key_store, settings.key_store_url)
+
+
 def build_encrypted_store(settings: Settings, inner: ObjectStore | None = None) -> EncryptingObjectStore:
-    """The encrypting store over the object store ``settings`` names, keys in ``settings.key_store``, spooled under the home."""
+    """The encrypting store over the object store ``settings`` names, keys in the key store it names, spooled under the home."""
     return build_encrypting_store(
         inner if inner is not None else build_object_store(settings),
         settings.object_store,
-        settings.key_store,
+        key_store_of(settings),
         s3_endpoint_url=settings.s3_endpoint_url,
         s3_region=settings.s3_region,
         spool_dir=settings.home / SPOOL_DIR,
@@ -166,7 +172,7 @@ class Platform:
         return {
             "registry_url": self.settings.registry_url,
             "object_store": self.objects.location,
-            "key_store": str(Path(self.settings.key_store).resolve()),
+            "key_store": mask_url(self.settings.key_store_url) if self.settings.key_store_url else str(Path(self.settings.key_store).resolve()),
             "landing_index": mask_url(self.settings.registry_url),
             "iceberg_catalog_url": self.settings.iceberg_catalog_url,
             "config_dir": str(Path(self.config.folder).resolve()),
@@ -177,6 +183,7 @@ class Platform:
             return
         self._closed = True
         self.registry.close()
+        self.store.keys.close()
         self._tables = None
 
     def __enter__(self) -> Platform:
@@ -230,4 +237,4 @@ def build_platform(settings: Settings) -> Platform:
     )
 
 
-__all__ = ["Platform", "Scratch", "build_encrypted_store", "build_landing", "build_object_store", "build_platform", "build_tables"]
+__all__ = ["Platform", "Scratch", "build_encrypted_store", "build_landing", "build_object_store", "build_platform", "build_tables", "key_store_of"]
