@@ -18,22 +18,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore
+from dsv_platform.adapters.objects.key_store import KeyStore
 from dsv_platform.adapters.objects.object_store import ObjectStore
-from dsv_platform.adapters.objects.store_factory import build_encrypting_store
+from dsv_platform.adapters.objects.store_factory import build_encrypting_store, build_key_store
 from dsv_platform.adapters.objects.store_factory import build_object_store as _build_store
 from dsv_platform.adapters.registry.certificates import load_root
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.adapters.registry.signed_events import pin_root
 from dsv_platform.core.config.platform_config import PlatformConfig, load_config
 from dsv_platform.core.config.platform_options import PlatformOptions
-from dsv_platform.core.errors import EnvironmentSetupError
+from dsv_platform.core.errors import EnvironmentSetupError, mask_url
 from dsv_platform.settings import Settings, pinned_timezone
 
 if TYPE_CHECKING:  # imported where used: pyiceberg, pyarrow, pandas, pandera stay out of light commands (`dsv resolve`)
     from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
     from dsv_platform.adapters.objects.landing import LandingZone
 
-# The landing index file under DSV_HOME (dsv_platform.adapters.objects.landing.INDEX_FILE, not imported here: start-up).
+# A home's SQLite landing index from before migration 22, imported into the registry on first open
+# (dsv_platform.adapters.objects.landing.INDEX_FILE, not imported here: start-up).
 INDEX_FILE = "landing_index.db"
 SPOOL_DIR = "spool"  # streams an encrypted put cannot read twice, spooled sealed under a throwaway key
 
@@ -43,12 +45,17 @@ def build_object_store(settings: Settings) -> ObjectStore:
     return _build_store(settings.object_store, s3_endpoint_url=settings.s3_endpoint_url, s3_region=settings.s3_region)
 
 
+def key_store_of(settings: Settings) -> KeyStore:
+    """The key store ``DSV_KEY_STORE`` names: a PostgreSQL database of its own (production), else a folder (``settings.key_store``)."""
+    return build_key_store(settings.key_store, settings.key_store_url)
+
+
 def build_encrypted_store(settings: Settings, inner: ObjectStore | None = None) -> EncryptingObjectStore:
-    """The encrypting store over the object store ``settings`` names, keys in ``settings.key_store``, spooled under the home."""
+    """The encrypting store over the object store ``settings`` names, keys in the key store it names, spooled under the home."""
     return build_encrypting_store(
         inner if inner is not None else build_object_store(settings),
         settings.object_store,
-        settings.key_store,
+        key_store_of(settings),
         s3_endpoint_url=settings.s3_endpoint_url,
         s3_region=settings.s3_region,
         spool_dir=settings.home / SPOOL_DIR,
@@ -76,11 +83,15 @@ def default_catalog(settings: Settings, options: PlatformOptions) -> bool:
     return not (settings.catalog_name or options.catalog_name or settings.catalog or options.catalog)
 
 
-def build_landing(settings: Settings, store: ObjectStore | None = None) -> LandingZone:
-    """The landing zone: raw batches sealed through the encrypting store (crypto-erasable), the landing index under ``settings.home``."""
+def build_landing(settings: Settings, store: ObjectStore | None = None, registry: Registry | None = None) -> LandingZone:
+    """The landing zone: raw batches sealed through the encrypting store (crypto-erasable), the landing index in the registry
+    (``registry``, else the one ``settings`` names); a home's SQLite landing index from before is imported on this first open."""
     from dsv_platform.adapters.objects.landing import LandingZone
+    from dsv_platform.adapters.registry.landing_index import LandingIndex
 
-    return LandingZone(store if store is not None else build_encrypted_store(settings), settings.home / INDEX_FILE)
+    engine = registry.engine if registry is not None else Registry.from_url(settings.registry_url).engine
+    index = LandingIndex(engine, legacy_index=settings.home / INDEX_FILE)
+    return LandingZone(store if store is not None else build_encrypted_store(settings), index)
 
 
 @dataclass(frozen=True)
@@ -116,9 +127,9 @@ class Platform:
 
     @property
     def landing(self) -> LandingZone:
-        """The landing zone over the encrypting store: raw batches are crypto-erasable (its index is created on first use)."""
+        """The landing zone over the encrypting store: raw batches are crypto-erasable (its index is in the registry)."""
         if self._landing is None:
-            self._landing = build_landing(self.settings, self.store)
+            self._landing = build_landing(self.settings, self.store, self.registry)
         return self._landing
 
     def existing_tables(self) -> CanonicalTables | None:
@@ -129,9 +140,7 @@ class Platform:
         return self.tables
 
     def existing_landing(self) -> LandingZone | None:
-        """The landing zone, or None when nothing was ever landed (no landing index)."""
-        if self._landing is None and not (self.settings.home / INDEX_FILE).exists():
-            return None
+        """The landing zone (its index is in the registry: there is always one; kept for the callers that allowed none)."""
         return self.landing
 
     @property
@@ -163,8 +172,8 @@ class Platform:
         return {
             "registry_url": self.settings.registry_url,
             "object_store": self.objects.location,
-            "key_store": str(Path(self.settings.key_store).resolve()),
-            "landing_index": str((self.settings.home / INDEX_FILE).resolve()),
+            "key_store": mask_url(self.settings.key_store_url) if self.settings.key_store_url else str(Path(self.settings.key_store).resolve()),
+            "landing_index": mask_url(self.settings.registry_url),
             "iceberg_catalog_url": self.settings.iceberg_catalog_url,
             "config_dir": str(Path(self.config.folder).resolve()),
         }
@@ -174,6 +183,7 @@ class Platform:
             return
         self._closed = True
         self.registry.close()
+        self.store.keys.close()
         self._tables = None
 
     def __enter__(self) -> Platform:
@@ -227,4 +237,4 @@ def build_platform(settings: Settings) -> Platform:
     )
 
 
-__all__ = ["Platform", "Scratch", "build_encrypted_store", "build_landing", "build_object_store", "build_platform", "build_tables"]
+__all__ = ["Platform", "Scratch", "build_encrypted_store", "build_landing", "build_object_store", "build_platform", "build_tables", "key_store_of"]

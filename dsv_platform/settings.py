@@ -63,6 +63,9 @@ class Settings:
     """``DSV_CATALOG_NAME``: the pyiceberg catalog to load (its ``.pyiceberg.yaml`` entry); unset, platform.yaml's, else ``dsv``."""
     catalog: tuple[tuple[str, str], ...] = ()
     """``DSV_CATALOG_<KEY>``: pyiceberg catalog properties over platform.yaml's ``catalog:`` (:func:`catalog_from_env`; docs/iceberg.md)."""
+    key_store_url: str | None = None
+    """``DSV_KEY_STORE=postgresql+psycopg2://...``: the crypto-erasure keys in a PostgreSQL database of their own, apart from the
+    data (production); unset, or a folder, the local key store at :attr:`key_store` (the embedded default). Its password is masked in repr."""
     audit_lock_days: int = 365
     """``DSV_AUDIT_LOCK_DAYS``: the COMPLIANCE retention, in days, of ``dsv audit --export s3://...`` (``--lock-days`` overrides it)."""
 
@@ -116,6 +119,7 @@ class Settings:
             dagster_home=Path(str(d["dagster_home"])) if follows else self.dagster_home,
             catalog_name=None,
             catalog=(),
+            key_store_url=None,
         )
 
 
@@ -165,6 +169,21 @@ def _size(name: str, text: str, default: int) -> int:
     return int(number) * _SIZES[unit]
 
 
+def _key_store_url(text: str) -> str | None:
+    """``DSV_KEY_STORE`` as a database URL (``postgresql+psycopg2://...``), None for a folder or unset; another URL is refused."""
+    value = text.strip()
+    if "://" not in value:
+        return None
+    if not value.startswith(("postgresql://", "postgresql+psycopg2://")):
+        raise EnvironmentSetupError(f"DSV_KEY_STORE {mask_url(value)!r}: a key store is a folder or postgresql+psycopg2://USER@HOST/DB")
+    return value
+
+
+def _key_folder(text: str) -> str:
+    """``DSV_KEY_STORE`` as a folder ('' for a database URL or unset)."""
+    return "" if _key_store_url(text) is not None else text.strip()
+
+
 def _defaults(home: Path) -> dict[str, object]:
     home = home.resolve()
     return {
@@ -192,7 +211,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         s3_region=env.get("DSV_S3_REGION") or "us-east-1",
         iceberg_catalog_url=env.get("DSV_ICEBERG_CATALOG_URL") or str(defaults["iceberg_catalog_url"]),
         iceberg_warehouse=env.get("DSV_ICEBERG_WAREHOUSE") or str(defaults["iceberg_warehouse"]),
-        key_store=Path(env.get("DSV_KEY_STORE") or defaults["key_store"]),  # type: ignore[arg-type]
+        key_store=Path(_key_folder(env.get("DSV_KEY_STORE", "")) or defaults["key_store"]),  # type: ignore[arg-type]
+        key_store_url=_key_store_url(env.get("DSV_KEY_STORE", "")),
         drop_folder=Path(env.get("DSV_DROP_FOLDER") or defaults["drop_folder"]),  # type: ignore[arg-type]
         actor=env.get("DSV_IDENTITY") or env.get("DSV_ACTOR") or env.get("USER") or "unknown",
         identity=env.get("DSV_IDENTITY") or None,

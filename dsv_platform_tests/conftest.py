@@ -35,6 +35,7 @@ SLOW_MODULES = frozenset(
         "services/test_kill_safety_publish.py",
         "services/test_concurrent_publishers.py",
         "adapters/test_registry_races.py",
+        "adapters/test_shared_state_processes.py",
         # whole-command CLI stories
         "cli/test_diff_cmd.py",
         "cli/test_privacy_cmd.py",

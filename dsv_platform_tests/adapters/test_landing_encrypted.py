@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from dsv_platform.adapters.objects.encrypted_store import STAGED_MAGIC, EncryptingObjectStore
-from dsv_platform.adapters.objects.landing import INDEX_FILE, LandingStatus, LandingZone
-from dsv_platform.bootstrap import build_encrypted_store, build_object_store
+from dsv_platform.adapters.objects.landing import LandingStatus
+from dsv_platform.bootstrap import build_encrypted_store, build_landing, build_object_store
 from dsv_platform.core.errors import ObjectErasedError
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.generator import FraudDomain
@@ -43,7 +43,7 @@ def encrypted(home: Path) -> EncryptingObjectStore:
 
 def test_a_batch_lands_sealed_and_is_crypto_erasable(home: Path) -> None:
     store = encrypted(home)
-    zone = LandingZone(store, home / INDEX_FILE)
+    zone = build_landing(settings_at(home), store)
     batch = events.daily_batch(DOMAIN, "transactions", DAY)
     record = zone.land(batch, TRANSACTIONS)
     assert zone.read(record) == batch.data and store.is_encrypted(record.digest)
@@ -60,10 +60,10 @@ def test_a_batch_lands_sealed_and_is_crypto_erasable(home: Path) -> None:
 
 
 def test_a_batch_landed_in_the_clear_before_still_reads(home: Path) -> None:
-    plain = LandingZone(build_object_store(settings_at(home)), home / INDEX_FILE)
+    plain = build_landing(settings_at(home), build_object_store(settings_at(home)))
     batch = events.daily_batch(DOMAIN, "transactions", DAY)
     record = plain.land(batch, TRANSACTIONS)
-    zone = LandingZone(encrypted(home), home / INDEX_FILE)
+    zone = build_landing(settings_at(home), encrypted(home))
     assert zone.read(record) == batch.data
     assert zone.land(batch, TRANSACTIONS).status is LandingStatus.UNCHANGED
 

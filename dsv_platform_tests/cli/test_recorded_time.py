@@ -17,6 +17,8 @@ import pytest
 
 from dsv_platform.adapters.objects.landing import LandingError, LandingRecord, LandingZone
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
+from dsv_platform.adapters.registry.landing_index import LandingIndex
+from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.bootstrap import build_platform
 from dsv_platform.core.errors import FailureKind
 from dsv_platform.core.ingest.batch import RawBatch
@@ -35,7 +37,7 @@ def test_a_batch_recorded_in_the_future_is_refused_before_anything_lands(tmp_pat
     from dsv_platform.examples.fraud.specs import TRANSACTIONS
 
     store = LocalObjectStore(tmp_path / "objects", fsync=False)
-    zone = LandingZone(store, tmp_path / "landing.db")
+    zone = LandingZone(store, LandingIndex(Registry.from_url(f"sqlite:///{tmp_path / 'registry.db'}").engine))
     batch = events.daily_batch(FraudDomain(rows_per_day=20), "transactions", FraudDomain().start)
     future = RawBatch(batch.source, batch.day, "from-2099", dt.datetime(2099, 1, 1, tzinfo=dt.UTC), batch.data, batch.format)
     with pytest.raises(LandingError, match="recorded time 2099-01-01T00:00:00\\+00:00 is in the future"):

@@ -62,7 +62,12 @@ def test_every_dsv_variable_reaches_a_dagster_run(tmp_path: Path) -> None:
     loaded = load_settings(values)
     defaults = load_settings({"DSV_HOME": values["DSV_HOME"]})
     not_dsv = ("home", "dagster_home", "openlineage")  # the same home; DAGSTER_HOME and OPENLINEAGE_* are not DSV_* variables
-    unchanged = [f.name for f in dataclasses.fields(Settings) if f.name not in not_dsv and getattr(loaded, f.name) == getattr(defaults, f.name)]
+    url_keys = replace_key_store(values)  # DSV_KEY_STORE names a folder (key_store) or a database (key_store_url): both reach the run
+    unchanged = [
+        f.name
+        for f in dataclasses.fields(Settings)
+        if f.name not in not_dsv and getattr(loaded, f.name) == getattr(defaults, f.name) and getattr(url_keys, f.name) == getattr(defaults, f.name)
+    ]
     assert unchanged == [], f"settings that no variable changed: {unchanged}"
     SEEN.clear()
     result = dg.materialize([what_the_run_sees], resources={"platform": PlatformResource.for_settings(loaded)}, instance=dg.DagsterInstance.ephemeral())
@@ -71,6 +76,24 @@ def test_every_dsv_variable_reaches_a_dagster_run(tmp_path: Path) -> None:
     assert seen == loaded
     assert (seen.build_jobs, seen.env_cache) == (3, (tmp_path / "envs").resolve())
     assert (seen.build_engine, seen.build_memory) == ("arrow", 512 << 20)
+    SEEN.clear()
+    assert dg.materialize([what_the_run_sees], resources={"platform": PlatformResource.for_settings(url_keys)}, instance=dg.DagsterInstance.ephemeral()).success
+    assert [url_keys] == SEEN and url_keys.key_store_url == KEY_STORE_URL
+
+
+KEY_STORE_URL = "postgresql+psycopg2://dsv:pw@127.0.0.1:9/keys"
+
+
+def replace_key_store(values: dict[str, str]) -> Settings:
+    return load_settings({**values, "DSV_KEY_STORE": KEY_STORE_URL})
+
+
+def test_the_readme_settings_table_lists_every_variable() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Settings", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| *(DSV_[A-Z_]+)|, (DSV_[A-Z_]+)", table, flags=re.M))
+    names = {name for pair in listed for name in pair if name}
+    assert _variables() - names == set(), "add them to README.md's settings table"
 
 
 def test_build_engine_and_memory_are_parsed_strictly() -> None:

@@ -15,12 +15,15 @@ import os
 import secrets
 import tempfile
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
-from dsv_platform.adapters.objects.object_store import check_digest
+from dsv_platform.adapters.objects.object_store import check_digest, is_digest
 from dsv_platform.core.errors import ObjectErasedError, ObjectStoreError, RedactionNotReconciledError
 
 KEY_BYTES = 32
+KeyBinding = tuple[str, str | None, datetime | None]
+"""(digest, ciphertext digest or None, when its key or binding was made, if known)."""
 
 
 class KeyStore(abc.ABC):
@@ -78,6 +81,13 @@ class KeyStore(abc.ABC):
     @abc.abstractmethod
     def deletions(self) -> list[tuple[int, str, str]]:
         """Every recorded deletion as (generation, request id, subject hash), by generation."""
+
+    def bindings(self) -> list[KeyBinding]:
+        """Every entry with a live key or a ciphertext binding, sorted by digest (the integrity scan's view)."""
+        return [(d, self.sealed(d), None) for d in self.digests()]
+
+    def close(self) -> None:  # noqa: B027 (a hook: the local store holds nothing open)
+        """Release what the store holds open (a database connection pool)."""
 
     def require_generation(self, registry_generation: int) -> None:
         """Refuse reads when this store and the registry disagree on the redaction generation (a restored backup)."""
@@ -214,6 +224,14 @@ class LocalKeyStore(KeyStore):
         for path in sorted((self.root / "keys").glob("*/*.key")):
             yield path.parent.name + path.name[: -len(".key")]
 
+    def bindings(self) -> list[KeyBinding]:
+        """Live keys and every binding file (an erased key's too), each with its file's modification time."""
+        times: dict[str, datetime] = {}
+        for path in sorted(self.root.glob("keys/*/*")):
+            digest = path.parent.name + path.name.split(".", 1)[0]
+            times[digest] = min(times.get(digest, datetime.max.replace(tzinfo=UTC)), datetime.fromtimestamp(path.stat().st_mtime, UTC))
+        return [(d, self.sealed(d), times.get(d)) for d in sorted(set(self.digests()) | set(times)) if is_digest(d)]
+
     def generation(self) -> int:
         try:
             return int((self.root / "generation").read_text().strip() or 0)
@@ -245,4 +263,4 @@ class LocalKeyStore(KeyStore):
         return out
 
 
-__all__ = ["KEY_BYTES", "KeyStore", "LocalKeyStore"]
+__all__ = ["KEY_BYTES", "KeyBinding", "KeyStore", "LocalKeyStore"]

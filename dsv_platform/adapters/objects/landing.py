@@ -13,15 +13,13 @@ import datetime as dt
 import enum
 import hashlib
 import re
-import sqlite3
 from collections.abc import Mapping
-from contextlib import closing, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, cast
 
 from dsv_platform.adapters.objects.object_store import ObjectStore
-from dsv_platform.adapters.registry.engine import connect_sqlite
+from dsv_platform.adapters.registry.landing_index import LandingIndex, Record
 from dsv_platform.core.config.source import UNPARTITIONED_DAY, LandingFormat, SourceSpec
 from dsv_platform.core.errors import DsvError
 from dsv_platform.core.ingest.batch import PreparedBatch, RawBatch, parse_batch_file, prepare_batch
@@ -31,32 +29,7 @@ from dsv_platform.core.ingest.landing_stream import Opener
 from dsv_platform.core.ingest.scan_memo import scan_file
 
 INDEX_FILE = "landing_index.db"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS landed_batch (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    source TEXT NOT NULL,
-    day TEXT NOT NULL,
-    batch_id TEXT NOT NULL,
-    digest TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    rows INTEGER NOT NULL,
-    recorded_at TEXT NOT NULL,
-    landed_at TEXT NOT NULL,
-    status TEXT NOT NULL,
-    reason TEXT,
-    UNIQUE (source, day, batch_id, digest)
-)
-"""
-
-_REDACTED_SCHEMA = """
-CREATE TABLE IF NOT EXISTS redacted_batch (
-    digest TEXT PRIMARY KEY,
-    generation INTEGER NOT NULL,
-    reason TEXT NOT NULL,
-    redacted_at TEXT NOT NULL
-)
-"""
+"""The SQLite landing index a home kept before migration 22: imported into the registry on first open, then set aside."""
 
 
 FUTURE_SKEW = dt.timedelta(minutes=5)
@@ -121,21 +94,12 @@ class LandingRecord:
 class LandingZone:
     """The raw store: write-once objects plus the landing index."""
 
-    def __init__(self, store: ObjectStore, index_path: str | Path) -> None:
+    def __init__(self, store: ObjectStore, index: LandingIndex) -> None:
+        """``index``: the landing index in the registry (which imported a home's SQLite index from before when it opened)."""
         self.store = store
-        self.index_path = Path(index_path)
+        self.index = index
         self.writer: str | None = None
         """The identity recorded as the writer of the batches this zone lands (set by the caller that checked its grant)."""
-        self.index_path.parent.mkdir(parents=True, exist_ok=True)
-        with closing(self._connect()) as conn, conn:
-            conn.execute(_SCHEMA)
-            conn.execute(_REDACTED_SCHEMA)
-            if "writer" not in {r["name"] for r in conn.execute("PRAGMA table_info(landed_batch)")}:  # an index from before identities
-                with suppress(sqlite3.OperationalError):  # another process added it first
-                    conn.execute("ALTER TABLE landed_batch ADD COLUMN writer TEXT")
-
-    def _connect(self) -> sqlite3.Connection:
-        return connect_sqlite(self.index_path)  # WAL; read-only on a full disk (adapters/registry/engine.py)
 
     def land(self, batch: RawBatch, spec: SourceSpec, *, landed_at: dt.datetime | None = None) -> LandingRecord:
         """Store ``batch`` write-once and index it; the record of its first day (see :meth:`land_all`)."""
@@ -179,47 +143,27 @@ class LandingZone:
         return [self._index(batch, day, digest, count, size, when, reason) for day, count in rows.items()]
 
     def _index(self, batch: RawBatch, day: dt.date, digest: str, rows: int, size: int, when: str, reason: str | None) -> LandingRecord:
-        """Index ``batch`` under ``day`` (UNCHANGED when this digest is indexed there already)."""
-        with closing(self._connect()) as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                same = conn.execute(
-                    "SELECT * FROM landed_batch WHERE source=? AND day=? AND batch_id=? AND digest=?",
-                    (batch.source, day.isoformat(), batch.batch_id, digest),
-                ).fetchone()
-                if same is not None:
-                    conn.execute("ROLLBACK")
-                    return self._again(_record(same))
-                before = conn.execute(
-                    "SELECT COUNT(*) FROM landed_batch WHERE source=? AND day=? AND batch_id=?", (batch.source, day.isoformat(), batch.batch_id)
-                ).fetchone()[0]
-                if reason is not None:
-                    status = LandingStatus.QUARANTINED
-                else:
-                    status = LandingStatus.REVISED if before else LandingStatus.LANDED
-                cur = conn.execute(
-                    "INSERT INTO landed_batch (source, day, batch_id, digest, size, rows, recorded_at, landed_at, status, reason, writer) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        batch.source,
-                        day.isoformat(),
-                        batch.batch_id,
-                        digest,
-                        size,
-                        rows,
-                        batch.recorded_at.astimezone(dt.UTC).isoformat(),
-                        when,
-                        status.value,
-                        reason,
-                        self.writer,
-                    ),
-                )
-                row = conn.execute("SELECT * FROM landed_batch WHERE seq=?", (cur.lastrowid,)).fetchone()
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        return _record(row)
+        """Index ``batch`` under ``day`` (UNCHANGED when this digest is indexed there already); one writer per batch id and day at a time."""
+
+        def status(revised: bool) -> str:
+            if reason is not None:
+                return str(LandingStatus.QUARANTINED.value)
+            return str((LandingStatus.REVISED if revised else LandingStatus.LANDED).value)
+
+        values = {
+            "source": batch.source,
+            "day": day,
+            "batch_id": batch.batch_id,
+            "digest": digest,
+            "size": size,
+            "rows": rows,
+            "recorded_at": batch.recorded_at,
+            "landed_at": dt.datetime.fromisoformat(when),
+            "reason": reason,
+            "writer": self.writer,
+        }
+        added, row = self.index.index(values, status)
+        return _record(row) if added else self._again(_record(row))
 
     def _again(self, same: LandingRecord) -> LandingRecord:
         """The outcome of landing bytes already indexed: UNCHANGED, or the redacted record (the object is not brought back)."""
@@ -246,30 +190,18 @@ class LandingZone:
 
     def records(self, source: str | None = None, day: dt.date | None = None) -> list[LandingRecord]:
         """Index entries (all, of one source, or of one source and day) in landing order."""
-        sql, args = "SELECT * FROM landed_batch WHERE 1=1", list[str]()
-        if source is not None:
-            sql, args = sql + " AND source=?", [*args, source]
-        if day is not None:
-            sql, args = sql + " AND day=?", [*args, day.isoformat()]
-        with closing(self._connect()) as conn:
-            marks = {r["digest"]: r["generation"] for r in conn.execute("SELECT digest, generation FROM redacted_batch")}
-            return [replace(rec, redacted_generation=marks.get(rec.digest)) for rec in (_record(r) for r in conn.execute(sql + " ORDER BY seq", args))]
+        rows, marks = self.index.rows(source, day)
+        return [replace(rec, redacted_generation=marks.get(rec.digest)) for rec in map(_record, rows)]
 
     # -- privacy redaction ------------------------------------------------------
     def mark_redacted(self, digest: str, generation: int, reason: str, *, at: dt.datetime | None = None) -> bool:
         """Mark every batch of ``digest`` redacted at ``generation``; False (nothing changed) if it was marked before."""
-        when = (at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).isoformat()
-        with closing(self._connect()) as conn:
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO redacted_batch (digest, generation, reason, redacted_at) VALUES (?,?,?,?)", (digest, generation, reason, when)
-            )
-            return cur.rowcount == 1
+        return self.index.mark_redacted(digest, generation, reason, (at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC))
 
     def redaction(self, digest: str) -> dict[str, object] | None:
         """The redaction mark of ``digest`` (generation, reason, redacted_at), or None."""
-        with closing(self._connect()) as conn:
-            row = conn.execute("SELECT * FROM redacted_batch WHERE digest=?", (digest,)).fetchone()
-        return None if row is None else {"generation": row["generation"], "reason": row["reason"], "redacted_at": row["redacted_at"]}
+        row = self.index.redaction(digest)
+        return None if row is None else {"generation": row["generation"], "reason": row["reason"], "redacted_at": row["redacted_at"].isoformat()}
 
     def _with_redaction(self, record: LandingRecord) -> LandingRecord:
         mark = self.redaction(record.digest)
@@ -291,17 +223,17 @@ class LandingZone:
         return RawBatch(record.source, record.day, record.batch_id, record.recorded_at, self.read(record), fmt)
 
 
-def _record(row: sqlite3.Row) -> LandingRecord:
+def _record(row: Record) -> LandingRecord:
     return LandingRecord(
         seq=row["seq"],
         source=row["source"],
-        day=dt.date.fromisoformat(row["day"]),
+        day=row["day"],
         batch_id=row["batch_id"],
         digest=row["digest"],
         size=row["size"],
         rows=row["rows"],
-        recorded_at=dt.datetime.fromisoformat(row["recorded_at"]),
-        landed_at=dt.datetime.fromisoformat(row["landed_at"]),
+        recorded_at=row["recorded_at"],
+        landed_at=row["landed_at"],
         status=LandingStatus(row["status"]),
         reason=row["reason"],
         writer=row["writer"],

@@ -62,6 +62,11 @@ class StagingAttempt:
     total_size: int
 
 
+def is_digest(text: str) -> bool:
+    """``text`` is a lowercase hex SHA-256 digest."""
+    return _DIGEST.fullmatch(text) is not None
+
+
 def check_digest(digest: str) -> str:
     if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
         raise ObjectStoreError(f"not a lowercase hex SHA-256 digest: {digest!r}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dsv_platform.adapters.objects.encrypted_store import SEALED_SUFFIX, EncryptingObjectStore
-from dsv_platform.adapters.objects.key_store import LocalKeyStore
+from dsv_platform.adapters.objects.key_store import KeyStore, LocalKeyStore
 from dsv_platform.adapters.objects.object_store import ObjectStore
 from dsv_platform.core.errors import ConfigurationError
 
@@ -28,10 +28,19 @@ def build_object_store(location: str, *, s3_endpoint_url: str | None = None, s3_
     return LocalObjectStore(location)
 
 
+def build_key_store(folder: Path, url: str | None = None) -> KeyStore:
+    """The key store: PostgreSQL at ``url`` (keys apart from the data, production), else the local folder (the embedded default)."""
+    if url is not None:
+        from dsv_platform.adapters.objects.key_store_pg import PostgresKeyStore
+
+        return PostgresKeyStore(url)
+    return LocalKeyStore(folder)
+
+
 def build_encrypting_store(
     inner: ObjectStore,
     location: str,
-    key_store: Path,
+    key_store: KeyStore,
     *,
     s3_endpoint_url: str | None = None,
     s3_region: str = "us-east-1",
@@ -42,7 +51,7 @@ def build_encrypting_store(
     ``spool_dir`` is where a stream that cannot be read twice is spooled, sealed (None: the system's temporary folder).
     """
     sealed = build_object_store(f"{location.rstrip('/')}/{SEALED_SUFFIX}", s3_endpoint_url=s3_endpoint_url, s3_region=s3_region)
-    return EncryptingObjectStore(inner, sealed, LocalKeyStore(key_store), spool_dir=spool_dir)
+    return EncryptingObjectStore(inner, sealed, key_store, spool_dir=spool_dir)
 
 
-__all__ = ["build_encrypting_store", "build_object_store"]
+__all__ = ["build_encrypting_store", "build_key_store", "build_object_store"]

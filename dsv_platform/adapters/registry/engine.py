@@ -133,8 +133,20 @@ def create_registry_engine(url: str) -> Engine:
     return engine
 
 
-def _postgres_engine(parsed: URL, url: str) -> Engine:
-    """PostgreSQL with a bounded connect timeout; a server that does not answer is one ServiceUnreachableError naming the URL."""
+def create_postgres_engine(url: str, *, setting: str, what: str) -> Engine:
+    """An engine for a ``postgresql+psycopg2://`` URL that ``setting`` names (the key store's own database); anything else an
+    EnvironmentSetupError naming ``setting`` and the masked URL."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise EnvironmentSetupError(f"{setting} {mask_url(url)!r}: not a database URL; expected postgresql+psycopg2://USER@HOST/DB") from exc
+    if parsed.get_backend_name() != "postgresql":
+        raise EnvironmentSetupError(f"{setting} {mask_url(url)!r}: only postgresql+psycopg2:// is supported")
+    return _postgres_engine(parsed, url, what)
+
+
+def _postgres_engine(parsed: URL, url: str, what: str = "registry") -> Engine:
+    """PostgreSQL with a bounded connect timeout; a server that does not answer is one ServiceUnreachableError naming ``what`` and the URL."""
     connect_args = {} if "connect_timeout" in parsed.query else {"connect_timeout": CONNECT_TIMEOUT_S}
     engine = create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
 
@@ -142,6 +154,6 @@ def _postgres_engine(parsed: URL, url: str) -> Engine:
     def _unreachable(ctx: ExceptionContext) -> None:
         if ctx.connection is None and isinstance(ctx.sqlalchemy_exception, OperationalError):
             detail = " ".join(str(ctx.original_exception).split())[:300]
-            raise ServiceUnreachableError(f"registry {mask_url(url)}: cannot connect ({detail})") from ctx.original_exception
+            raise ServiceUnreachableError(f"{what} {mask_url(url)}: cannot connect ({detail})") from ctx.original_exception
 
     return engine

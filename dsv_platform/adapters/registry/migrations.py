@@ -21,6 +21,8 @@ from dsv_platform.adapters.registry import schema_models as sm
 from dsv_platform.adapters.registry import schema_trust as st
 from dsv_platform.adapters.registry.collection import gc_deletions
 from dsv_platform.adapters.registry.governance import model_decisions, model_obligations
+from dsv_platform.adapters.registry.landing_index import APPEND_ONLY as LANDING_APPEND_ONLY
+from dsv_platform.adapters.registry.landing_index import LANDING_TABLES
 from dsv_platform.adapters.registry.privacy import privacy_plans
 from dsv_platform.adapters.registry.read_health import read_health
 from dsv_platform.core.errors import ConfigurationError
@@ -203,6 +205,13 @@ def _v21(conn: Connection) -> None:
     read_health.create(conn)
 
 
+def _v22(conn: Connection) -> None:
+    for table in LANDING_TABLES:
+        table.create(conn)
+    for table in LANDING_APPEND_ONLY:
+        _append_only(conn, table.name)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "definitions, realizations, events, manifests, publication claims, aliases", _v1),
     Migration(2, "reader ACL, redaction generation; lineage, retention, consumption, redaction, reproduction tables", _v2),
@@ -223,6 +232,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(19, "model registry: model versions (by run manifest hash) and approvals, model aliases and their history, deployments", _v19),
     Migration(20, "model governance after a privacy deletion: one obligation per affected model run, and the decision closing it", _v20),
     Migration(21, "consumption health: per read of a realization, time to first byte, bytes, rows, seconds, missing and corrupt objects", _v21),
+    Migration(22, "the landing index moves into the registry: landed batches, redaction marks, imports of a home's SQLite index", _v22),
 )
 LATEST = max(m.version for m in MIGRATIONS)  # numbers are reserved per issue: the newest is not always the last one written
 

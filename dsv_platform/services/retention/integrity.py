@@ -151,16 +151,8 @@ def _sealed_orphans(store: EncryptingObjectStore, horizon: datetime) -> list[str
 
 
 def _bindings(store: EncryptingObjectStore) -> list[tuple[str, str | None, datetime | None]]:
-    """(digest, ciphertext digest, key time) of every key store entry: live keys and, for the local key store, erased ones."""
-    digests = set(store.keys.digests())
-    root = getattr(store.keys, "root", None)
-    times: dict[str, datetime] = {}
-    if root is not None:
-        for path in sorted(root.glob("keys/*/*")):
-            digest = path.parent.name + path.name.split(".", 1)[0]
-            digests.add(digest)
-            times[digest] = min(times.get(digest, datetime.max.replace(tzinfo=UTC)), datetime.fromtimestamp(path.stat().st_mtime, UTC))
-    return [(d, store.keys.sealed(d), times.get(d)) for d in sorted(digests) if _DIGEST.match(d)]
+    """(digest, ciphertext digest, key time) of every key store entry: live keys and bindings (the local key store's erased ones too)."""
+    return [(d, sealed, when) for d, sealed, when in store.keys.bindings() if _DIGEST.match(d)]
 
 
 def _mtimes(store: ObjectStore) -> dict[str, datetime]:
