@@ -7,12 +7,14 @@ PYTEST_ARGS ?=
 
 .PHONY: demo test test-slow lint ui venv bench clean conformance
 
-# The runtime dependencies come from requirements.lock first (hashed, exact), then the package and its extras
-# around them, so the running environment is the lock that `dsv reproduce` rebuilds for an artifact made here.
-$(STAMP): pyproject.toml requirements.lock
+# The runtime dependencies come from requirements.lock first (hashed, exact), then the deploy extra's lock (the image's
+# packages: Celery, Redis, the Kubernetes client), then the package and its other extras around them, so the running
+# environment is the lock that `dsv reproduce` rebuilds for an artifact made here, and the tests run the image's versions.
+$(STAMP): pyproject.toml requirements.lock deploy/requirements-deploy.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
 	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r requirements.lock
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r deploy/requirements-deploy.lock
 	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
 	touch $(STAMP)
 
