@@ -18,14 +18,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
-from pyiceberg.expressions import AlwaysTrue, BooleanExpression, In
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.table import Table
 
 from dsv_platform.adapters.iceberg.iceberg_catalog import build_catalog
 from dsv_platform.adapters.iceberg.iceberg_files import FileLedger, seal_written
 from dsv_platform.adapters.iceberg.iceberg_files import snapshot_id_of as _snapshot_id
 from dsv_platform.adapters.iceberg.iceberg_hygiene import PIN_MAX_REF_AGE_MS, TABLE_PROPERTIES, upgraded
-from dsv_platform.adapters.iceberg.iceberg_schema import DataFileWriter, equal, scan_arrow, where, with_sort_order
+from dsv_platform.adapters.iceberg.iceberg_schema import DataFileWriter, equal, partition_filter, rows_filter, scan_arrow, where, with_sort_order
 from dsv_platform.adapters.iceberg.iceberg_values import (
     BATCH,
     RECORDED_AT,
@@ -119,7 +119,7 @@ class CanonicalTables:
         """Append ``rows`` (contract columns) learned at ``recorded_at`` from ``batch``; idempotent, retried."""
         contract = spec.contract
         rows = rows.select(contract.column_names).cast(contract.arrow_schema)
-        row_filter = self._filter_for(contract, rows)
+        row_filter = rows_filter(contract, rows)
         return self.append_days(spec, lambda: [(None, rows)], recorded_at=recorded_at, batch=batch, row_filter=row_filter, by_day=False)[None]
 
     def append_days(
@@ -326,27 +326,7 @@ class CanonicalTables:
         arrow = scan_arrow(tbl, row_filter, snapshot_id, selected)  # an older snapshot through the current schema (iceberg_schema.py)
         return arrow.select(schema.names).cast(schema)
 
-    @staticmethod
-    def partition_filter(spec: TableSpecLike, values: Collection[object]) -> BooleanExpression:
-        """The rows of these partitions (all rows for an unpartitioned table)."""
-        part = spec.contract.partition_by
-        if part is None or not values:
-            return AlwaysTrue()
-        if len(values) == 1:
-            return equal(part, literal(next(iter(values))))
-        return In(part, {literal(v) for v in values})  # type: ignore[call-arg, arg-type]
-
-    @staticmethod
-    def _filter_for(contract: Contract, rows: pa.Table) -> BooleanExpression:
-        part = contract.partition_by
-        if part is None or rows.num_rows == 0:
-            return AlwaysTrue()
-        values = pc.unique(rows.column(part)).to_pylist()
-        if any(v is None for v in values):
-            return AlwaysTrue()
-        if len(values) == 1:
-            return equal(part, literal(values[0]))
-        return In(part, {literal(v) for v in values})  # type: ignore[call-arg, arg-type]  # only the partitions the batch touches
+    partition_filter = staticmethod(partition_filter)  # the rows of these partitions (iceberg_schema.py)
 
     # -- snapshots and tags ---------------------------------------------------
     def current_snapshot_id(self, spec: TableSpecLike) -> int | None:
