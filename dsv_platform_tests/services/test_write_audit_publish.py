@@ -165,3 +165,15 @@ def test_an_append_to_main_before_the_fast_forward_makes_the_load_run_again_on_t
     assert _accounts(tables) == ["acct_0", "acct_1", "acct_2", "acct_9"], "no row lost"
     assert not _staging(tables)
     _sealed(tables)
+
+
+def test_a_day_failing_on_main_with_nothing_new_leaves_no_branch(home):
+    """Rows written before write-audit-publish can fail a rule on main itself: the check fails as before, nothing is staged."""
+    landing, tables = home
+    batch = _batch("old", ["acct_0", "test_0"], 1)
+    record = landing.land(batch, FEATURES)
+    tables.append(FEATURES, prepare_batch(batch.data, FEATURES).accepted, recorded_at=batch.recorded_at, batch=record.batch_ref)  # straight to main
+    main = tables.current_snapshot_id(FEATURES)
+    load = load_landed(landing, tables, FEATURES, DAY)
+    assert not all(r.passed for r in load.semantic if r.blocking) and load.batches[0].outcome.already_applied
+    assert load.staged is None and load.snapshot_id == main == tables.current_snapshot_id(FEATURES) and not _staging(tables)

@@ -178,7 +178,7 @@ def load_landed_days(
         head = wap.branch_head(tables, spec, branch) if branch and made else base
         loads = _partitions(landing, tables, spec, days, per_day, done, made, (base, head), skip, limits, progress)
         if any(not passed(load.semantic) for load in loads):  # a blocking rule failed: main stays where it is
-            return _blocked(tables, spec, loads, branch if made else None, head, limits)
+            return _blocked(tables, spec, loads, branch, head if made else None, limits)
         if branch is None or wap.publish(tables, spec, branch, head, made):
             return loads
     if branch is not None:
@@ -242,7 +242,9 @@ def _blocked(
     tables: CanonicalTables, spec: SourceSpec, loads: list[PartitionLoad], branch: str | None, head: int | None, limits: EngineLimits | None
 ) -> list[PartitionLoad]:
     """The loads of a blocked run: main's snapshot and digests (unchanged), the rules' verdict on the branch that holds the appends."""
-    if branch is None:  # nothing was appended: the rules failed on main itself
+    if branch is None or head is None:  # nothing was appended: the rules failed on main itself, nothing to keep staged
+        if branch is not None:
+            wap.discard(tables, spec, branch)
         return loads
     main = tables.current_snapshot_id(spec)
     return [replace(x, snapshot_id=main, digest=partition_digest(tables, spec, x.day, limits), staged=branch, staged_snapshot_id=head) for x in loads]
