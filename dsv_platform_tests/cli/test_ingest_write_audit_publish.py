@@ -1,5 +1,6 @@
 """Issue 26 item 14 end to end: `dsv ingest` of a batch that fails a blocking per-load rule exits as before (FAILED, 1),
-names the staging branch that holds it, and a `dsv build` afterwards does not see its rows (main never moved).
+names the staging branch that holds it, and a `dsv build` afterwards does not see its rows (main never moved); GC removes
+the branch once it is past its ref age and keeps the batch's landed bytes.
 
 A configuration-only source whose contract blocks test meters (a population rule); real Dagster runs in process, real
 embedded stores (pyiceberg SQLite catalog, landing zone, registry).
@@ -16,10 +17,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dsv_platform.bootstrap import build_tables
+from dsv_platform.bootstrap import build_platform, build_tables
 from dsv_platform.cli.main import main
 from dsv_platform.core.config.platform_config import load_config
 from dsv_platform.core.errors import FailureKind
+from dsv_platform.core.retention.gc import GcPolicy
+from dsv_platform.services.retention import gc
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.core.config_support import CALIBRATION, METERS, write_config
 
@@ -29,6 +32,7 @@ READING = pa.schema([("reading_id", pa.string()), ("meter_id", pa.string()), ("r
 CALIBRATED = pa.schema([("meter_id", pa.string()), ("calibrated_at", pa.timestamp("us", tz="UTC")), ("calibrated_day", pa.date32()), ("factor", pa.float64())])
 BLOCKING = METERS + "expectations:\n  population:\n    - {column: meter_id, not_matching: '^test-'}\n"
 GOOD, BAD = dt.date(2026, 1, 1), dt.date(2026, 1, 2)
+ZERO = GcPolicy(safety_window=dt.timedelta(0))
 
 
 def _file(path, day: dt.date, meters: tuple[str, ...]):
@@ -77,3 +81,23 @@ def test_a_blocked_ingest_exits_as_before_names_its_branch_and_the_build_does_no
     staged = tables.read(meters, partition=BAD, snapshot_id=int(branch.group(2)))
     assert sorted(set(staged.column("meter_id").to_pylist())) == ["m-C", "test-X"]
     assert tables.table(meters).refs()[branch.group(1)].snapshot_id == int(branch.group(2))
+    _gc_after_the_ref_age(settings, meters, branch.group(1), int(branch.group(2)))
+
+
+def _gc_after_the_ref_age(settings, meters, branch: str, head: int) -> None:
+    """GC lists the branch as a root until its ref age passes (1 ms here), then removes it and expires its snapshot; the
+    blocked batch's raw bytes stay (it never reached main: still awaiting a load that passes)."""
+    with build_platform(settings) as platform:
+        tables, store = platform.tables, platform.store
+        young = gc.plan(platform.registry, store, tables=tables, landing=platform.landing, policy=ZERO)
+        assert f"staging:{tables.identifier(meters).split('.')[-1]}#{branch}" in {r.id for r in young.roots}
+        tbl = tables.table(meters)
+        tbl.manage_snapshots().create_branch(head, branch, max_ref_age_ms=1).commit()  # as if a week had passed
+        main = tables.current_snapshot_id(meters)
+        plan = gc.plan(platform.registry, store, tables=tables, landing=platform.landing, policy=ZERO)
+        report = gc.apply_plan(plan, registry=platform.registry, store=store, tables=tables, dry_run=False, actor="test")
+        assert f"meters#{branch}" in report.tags_removed and f"meters@{head}" in report.snapshots_expired
+        tbl = tables.table(meters)
+        assert branch not in tbl.refs() and tbl.snapshot_by_id(head) is None and tables.current_snapshot_id(meters) == main
+        [leak] = [r for r in platform.landing.records("meters", BAD)]
+        assert leak.loadable and platform.landing.open(leak).read(4) == b"PAR1", "the blocked batch stays landed"

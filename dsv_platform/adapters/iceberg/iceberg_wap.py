@@ -110,17 +110,22 @@ def discard(tables: CanonicalTables, spec: TableSpecLike, name: str) -> bool:
     raise CanonicalTableError(f"removing branch {name!r} of {tables.identifier(spec)} lost {tables.commit_attempts} commit races in a row")
 
 
+def staging_refs(tbl: Any) -> list[tuple[str, int, int | None]]:
+    """The staging branches (``wap-*``) of one pyiceberg table: name, head snapshot and ``max-ref-age-ms``."""
+    refs = tbl.refs().items()
+    return sorted((n, int(r.snapshot_id), r.max_ref_age_ms) for n, r in refs if str(r.snapshot_ref_type) == "branch" and is_staging_branch(n))
+
+
 def staging_branches(tables: CanonicalTables) -> list[StagingBranch]:
-    """Every staging branch (``wap-*``) of every table of the namespace, oldest head first."""
+    """Every staging branch of every table of the namespace, oldest head first."""
     out = []
     for table in tables.table_names():
         tbl = tables.load(table)
-        for name, ref in tbl.refs().items():
-            snap = tbl.snapshot_by_id(ref.snapshot_id)
-            if str(ref.snapshot_ref_type) == "branch" and is_staging_branch(name) and snap is not None:
-                at = datetime.fromtimestamp(snap.timestamp_ms / 1000, UTC)
-                out.append(StagingBranch(table, name, int(ref.snapshot_id), at, ref.max_ref_age_ms))
+        for name, sid, age in staging_refs(tbl):
+            snap = tbl.snapshot_by_id(sid)
+            if snap is not None:
+                out.append(StagingBranch(table, name, sid, datetime.fromtimestamp(snap.timestamp_ms / 1000, UTC), age))
     return sorted(out, key=lambda b: (b.committed_at, b.table, b.name))
 
 
-__all__ = ["StagingBranch", "ancestry", "branch_head", "discard", "publish", "stage", "staging_branches"]
+__all__ = ["StagingBranch", "ancestry", "branch_head", "discard", "publish", "stage", "staging_branches", "staging_refs"]
