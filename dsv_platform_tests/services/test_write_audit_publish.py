@@ -167,6 +167,20 @@ def test_an_append_to_main_before_the_fast_forward_makes_the_load_run_again_on_t
     _sealed(tables)
 
 
+def test_a_privacy_deletion_removes_a_staging_branch_holding_the_subject(home):
+    """A blocked load's rows are a copy too: erasing a subject removes the branch that holds them and expires its snapshot."""
+    from dsv_platform.services.privacy.privacy_canonical import delete_canonical
+
+    _, tables = home
+    _ingest(home, "good", ["acct_0"], 1)
+    bad = _ingest(home, "leak", ["acct_1", "test_0"], 2)
+    detail = delete_canonical(tables, FEATURES, "test_0", {})
+    assert detail["removed_staging_branches"] == [bad.staged] and not _staging(tables)
+    assert bad.staged_snapshot_id in detail["expired_snapshots"] and tables.table(FEATURES).snapshot_by_id(bad.staged_snapshot_id) is None
+    assert tables.snapshots_matching(FEATURES, ("account_id", "test_0")) == []
+    assert _accounts(tables) == ["acct_0"]
+
+
 def test_a_day_failing_on_main_with_nothing_new_leaves_no_branch(home):
     """Rows written before write-audit-publish can fail a rule on main itself: the check fails as before, nothing is staged."""
     landing, tables = home
