@@ -39,6 +39,7 @@ ONLY_IN = {
         "adapters/iceberg/iceberg_relocate.py",
         "adapters/iceberg/iceberg_schema.py",
         "adapters/iceberg/iceberg_stream.py",
+        "adapters/iceberg/iceberg_wap.py",
     ),
     # s3_lock.py: the Object Lock writes and versioned reads of audit exports (issue 24), kept out of the 400-line s3_store.py
     "boto3": ("adapters/objects/s3_store.py", "adapters/objects/s3_lock.py"),

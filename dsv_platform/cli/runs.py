@@ -151,6 +151,17 @@ def asset_metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, A
     return {k: v.value for k, v in mats[-1].metadata.items()}
 
 
+def staged_lines(result: dg.ExecuteInProcessResult) -> list[str]:
+    """One line per failed check naming a staging branch (a blocked canonical load: main unchanged, docs/storage.md)."""
+    lines = []
+    for c in result.get_asset_check_evaluations():
+        branch, head = c.metadata.get("staging_branch"), c.metadata.get("staged_snapshot_id")
+        if not c.passed and branch is not None:
+            staged = f"Iceberg branch {branch.value} (snapshot {head.value if head else '?'})"
+            lines.append(f"{c.asset_key.to_user_string()}: main unchanged, the load is staged on {staged}")
+    return sorted(set(lines))
+
+
 def check_lines(result: dg.ExecuteInProcessResult) -> list[str]:
     return [f"{c.asset_key.to_user_string()}.{c.check_name}: {'passed' if c.passed else 'FAILED'}" for c in result.get_asset_check_evaluations()]
 
@@ -208,7 +219,7 @@ class Runner:
             denied = access_denied(result)
             if denied is not None:  # a grant refused inside the run: the same exit code (7) as a refusal before it
                 raise AccessDeniedError(f"run {result.run_id}: {denied}")
-            why = "; ".join(failure_messages(result)) or "see the run in the Dagster UI"
+            why = "; ".join(failure_messages(result) + staged_lines(result)) or "see the run in the Dagster UI"
             log = f" (Dagster log: {write_run_log(self.log_folder, result)})" if self.log_folder is not None else ""
             raise RunFailedError(f"run {result.run_id} failed: {why}{log}", step_kind=failure_kind(result))
         return result

@@ -1,8 +1,9 @@
 """canonical_<source>: Iceberg tables with valid and recorded time, loaded from the landed batches.
 
 A source contract with semantic keys adds one ``semantic_<family>`` check per rule family
-(core.semantic_rules.load_rules), evaluated on each loaded partition; a failed blocking one
-stops downstream assets, the append stays. Details: docs/contracts.md
+(core.semantic_rules.load_rules), evaluated on each loaded partition as staged on the load's
+Iceberg branch; a failed blocking one stops downstream assets and main stays unchanged (the
+check names the branch). Details: docs/contracts.md, docs/storage.md
 """
 
 from collections.abc import Iterator, Sequence
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from dsv_platform.bootstrap import Platform
 
 ROWS_SATISFY_CONTRACT = "rows_satisfy_contract"
+STAGING_BRANCH, STAGED_SNAPSHOT = "staging_branch", "staged_snapshot_id"
+"""Metadata of a failed blocking check of a blocked load: the branch holding its appends and its head (write-audit-publish)."""
 DATA_VERSION_TAG = "dagster/data_version"
 
 
@@ -94,6 +97,7 @@ def canonical_result(loads: Sequence[PartitionLoad], families: dict[str, bool] |
             "content_hash": dg.MetadataValue.text(data_version(loads)),
             "schema_hash": dg.MetadataValue.text(last.digest.schema_hash),
             "snapshot_id": dg.MetadataValue.text(str(last.snapshot_id)),
+            **({STAGING_BRANCH: dg.MetadataValue.text(str(last.staged))} if last.staged else {}),
             "rows_rejected": dg.MetadataValue.int(rejected),
             "days": table(
                 ["day", "rows", "content hash", "rejected"], [(partition_text(x.day), x.rows, x.digest.content_hash[:16], x.rejected_rows) for x in loads]
@@ -111,9 +115,24 @@ def canonical_result(loads: Sequence[PartitionLoad], families: dict[str, bool] |
                 severity=dg.AssetCheckSeverity.WARN,
                 metadata={"failure_cases": failure_cases(failures), "rows_quarantined": dg.MetadataValue.int(rejected)},
             ),
-            *family_check_results(families or {}, semantic_gates(loads)),
+            *staged_results(family_check_results(families or {}, semantic_gates(loads)), loads),
         ],
     )
+
+
+def staged_results(results: list[dg.AssetCheckResult], loads: Sequence[PartitionLoad]) -> list[dg.AssetCheckResult]:
+    """A blocked load's failed blocking checks name the staging branch that holds its appends (main is unchanged)."""
+    blocked = next((x for x in loads if x.staged), None)
+    if blocked is None:
+        return results
+    note = f"main unchanged: the load is staged on Iceberg branch {blocked.staged} (snapshot {blocked.staged_snapshot_id}); docs/storage.md"
+    staged = {STAGING_BRANCH: dg.MetadataValue.text(str(blocked.staged)), STAGED_SNAPSHOT: dg.MetadataValue.text(str(blocked.staged_snapshot_id))}
+    return [
+        r._replace(metadata={**(r.metadata or {}), **staged}, description="\n".join([note, *([r.description] if r.description else [])]))
+        if not r.passed and r.severity is dg.AssetCheckSeverity.ERROR
+        else r
+        for r in results
+    ]
 
 
 def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition | None) -> dg.AssetsDefinition:

@@ -11,7 +11,7 @@ from dsv_platform.defs.metadata import AssetResult
 from dsv_platform.defs.partitions import label_version_partitions
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.defs.retries import STEP_RETRY, retried_if_transient
-from dsv_platform.services.ingest.canonical_load import LabelBuild, build_labels, label_table_spec
+from dsv_platform.services.ingest.label_build import LabelBuild, build_labels, label_table_spec
 
 
 def label_result(label: LabelVersion, build: LabelBuild, table_name: str = "") -> AssetResult:

@@ -2,7 +2,8 @@
 
 A configuration-only source (meters) declares range, null-rate, typical, drift, population and unique rules. A good
 partition passes every check; a partition with leaked test meters fails the blocking population check, which names the
-rule, column, observed value and bound, stops the downstream asset of the same run, and keeps the append.
+rule, column, observed value and bound, stops the downstream asset of the same run, and leaves main unchanged: the
+append stays on the load's staging branch, which the check names (write-audit-publish, issue 26 item 14).
 Real Dagster instance, real embedded stores (pyiceberg catalog, landing zone).
 """
 
@@ -16,6 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from dsv_platform.bootstrap import build_tables
+from dsv_platform.core.config.platform_config import load_config
 from dsv_platform.core.ingest.batch import RawBatch
 from dsv_platform.defs import build_defs
 from dsv_platform_tests.core.config_support import METERS, write_config
@@ -78,7 +81,7 @@ def pipeline(tmp_path_factory):
             selection = f"key:raw_meters or key:{CANONICAL} or key:meters_downstream"
             return dg.materialize(assets, selection=selection, partition_key=day.isoformat(), instance=instance, resources=defs.resources, raise_on_error=False)
 
-        yield defs, canonical, run
+        yield defs, canonical, run, settings
 
 
 def _checks(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
@@ -86,7 +89,7 @@ def _checks(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluat
 
 
 def test_one_check_per_family_without_drift_and_volume_and_none_for_a_source_without_semantic_keys(pipeline):
-    defs, canonical, _ = pipeline
+    defs, canonical, _, _ = pipeline
     specs = {s.name: s.blocking for s in canonical.check_specs}
     expected = {"semantic_values": True, "semantic_completeness": True, "semantic_plausibility": False, "semantic_uniqueness": True}
     assert specs == {"rows_satisfy_contract": False, "semantic_population": True, **expected}
@@ -95,7 +98,7 @@ def test_one_check_per_family_without_drift_and_volume_and_none_for_a_source_wit
 
 
 def test_a_good_partition_passes_every_check_and_reaches_downstream(pipeline):
-    _, canonical, run = pipeline
+    _, canonical, run, _ = pipeline
     result = run(GOOD)
     assert result.success
     checks = _checks(result)
@@ -115,8 +118,8 @@ def test_a_good_partition_passes_every_check_and_reaches_downstream(pipeline):
     assert [m.asset_key.to_user_string() for m in result.get_asset_materialization_events()][-1] == "meters_downstream"
 
 
-def test_a_leak_fails_the_population_check_naming_the_rule_stops_downstream_and_keeps_the_append(pipeline):
-    _, _, run = pipeline
+def test_a_leak_fails_the_population_check_naming_the_rule_stops_downstream_and_leaves_main_unchanged(pipeline):
+    _, _, run, settings = pipeline
     result = run(BAD)
     assert not result.success
     checks = _checks(result)
@@ -133,4 +136,12 @@ def test_a_leak_fails_the_population_check_naming_the_rule_stops_downstream_and_
     materialized = [m.asset_key.to_user_string() for m in result.get_asset_materialization_events()]
     assert CANONICAL in materialized and "meters_downstream" not in materialized
     canonical_md = result.asset_materializations_for_node(CANONICAL)[0].metadata
-    assert canonical_md["rows"].value == 8  # the append stays: the test meter's rows are in the partition
+    branch, head = population.metadata["staging_branch"].value, int(population.metadata["staged_snapshot_id"].value)
+    assert branch.startswith("wap-") and canonical_md["staging_branch"].value == branch
+    assert population.description.startswith(f"main unchanged: the load is staged on Iceberg branch {branch} (snapshot {head})")
+    assert canonical_md["rows"].value == 0  # main is unchanged: the day has none of the batch's rows
+    tables = build_tables(settings)
+    meters = load_config(settings.config_dir).sources["meters"]
+    assert tables.read(meters, partition=BAD).num_rows == 0 and tables.current_snapshot_id(meters) != head
+    assert tables.read(meters, partition=BAD, snapshot_id=head).num_rows == 8  # the test meter's rows, on the branch
+    assert tables.table(meters).refs()[branch].snapshot_id == head

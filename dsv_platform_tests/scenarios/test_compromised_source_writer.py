@@ -29,7 +29,8 @@ from dsv_platform.examples.fraud import CONFIG_DIR, model
 from dsv_platform.examples.fraud.events import daily_batch
 from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.examples.fraud.specs import SOURCES
-from dsv_platform.services.ingest.canonical_load import build_labels, load_partition
+from dsv_platform.services.ingest.canonical_load import load_partition
+from dsv_platform.services.ingest.label_build import build_labels
 from dsv_platform.services.publication.realization import RealizationBuild, build_realization
 from dsv_platform.services.reproduction.model_run import train_model
 from dsv_platform.services.trust import trust

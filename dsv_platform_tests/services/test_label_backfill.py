@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 
 from dsv_platform.examples.fraud.events import late_transactions
-from dsv_platform.services.ingest.canonical_load import label_table_spec, watermark
+from dsv_platform.services.ingest.label_build import label_table_spec, watermark
 from dsv_platform_tests.scenarios.support import World
 
 

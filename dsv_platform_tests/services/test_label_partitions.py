@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
 from dsv_platform.adapters.iceberg.iceberg_values import BATCHES_PROPERTY
 from dsv_platform.core.identity.hashing import hash_table
-from dsv_platform.services.ingest.canonical_load import append_by_partition, label_table_spec, watermark
+from dsv_platform.services.ingest.label_build import append_by_partition, label_table_spec, watermark
 from dsv_platform_tests.scenarios.support import World
 
 WHEN = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)

@@ -18,14 +18,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import CommitFailedException, NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError
-from pyiceberg.expressions import AlwaysTrue, BooleanExpression, In
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.table import Table
 
 from dsv_platform.adapters.iceberg.iceberg_catalog import build_catalog
-from dsv_platform.adapters.iceberg.iceberg_files import FileLedger, seal_written
+from dsv_platform.adapters.iceberg.iceberg_files import FileLedger, head_of, seal_written, target_of
 from dsv_platform.adapters.iceberg.iceberg_files import snapshot_id_of as _snapshot_id
 from dsv_platform.adapters.iceberg.iceberg_hygiene import PIN_MAX_REF_AGE_MS, TABLE_PROPERTIES, upgraded
-from dsv_platform.adapters.iceberg.iceberg_schema import DataFileWriter, equal, scan_arrow, where, with_sort_order
+from dsv_platform.adapters.iceberg.iceberg_schema import DataFileWriter, equal, partition_filter, rows_filter, scan_arrow, where, with_sort_order
 from dsv_platform.adapters.iceberg.iceberg_values import (
     BATCH,
     RECORDED_AT,
@@ -45,6 +45,7 @@ from dsv_platform.adapters.iceberg.iceberg_values import (
 from dsv_platform.core.config.source import TableSpecLike
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.errors import DsvError
+from dsv_platform.core.ingest.staging import STAGING_MAX_AGE_MS
 
 NAMESPACE = "canonical"
 COMMIT_ATTEMPTS = 8
@@ -119,7 +120,7 @@ class CanonicalTables:
         """Append ``rows`` (contract columns) learned at ``recorded_at`` from ``batch``; idempotent, retried."""
         contract = spec.contract
         rows = rows.select(contract.column_names).cast(contract.arrow_schema)
-        row_filter = self._filter_for(contract, rows)
+        row_filter = rows_filter(contract, rows)
         return self.append_days(spec, lambda: [(None, rows)], recorded_at=recorded_at, batch=batch, row_filter=row_filter, by_day=False)[None]
 
     def append_days(
@@ -133,6 +134,7 @@ class CanonicalTables:
         by_day: bool = True,
         each_partition: bool = False,
         restated: Callable[[str, frozenset[Any]], Iterable[tuple[Any, pa.Table]]] | None = None,
+        branch: str | None = None,
     ) -> dict[Any, AppendOutcome]:
         """:meth:`append` of rows given a record batch at a time, as ``(day, rows)`` (``chunks()`` gives them anew on each attempt).
 
@@ -141,23 +143,23 @@ class CanonicalTables:
         not appended (else the same over all of ``row_filter``, day None). ``each_partition``: each chunk is one whole
         partition, read from the table when it comes. ``restated(batch, days)`` gives a later-recorded batch's rows again:
         those it skipped in a day this append changes are written in the same snapshot (docs/storage.md). The snapshot
-        summary names the batch (``dsv.batches``); ``_batch`` keeps whole manifest bounds (iceberg_batches.py).
-        """
+        summary names the batch (``dsv.batches``); ``_batch`` keeps whole manifest bounds (iceberg_batches.py). ``branch``:
+        the snapshot goes to that branch, read and moved in place of main (a load's staging branch, iceberg_wap.py)."""
         if recorded_at.tzinfo is None:
             raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
         contract, tbl = spec.contract, self.table(spec)
         for attempt in range(1, self.commit_attempts + 1):
-            before = _snapshot_id(tbl)
-            scanned = table_schema(contract).empty_table() if each_partition else self._scan(tbl, contract, row_filter, None)
+            before = head_of(tbl, branch)  # main's current snapshot without a branch
+            scanned = table_schema(contract).empty_table() if each_partition else self._scan(tbl, contract, row_filter, before)
             state = append_state(scanned, contract, batch, recorded_at, by_day=by_day)
             applied, latest = set(state.applied), state.latest
             txn, seen, new, restates = tbl.transaction(), dict[Any, int](), dict[Any, int](), 0
             txn = upgraded(txn, tbl, contract)  # a table made before the hygiene properties gets them now (no data rewritten)
-            with txn.update_snapshot(snapshot_properties=batch_properties(batch)).fast_append() as files:
+            with txn.update_snapshot(snapshot_properties=batch_properties(batch), branch=target_of(tbl, branch)).fast_append() as files:
                 write = DataFileWriter(txn, files, tbl, CanonicalTableError)
                 for day, chunk in chunks():
                     if each_partition:  # this partition's rows only: memory bounded by the largest partition
-                        part = append_state(self._scan(tbl, contract, self.partition_filter(spec, [day]), None), contract, batch, recorded_at, by_day=False)
+                        part = append_state(self._scan(tbl, contract, self.partition_filter(spec, [day]), before), contract, batch, recorded_at, by_day=False)
                         applied, latest = applied | ({day} if part.applied else set()), part.latest
                     if day in applied or (None in applied and contract.partition_by is None):  # unpartitioned: its one partition
                         continue
@@ -176,11 +178,18 @@ class CanonicalTables:
                     time.sleep(0.05 * attempt)
                     tbl = self.catalog.load_table(self.identifier(spec))
                     continue
-                seal_written(self.ledger, spec.name, tbl, before=before)
-            sid = _snapshot_id(tbl)
+                self._sealed(spec, tbl, branch, before, files.snapshot_id)
+            sid = head_of(tbl, branch)
             done = {day: AppendOutcome(spec.name, sid, 0, 0, True, attempt) for day in applied}
             return done | {day: AppendOutcome(spec.name, sid, new[day], seen[day] - new[day], False, attempt, restates) for day in seen}
         raise CanonicalTableError(f"append to {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
+
+    def _sealed(self, spec: TableSpecLike, tbl: Table, branch: str | None, before: int | None, made: int) -> None:
+        """After an append's commit: the snapshot staged on a table without one gets its branch; the files it added are sealed."""
+        if branch is not None and branch not in tbl.refs():  # pyiceberg writes only main on a table without a snapshot
+            with contextlib.suppress(CommitFailedException):  # a load of the same batches made it first: its publish sees that
+                tbl.manage_snapshots().create_branch(made, branch, max_ref_age_ms=STAGING_MAX_AGE_MS).commit()
+        seal_written(self.ledger, spec.name, tbl, before=before, head=made)
 
     # -- row-level deletes (privacy) ----------------------------------------------
     def delete_rows(self, spec: TableSpecLike, delete_filter: BooleanExpression | tuple[str, object]) -> RowDeletion:
@@ -326,27 +335,7 @@ class CanonicalTables:
         arrow = scan_arrow(tbl, row_filter, snapshot_id, selected)  # an older snapshot through the current schema (iceberg_schema.py)
         return arrow.select(schema.names).cast(schema)
 
-    @staticmethod
-    def partition_filter(spec: TableSpecLike, values: Collection[object]) -> BooleanExpression:
-        """The rows of these partitions (all rows for an unpartitioned table)."""
-        part = spec.contract.partition_by
-        if part is None or not values:
-            return AlwaysTrue()
-        if len(values) == 1:
-            return equal(part, literal(next(iter(values))))
-        return In(part, {literal(v) for v in values})  # type: ignore[call-arg, arg-type]
-
-    @staticmethod
-    def _filter_for(contract: Contract, rows: pa.Table) -> BooleanExpression:
-        part = contract.partition_by
-        if part is None or rows.num_rows == 0:
-            return AlwaysTrue()
-        values = pc.unique(rows.column(part)).to_pylist()
-        if any(v is None for v in values):
-            return AlwaysTrue()
-        if len(values) == 1:
-            return equal(part, literal(values[0]))
-        return In(part, {literal(v) for v in values})  # type: ignore[call-arg, arg-type]  # only the partitions the batch touches
+    partition_filter = staticmethod(partition_filter)  # the rows of these partitions (iceberg_schema.py)
 
     # -- snapshots and tags ---------------------------------------------------
     def current_snapshot_id(self, spec: TableSpecLike) -> int | None:

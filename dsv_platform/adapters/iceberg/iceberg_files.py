@@ -90,24 +90,27 @@ def named_here(tbl: Any, path: str) -> str:
     return path
 
 
-def _since(tbl: Any, before: int | None) -> set[int]:
-    """The snapshots from the current one back to (not including) ``before``, following parents."""
+def _since(tbl: Any, before: int | None, head: int | None = None) -> set[int]:
+    """The snapshots from ``head`` (None: the current one) back to (not including) ``before``, following parents."""
     out: set[int] = set()
-    snap = tbl.current_snapshot()
+    snap = tbl.current_snapshot() if head is None else tbl.snapshot_by_id(head)
     while snap is not None and snap.snapshot_id != before and snap.snapshot_id not in out:
         out.add(int(snap.snapshot_id))
         snap = tbl.snapshot_by_id(snap.parent_snapshot_id) if snap.parent_snapshot_id is not None else None
     return out
 
 
-def seal_written(ledger: FileLedger | None, table: str, tbl: Any, *, before: int | None) -> list[FileDigest]:
-    """Hash and record the files the commits after snapshot ``before`` added (all live files of a table the ledger never saw)."""
-    if ledger is None or tbl.current_snapshot() is None:
+def seal_written(ledger: FileLedger | None, table: str, tbl: Any, *, before: int | None, head: int | None = None) -> list[FileDigest]:
+    """Hash and record the files the commits after snapshot ``before`` added (all live files of a table the ledger never saw).
+
+    ``head``: the snapshot those commits made last (a staging branch's head, iceberg_wap.py); None: the current one.
+    """
+    if ledger is None or (tbl.current_snapshot() if head is None else tbl.snapshot_by_id(head)) is None:
         return []
     known = ledger.known_paths(table)
     known = None if known is None else {named_here(tbl, p) for p in known}
-    made = _since(tbl, before)
-    files = live_files(tbl, None, added_by=None if known is None else made)  # a known table: only the manifests of the new commits
+    made = _since(tbl, before, head)
+    files = live_files(tbl, head, added_by=None if known is None else made)  # a known table: only the manifests of the new commits
     todo = [f for f in files if f.snapshot_id in made or known is None]
     todo = [f for f in todo if known is None or f.path not in known]
     backfilled = sum(1 for f in todo if f.snapshot_id not in made)
@@ -121,6 +124,19 @@ def snapshot_id_of(tbl: Any) -> int | None:
     """The id of ``tbl``'s current snapshot (None for a table with none)."""
     snap = tbl.current_snapshot()
     return None if snap is None else int(snap.snapshot_id)
+
+
+def head_of(tbl: Any, branch: str | None) -> int | None:
+    """The id of the snapshot at the head of ``branch`` (None: main, the current snapshot); None when it has none."""
+    if branch is None:
+        return snapshot_id_of(tbl)
+    ref = tbl.refs().get(branch)
+    return None if ref is None else int(ref.snapshot_id)
+
+
+def target_of(tbl: Any, branch: str | None) -> str | None:
+    """The ref an append commits to: main, else ``branch``; None (a staged snapshot, branched after) on a table without a snapshot."""
+    return "main" if branch is None else branch if tbl.metadata.snapshots else None
 
 
 def total_bytes(files: Iterable[DataFile]) -> int:

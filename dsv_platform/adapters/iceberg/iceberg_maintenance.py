@@ -21,7 +21,9 @@ from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
 from dsv_platform.adapters.iceberg.iceberg_batches import BatchIndex
 from dsv_platform.adapters.iceberg.iceberg_files import listed_files
 from dsv_platform.adapters.iceberg.iceberg_values import RECORDED_AT
+from dsv_platform.adapters.iceberg.iceberg_wap import staging_refs
 from dsv_platform.core.config.source import TableSpecLike
+from dsv_platform.core.ingest.staging import STAGING_MAX_AGE_MS
 from dsv_platform.core.retention.gc import DataFileInfo, SnapshotInfo, TagInfo
 
 
@@ -107,8 +109,10 @@ def inventory(tables: CanonicalTables) -> tuple[list[SnapshotInfo], list[TagInfo
                 paths.append(entry.data_file.file_path)
                 referenced.setdefault(entry.data_file.file_path, entry)
             is_current = current is not None and snap.snapshot_id == current.snapshot_id
-            snapshots.append(SnapshotInfo(name, snap.snapshot_id, datetime.fromtimestamp(snap.timestamp_ms / 1000, UTC), is_current, tuple(sorted(set(paths)))))
+            at = datetime.fromtimestamp(snap.timestamp_ms / 1000, UTC)
+            snapshots.append(SnapshotInfo(name, snap.snapshot_id, at, is_current, tuple(sorted(set(paths))), snap.parent_snapshot_id))
         tags += [TagInfo(name, tag, ref.snapshot_id, ref.max_ref_age_ms) for tag, ref in tbl.refs().items() if str(ref.snapshot_ref_type) == "tag"]
+        tags += [TagInfo(name, ref, sid, STAGING_MAX_AGE_MS if age is None else age, branch=True) for ref, sid, age in staging_refs(tbl)]  # blocked loads
         on_disk = _files_on_disk(tbl)
         index = BatchIndex(tbl)
         # Iceberg records "file:///a/b=c/f.parquet" unquoted; local files are compared by their decoded path.

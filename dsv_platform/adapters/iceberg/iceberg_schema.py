@@ -15,14 +15,15 @@ import dataclasses
 import itertools
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import CommitFailedException
-from pyiceberg.expressions import BooleanExpression, EqualTo
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression, EqualTo, In
 from pyiceberg.io.pyarrow import ArrowScan, _check_pyarrow_schema_compatible, _dataframe_to_data_files
 from pyiceberg.table import Table
 from pyiceberg.transforms import IdentityTransform
@@ -41,7 +42,7 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from dsv_platform.adapters.iceberg.iceberg_values import BATCH, RECORDED_AT, table_schema
+from dsv_platform.adapters.iceberg.iceberg_values import BATCH, RECORDED_AT, literal, table_schema
 from dsv_platform.core.config.source import TableSpecLike
 from dsv_platform.core.contracts.contract import Column, Contract, LogicalType, parse_contract
 from dsv_platform.core.contracts.schema_diff import Change
@@ -238,6 +239,29 @@ def equal(column: str, value: object) -> BooleanExpression:
 def where(condition: BooleanExpression | tuple[str, object]) -> BooleanExpression:
     """A row filter given as an expression or as ``(column, value)``."""
     return equal(condition[0], condition[1]) if isinstance(condition, tuple) else condition
+
+
+def partition_filter(spec: TableSpecLike, values: Collection[object]) -> BooleanExpression:
+    """The rows of these partitions (all rows for an unpartitioned table)."""
+    part = spec.contract.partition_by
+    if part is None or not values:
+        return AlwaysTrue()
+    if len(values) == 1:
+        return equal(part, literal(next(iter(values))))
+    return In(part, {literal(v) for v in values})  # type: ignore[call-arg, arg-type]
+
+
+def rows_filter(contract: Contract, rows: pa.Table) -> BooleanExpression:
+    """The partitions ``rows`` fall in (all rows when one is null or the table is unpartitioned)."""
+    part = contract.partition_by
+    if part is None or rows.num_rows == 0:
+        return AlwaysTrue()
+    values = pc.unique(rows.column(part)).to_pylist()
+    if any(v is None for v in values):
+        return AlwaysTrue()
+    if len(values) == 1:
+        return equal(part, literal(values[0]))
+    return In(part, {literal(v) for v in values})  # type: ignore[call-arg, arg-type]  # only the partitions the batch touches
 
 
 def with_sort_order(txn: Any, contract: Contract) -> None:

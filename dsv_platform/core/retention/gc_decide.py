@@ -130,6 +130,7 @@ class Decider:
             else:
                 scratch = parse_dependent_tag(tag.tag) is not None
                 why = "named like a dependent pin, but the registry records no such pin (scratch)" if scratch else "no kept realization pins it"
+                why = "staging branch of a blocked load, past its max ref age (write-audit-publish)" if tag.branch else why
                 append(Decision(node[0], node[1], False, why, None, Action.REMOVE_TAG.value, 0, f"snapshot {tag.snapshot_id}"))
 
     def pin_upkeep(self, kept: Decision, tag: TagInfo) -> Decision:

@@ -68,6 +68,7 @@ class SnapshotInfo:
     timestamp: datetime
     is_current: bool
     data_files: tuple[str, ...] = ()
+    parent_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +77,7 @@ class TagInfo:
     tag: str
     snapshot_id: int
     max_ref_age_ms: int | None = None  # Iceberg's max-ref-age-ms of the tag (None: unset)
+    branch: bool = False  # a staging branch a blocked load left (write-audit-publish, core/ingest/staging.py), not a tag
 
 
 @dataclass(frozen=True, slots=True)

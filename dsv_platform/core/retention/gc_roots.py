@@ -2,21 +2,22 @@
 
 :func:`collect_roots` lists the active roots (explicit retention roots, aliases,
 definition heads, quarantined realizations, model alias targets and current deployments, table heads,
-raw batches awaiting load) with the nodes each one names; :func:`reach` walks upstream from them,
+staging branches younger than their ref age, raw batches awaiting load) with the nodes each one names; :func:`reach` walks upstream from them,
 multi-source breadth first, so the first root to reach a node is the one reported.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from dsv_platform.core.errors import DsvError
 from dsv_platform.core.lineage.lineage import LineageGraph, Node, NodeKind, parse_node
 from dsv_platform.core.publication.refs import parse_ref
 from dsv_platform.core.publication.states import READABLE, RealizationState
-from dsv_platform.core.retention.gc_graph import K_ICEBERG_SNAPSHOT, K_RAW_BATCH, K_REALIZATION
+from dsv_platform.core.retention.gc_graph import K_ICEBERG_SNAPSHOT, K_ICEBERG_TAG, K_RAW_BATCH, K_REALIZATION
 from dsv_platform.core.retention.gc_inventory import Inventory, RealizationInfo, RootSpec
 from dsv_platform.core.retention.policy import GcPolicy
 
@@ -107,11 +108,44 @@ def _add_platform_roots(roots: Roots, inv: Inventory) -> None:
         why = "model alias target" if pointer.kind == "model_alias" else "model version a target serves now (its current deployment)"
         spec = RootSpec(f"{pointer.kind}:{pointer.name}", pointer.kind, f"{K_MODEL_RUN}:{pointer.run_hash}", why, "platform")
         roots.add(spec, [(K_MODEL_RUN, pointer.run_hash)])
-    loaded = {b for f in inv.data_files for b in f.batches}
+    _add_staging_roots(roots, inv)
+    published = _published_files(inv)  # a blocked load's rows, only on its staging branch, do not make its raw batch loaded
+    loaded = {b for f in inv.data_files if f.path in published for b in f.batches}
     for raw in inv.raw_batches:
         if not raw.loadable or raw.batch_ref not in loaded:
             why = "quarantined raw batch (raw is kept longest)" if not raw.loadable else "raw batch awaiting canonical load"
             roots.add(RootSpec(f"landing:{raw.batch_ref}", "landing", raw.batch_ref, why, "platform"), [(K_RAW_BATCH, raw.batch_ref)])
+
+
+def _add_staging_roots(roots: Roots, inv: Inventory) -> None:
+    """A staging branch a blocked load left keeps its snapshot, its data files and raw batches until its ref age passes."""
+    committed = {(s.table, s.snapshot_id): s.timestamp for s in inv.snapshots}
+    for tag in (t for t in inv.tags if t.branch):  # its max_ref_age_ms: the branch's, else the default (core/ingest/staging.py)
+        until = committed.get((tag.table, tag.snapshot_id), inv.observed_at) + timedelta(milliseconds=tag.max_ref_age_ms or 0)
+        ref = f"{tag.table}#{tag.tag}"
+        if until > inv.observed_at:
+            why = "staging branch of a blocked load, kept for inspection (write-audit-publish)"
+            roots.add(RootSpec(f"staging:{ref}", "staging_branch", ref, why, "platform", until), [(K_ICEBERG_TAG, ref)])
+
+
+def _published_files(inv: Inventory) -> set[str]:
+    """The data files of every snapshot but those only staging branches hold (from a branch head down to main's history)."""
+    parent = {(s.table, s.snapshot_id): s.parent_id for s in inv.snapshots}
+
+    def walk(start: tuple[str, int], stop: set[tuple[str, int]]) -> Iterator[tuple[str, int]]:
+        node: tuple[str, int] | None = start
+        while node is not None and node in parent and node not in stop:
+            yield node
+            above = parent[node]
+            node = None if above is None else (node[0], above)
+
+    main: set[tuple[str, int]] = set()
+    for s in (s for s in inv.snapshots if s.is_current):
+        main.update(walk((s.table, s.snapshot_id), main))
+    staged: set[tuple[str, int]] = set()
+    for tag in (t for t in inv.tags if t.branch):
+        staged.update(walk((tag.table, tag.snapshot_id), main | staged))
+    return {p for s in inv.snapshots if (s.table, s.snapshot_id) not in staged for p in s.data_files}
 
 
 Reached = tuple[dict[Node, tuple[Node, str]], dict[Node, str]]

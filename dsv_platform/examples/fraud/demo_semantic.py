@@ -23,7 +23,8 @@ from dsv_platform.core.ingest.batch import RawBatch, arrival_time, batch_of
 from dsv_platform.examples.fraud.events import daily_batch
 from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.examples.fraud.specs import TRANSACTIONS
-from dsv_platform.services.ingest.canonical_load import build_labels, load_partition
+from dsv_platform.services.ingest.canonical_load import load_partition
+from dsv_platform.services.ingest.label_build import build_labels
 from dsv_platform.services.publication.realization import ALIAS, build_realization
 from dsv_platform.services.publication.semantic_gate import stored_semantic_gates
 

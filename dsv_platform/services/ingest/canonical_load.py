@@ -1,44 +1,42 @@
-"""Loading landed batches into canonical tables, and building label versions from canonical tables.
+"""Loading landed batches into canonical tables (label versions are built in label_build.py).
 
 ``load_partition`` applies every loadable landed batch indexed under one source and
 day (in arrival order) to its canonical table: parse, deduplicate, validate, quarantine
 failing rows, append the rest (that day's rows) as new versions; then reads the partition
 as corrected now, hashes it (its data version) and evaluates the contract's per-load
-semantic rules on it (core.semantic_rules.load_rules). ``build_labels`` computes one label
-version over its input sources as known at their watermark (the latest ``_recorded_at``
-among them) and appends only labels that changed, recorded at that watermark.
+semantic rules on it (core.semantic_rules.load_rules).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, limits_of
-from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
+from dsv_platform.adapters.iceberg import iceberg_wap as wap
+from dsv_platform.adapters.iceberg.iceberg import CanonicalTableError, CanonicalTables
 from dsv_platform.adapters.iceberg.iceberg_schema import evolve_schema
-from dsv_platform.adapters.iceberg.iceberg_values import RECORDED_AT, AppendOutcome
+from dsv_platform.adapters.iceberg.iceberg_values import AppendOutcome
 from dsv_platform.adapters.objects.landing import LandingRecord, LandingZone
 from dsv_platform.adapters.registry.quarantine import QuarantineRecords
-from dsv_platform.core import canonical_json
-from dsv_platform.core.config.labels import LabelVersion
-from dsv_platform.core.config.source import DerivedTableSpec, SourceSpec, TableSpecLike
+from dsv_platform.core.config.source import SourceSpec
 from dsv_platform.core.contracts.semantic import RuleResult
-from dsv_platform.core.contracts.semantic_rules import evaluate_load, load_rules
+from dsv_platform.core.contracts.semantic_rules import evaluate_load, load_rules, passed
 from dsv_platform.core.contracts.validation import FailureCase
-from dsv_platform.core.identity.hashing import DatasetDigest, hash_table
+from dsv_platform.core.identity.hashing import DatasetDigest
 from dsv_platform.core.ingest.batch_stream import BatchPlan, BatchScan, plan_batch, validated_chunks
 from dsv_platform.core.ingest.landing_stream import Opener, UnreadableBatch
 from dsv_platform.core.ingest.scan_memo import recall
+from dsv_platform.core.ingest.staging import staging_branch
 from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.services.ingest.partition_digest import partition_digest
 from dsv_platform.services.lineage import openlineage
-from dsv_platform.services.lineage.lineage import record_label_build, record_partition_load
+from dsv_platform.services.lineage.lineage import record_partition_load
 from dsv_platform.services.trust import trust
 
 if TYPE_CHECKING:
@@ -66,6 +64,8 @@ class PartitionLoad:
     snapshot_id: int | None
     digest: DatasetDigest
     semantic: tuple[RuleResult, ...] = ()  # the contract's per-load rules on the partition as corrected now
+    staged: str | None = None  # a blocked load: the staging branch holding its appends (main is unchanged)
+    staged_snapshot_id: int | None = None  # that branch's head
 
     @property
     def rows(self) -> int:
@@ -89,6 +89,8 @@ def load_job(platform: Platform, spec: SourceSpec, day: Any, *_: Any) -> tuple[s
 
 def load_io(load: PartitionLoad, platform: Platform, spec: SourceSpec, day: Any, *_: Any) -> openlineage.IO:
     """Inputs: the batches that made snapshots; output: the table at the partition's snapshot, each append in the ``dsv`` facet."""
+    if load.staged is not None:  # a blocked load: nothing reached main
+        return [], []
     made = [b for b in load.batches if b.outcome.appended and b.outcome.snapshot_id is not None]
     ns = openlineage.namespace(platform)
     if load.snapshot_id is None:
@@ -98,23 +100,6 @@ def load_io(load: PartitionLoad, platform: Platform, spec: SourceSpec, day: Any,
     facet = {"parent_snapshot_id": parent, "partition": str(load.day), "content_hash": load.digest.content_hash, "appends": appends}
     out = openlineage.snapshot(platform, spec, load.snapshot_id, **facet)
     return [openlineage.raw_batch(ns, b.record) for b in made], [out]
-
-
-def label_job(platform: Platform, label: LabelVersion, **_: Any) -> tuple[str, str]:
-    return f"label_build.{label.name}.v{label.version}", "LABEL_BUILD"
-
-
-def label_io(build: LabelBuild, platform: Platform, label: LabelVersion, **_: Any) -> openlineage.IO:
-    """Inputs: the input sources at their current snapshots (as the lineage records them); output: the label table's new snapshot."""
-    tables = platform.tables
-    if build.outcome is None or not build.outcome.appended or build.outcome.snapshot_id is None:
-        return [], []
-    specs = [platform.config.sources[name] for name in label.inputs]
-    inputs = [openlineage.snapshot(platform, s, sid) for s in specs for sid in [tables.current_snapshot_id(s)] if sid is not None]
-    spec, sid = label_table_spec(label), build.outcome.snapshot_id
-    facet = {"parent_snapshot_id": tables.snapshot_parent(spec, sid), "label_version": label.ref, "content_hash": build.digest.content_hash}
-    out = openlineage.snapshot(platform, spec, sid, **facet)
-    return inputs, [out]
 
 
 def load_partition(platform: Platform, spec: SourceSpec, day: dt.date) -> PartitionLoad:
@@ -137,8 +122,8 @@ def load_partitions(platform: Platform, spec: SourceSpec, days: Sequence[dt.date
 
 @openlineage.emits(load_job, load_io)
 def _recorded(platform: Platform, spec: SourceSpec, day: dt.date, load: PartitionLoad) -> PartitionLoad:
-    """One day's load, its raw_batch lineage recorded (and, with OpenLineage on, one run event per day)."""
-    record_partition_load(platform, spec, [(b.record.batch_ref, b.outcome) for b in load.batches])
+    """One day's load, its raw_batch lineage recorded (and, with OpenLineage on, one run event per day); a blocked load's none."""
+    record_partition_load(platform, spec, [(b.record.batch_ref, b.outcome) for b in load.batches if load.staged is None])
     return load
 
 
@@ -177,27 +162,72 @@ def load_landed_days(
 ) -> list[PartitionLoad]:
     """:func:`load_landed` of several days; per day the batches apply in ``recorded_at`` then landing order, as one day alone would.
 
+    Write-audit-publish: the batches append to the load's staging branch (core/ingest/staging.py); each day's digest and
+    per-load rules are computed on its head; main is fast-forwarded to it only when no blocking rule failed, else main is
+    unchanged and the loads name the branch (``staged``). Main moved meanwhile: the load runs again on the new main.
     ``limits``: each day's digest runs in a scratch build engine with them (None: the day is read and hashed in memory).
     """
-    contract = spec.contract
     per_day = {d: [r for r in landing.loadable(spec.name, d) if r.batch_ref not in skip] for d in days}
     batches: dict[str, list[LandingRecord]] = {}
     for record in (r for d in days for r in per_day[d]):
         batches.setdefault(record.batch_ref, []).append(record)
+    branch = staging_branch(batches, days) if batches else None  # nothing landed: nothing to stage, main is read
+    for _ in range(tables.commit_attempts):
+        base = wap.stage(tables, spec, branch) if branch else tables.current_snapshot_id(spec)
+        done, made = _append_batches(landing, tables, spec, batches, skip, progress, branch)
+        head = wap.branch_head(tables, spec, branch) if branch and made else base
+        loads = _partitions(landing, tables, spec, days, per_day, done, made, (base, head), skip, limits, progress)
+        if any(not passed(load.semantic) for load in loads):  # a blocking rule failed: main stays where it is
+            return _blocked(tables, spec, loads, branch, head if made else None, limits)
+        if branch is None or wap.publish(tables, spec, branch, head, made):
+            return loads
+    if branch is not None:
+        wap.discard(tables, spec, branch)
+    raise CanonicalTableError(f"loading {tables.identifier(spec)}: main moved under {tables.commit_attempts} loads in a row; retry the run")
+
+
+def _append_batches(
+    landing: LandingZone,
+    tables: CanonicalTables,
+    spec: SourceSpec,
+    batches: dict[str, list[LandingRecord]],
+    skip: Collection[str],
+    progress: Progress,
+    branch: str | None,
+) -> tuple[dict[tuple[dt.date, str], BatchLoad], list[int]]:
+    """Each landed batch appended (to ``branch``) in recorded then landing order: what each did, and the snapshots made in order."""
     done: dict[tuple[dt.date, str], BatchLoad] = {}
-    snapshot, made = tables.current_snapshot_id(spec), list[int]()  # the snapshots this run makes, in commit order
+    made = list[int]()  # the snapshots this run makes, in commit order
     progress.stage("load", total=sum(r.rows for rs in batches.values() for r in rs))
     for records in sorted(batches.values(), key=lambda rs: min((r.recorded_at, r.seq) for r in rs)):
-        loaded = _load_batch(landing, tables, spec, records, skip)
+        loaded = _load_batch(landing, tables, spec, records, skip, branch)
         made += sorted({b.outcome.snapshot_id for b in loaded.values() if b.outcome.appended and b.outcome.snapshot_id is not None})
         done |= loaded
         progress.advance(sum(r.rows for r in records))
+    return done, made
+
+
+def _partitions(
+    landing: LandingZone,
+    tables: CanonicalTables,
+    spec: SourceSpec,
+    days: Sequence[dt.date],
+    per_day: dict[dt.date, list[LandingRecord]],
+    done: dict[tuple[dt.date, str], BatchLoad],
+    made: list[int],
+    at: tuple[int | None, int | None],
+    skip: Collection[str],
+    limits: EngineLimits | None,
+    progress: Progress,
+) -> list[PartitionLoad]:
+    """Each day after the appends, read at ``at[1]`` (the branch's head; ``at[0]``: main's snapshot when the load began)."""
+    contract, (snapshot, head) = spec.contract, at
     progress.stage("partitions", total=len(days), unit="days")
     loads = []
     for day in days:  # a day's snapshot: its last append, else the latest of the days before it (what loading day by day left current)
         quarantined = tuple(r for r in landing.records(spec.name, day) if not r.loadable or r.batch_ref in skip)
-        digest = partition_digest(tables, spec, day, limits)  # streamed through the engine: memory does not follow the day
-        semantic = evaluate_load(tables.read(spec, partition=day), contract) if load_rules(contract) else ()
+        digest = partition_digest(tables, spec, day, limits, snapshot_id=head)  # streamed through the engine: memory does not follow the day
+        semantic = evaluate_load(tables.read(spec, partition=day, snapshot_id=head), contract) if load_rules(contract) else ()
         batch_loads = tuple(done[(day, r.batch_ref)] for r in per_day[day])
         mine = [made.index(b.outcome.snapshot_id) for b in batch_loads if b.outcome.appended and b.outcome.snapshot_id in made]
         latest = made[max(mine)] if mine else snapshot
@@ -208,8 +238,20 @@ def load_landed_days(
     return loads
 
 
+def _blocked(
+    tables: CanonicalTables, spec: SourceSpec, loads: list[PartitionLoad], branch: str | None, head: int | None, limits: EngineLimits | None
+) -> list[PartitionLoad]:
+    """The loads of a blocked run: main's snapshot and digests (unchanged), the rules' verdict on the branch that holds the appends."""
+    if branch is None or head is None:  # nothing was appended: the rules failed on main itself, nothing to keep staged
+        if branch is not None:
+            wap.discard(tables, spec, branch)
+        return loads
+    main = tables.current_snapshot_id(spec)
+    return [replace(x, snapshot_id=main, digest=partition_digest(tables, spec, x.day, limits), staged=branch, staged_snapshot_id=head) for x in loads]
+
+
 def _load_batch(
-    landing: LandingZone, tables: CanonicalTables, spec: SourceSpec, records: list[LandingRecord], skip: Collection[str] = ()
+    landing: LandingZone, tables: CanonicalTables, spec: SourceSpec, records: list[LandingRecord], skip: Collection[str] = (), branch: str | None = None
 ) -> dict[tuple[dt.date, str], BatchLoad]:
     """Append one landed batch's rows of the days of ``records`` (its index entries), read once in record batches, in one snapshot.
 
@@ -241,11 +283,11 @@ def _load_batch(
         return batch_rows(landing, spec, batch_ref, wanted, skip)
 
     filter_ = tables.partition_filter(spec, days)
-    outcomes = tables.append_days(spec, chunks, recorded_at=first.recorded_at, batch=first.batch_ref, row_filter=filter_, restated=restated)
+    outcomes = tables.append_days(spec, chunks, recorded_at=first.recorded_at, batch=first.batch_ref, row_filter=filter_, restated=restated, branch=branch)
     if len(seen.accepted_days) < len(days):  # the rows were not read (every day held the batch already): count them for the report
         for _ in chunks():
             pass
-    none = AppendOutcome(spec.name, tables.current_snapshot_id(spec), 0, 0, False, 1)
+    none = AppendOutcome(spec.name, tables.current_snapshot_id(spec) if branch is None else wap.branch_head(tables, spec, branch), 0, 0, False, 1)
     return {
         (r.day, r.batch_ref): BatchLoad(r, outcomes.get(r.day, none), seen.accepted_days.get(r.day, 0), seen.rejected, seen.duplicates_dropped, seen.failures)
         for r in records
@@ -278,94 +320,3 @@ def batch_rows(landing: LandingZone, spec: SourceSpec, batch_ref: str, days: Col
     for good, _bad, _failures in validated_chunks(opener, spec, plan):
         for day in days:
             yield day, rows_of_day(good, spec, day)
-
-
-@dataclass(frozen=True)
-class LabelBuild:
-    """One label version after a build: the append outcome, watermark, digest and row count."""
-
-    label: LabelVersion
-    outcome: AppendOutcome | None
-    watermark: dt.datetime | None
-    digest: DatasetDigest
-
-    @property
-    def rows(self) -> int:
-        return self.digest.rows
-
-    @property
-    def definition(self) -> LabelVersion:
-        """The label version (the name before labels were configuration)."""
-        return self.label
-
-
-def label_table_spec(label: LabelVersion) -> DerivedTableSpec:
-    """The canonical table of one label version (``labels_<name>_v<version>``) under the label file's contract."""
-    return DerivedTableSpec(label.table_name, label.contract)
-
-
-def watermark(tables: CanonicalTables, *specs: TableSpecLike) -> dt.datetime | None:
-    """The latest ``_recorded_at`` across ``specs``: everything known up to it is in the tables."""
-    marks = []
-    for spec in specs:
-        hist = tables.read(spec, history=True)
-        if hist.num_rows:
-            marks.append(pc.max(hist.column(RECORDED_AT)).as_py())
-    return max(marks) if marks else None
-
-
-@openlineage.emits(label_job, label_io)
-def build_labels(platform: Platform, label: LabelVersion, *, as_of: dt.datetime | None = None) -> LabelBuild:
-    """Compute ``label`` over its input sources as known at their watermark (at most ``as_of``), recording its lineage."""
-    inputs = [platform.config.sources[name] for name in label.inputs]
-    build = build_label_table(platform.tables, label, inputs, as_of=as_of)
-    record_label_build(platform, label_table_spec(label), build.outcome, inputs, label=label.ref)
-    return build
-
-
-def build_label_table(tables: CanonicalTables, label: LabelVersion, inputs: list[SourceSpec], *, as_of: dt.datetime | None = None) -> LabelBuild:
-    """:func:`build_labels` over given tables and input specs (raw rebuilds use scratch tables)."""
-    spec = label_table_spec(label)
-    mark = watermark(tables, *inputs)
-    if as_of is not None and mark is not None:
-        mark = min(mark, as_of)
-    outcome = None
-    if mark is not None:
-        # One label batch per state of the inputs (their snapshot ids), not per watermark: a batch loaded late with an
-        # older recorded time (a backfill in any order) leaves the watermark where it was, and must still be labelled.
-        state = canonical_json.sha256_hex({s.name: tables.current_snapshot_id(s) for s in inputs})[:16]
-        labelled = watermark(tables, spec)  # recorded times of a label table only move forward: a later computation wins
-        recorded = mark if labelled is None or labelled < mark else labelled + dt.timedelta(microseconds=1)
-        known = {s.name: tables.read(s, as_of=mark) for s in inputs}
-        outcome = append_by_partition(tables, spec, label.compute(known), recorded_at=recorded, batch=f"{label.ref}@{mark.isoformat()}#{state}")
-    current = tables.read(spec)
-    return LabelBuild(label, outcome, mark, hash_table(current, spec.contract))
-
-
-def append_by_partition(tables: CanonicalTables, spec: TableSpecLike, rows: pa.Table, *, recorded_at: dt.datetime, batch: str) -> AppendOutcome:
-    """:meth:`CanonicalTables.append` of ``rows`` one partition at a time (the table read one partition at a time), in one snapshot.
-
-    A partition that holds ``batch`` already is skipped. Unpartitioned tables, no rows or a null partition value: one append.
-    """
-    part = spec.contract.partition_by
-    if part is None or rows.num_rows == 0 or rows.column(part).null_count:
-        return tables.append(spec, rows, recorded_at=recorded_at, batch=batch)
-    rows = rows.take(pc.sort_indices(rows.column(part)))  # a stable sort: each partition's rows keep their order
-    runs = pc.value_counts(rows.column(part))  # in sorted order: one run per partition value
-
-    def chunks() -> Iterator[tuple[Any, pa.Table]]:
-        offset = 0
-        for run in runs.to_pylist():
-            yield run["values"], rows.slice(offset, run["counts"])
-            offset += run["counts"]
-
-    scope = tables.partition_filter(spec, [run["values"] for run in runs.to_pylist()])
-    outcomes = list(tables.append_days(spec, chunks, recorded_at=recorded_at, batch=batch, row_filter=scope, each_partition=True).values())
-    return AppendOutcome(
-        spec.name,
-        outcomes[-1].snapshot_id,
-        sum(o.appended for o in outcomes),
-        sum(o.unchanged for o in outcomes),
-        all(o.already_applied for o in outcomes),
-        max(o.attempts for o in outcomes),
-    )

@@ -37,15 +37,22 @@ def streamable(spec: TableSpecLike, limits: EngineLimits | None) -> bool:
 
 
 def partition_digest(
-    tables: CanonicalTables, spec: TableSpecLike, day: dt.date | None, limits: EngineLimits | None, *, read_files: bool = True
+    tables: CanonicalTables,
+    spec: TableSpecLike,
+    day: dt.date | None,
+    limits: EngineLimits | None,
+    *,
+    read_files: bool = True,
+    snapshot_id: int | None = None,
 ) -> DatasetDigest:
     """The digest of ``spec``'s partition ``day`` (every row of an unpartitioned table) as its latest row per key now.
 
     ``read_files``: let the engine read local data files itself (False: stream the rows in through pyiceberg, as for S3).
+    ``snapshot_id``: at that snapshot (a load's staging branch head) instead of the current one.
     """
     contract = spec.contract
     if not streamable(spec, limits) or not tables.exists(spec):
-        return hash_table(tables.read(spec, partition=day), contract, partition_by=contract.partition_by)
+        return hash_table(tables.read(spec, partition=day, snapshot_id=snapshot_id), contract, partition_by=contract.partition_by)
     assert limits is not None
     part = contract.partition_by
     row_filter = tables.partition_filter(spec, [day]) if part is not None and day is not None else None
@@ -55,9 +62,9 @@ def partition_digest(
         f"ORDER BY {key}"
     )
     with engine(limits) as con:
-        files = local_files(tables, spec, snapshot_id=None, row_filter=row_filter) if read_files else None
+        files = local_files(tables, spec, snapshot_id=snapshot_id, row_filter=row_filter) if read_files else None
         if files is None:  # e.g. an S3 warehouse, or a table whose schema evolved: the rows stream in through pyiceberg
-            load(con, "__day", scan_batches(tables, spec, snapshot_id=None, row_filter=row_filter))
+            load(con, "__day", scan_batches(tables, spec, snapshot_id=snapshot_id, row_filter=row_filter))
         else:  # the engine reads the day's data files itself (the table is partitioned by the day: they hold its rows only)
             where = f"{quote(part)} = DATE '{day.isoformat()}'" if part is not None and day is not None else None
             load_parquet(con, "__day", [path for path, _ in files], table_schema(contract), where=where)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from dsv_platform.adapters.iceberg import iceberg_wap as wap
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.config.source import SourceSpec
@@ -61,7 +62,8 @@ def delete_canonical(tables: CanonicalTables, spec: SourceSpec, key: str, tag_st
     ``tag_states``: tag -> the state of the published realization pinning it. Tags of REDACTED realizations and of
     builds that never published are released; the snapshots left unpinned are expired and the files only they referenced deleted.
     Snapshots holding the subject are those with its rows, and those whose manifests name it in a column bound
-    (the DELETED entries of a row-level delete: the current snapshot is first committed again without them).
+    (the DELETED entries of a row-level delete: the current snapshot is first committed again without them). A staging
+    branch a blocked load left on one of them is removed (write-audit-publish, docs/storage.md): its rows were never published.
     """
     column = spec.entity
     assert column is not None
@@ -79,6 +81,8 @@ def delete_canonical(tables: CanonicalTables, spec: SourceSpec, key: str, tag_st
     removed = tables.remove_tags(spec, release)
     still = {sid: sorted(t for t in tags if t not in removed) for sid, tags in pinned_by.items()}
     still = {sid: tags for sid, tags in still.items() if tags}
+    staged = [name for name, sid, _ in wap.staging_refs(tables.catalog.load_table(ident)) if sid in holding]
+    dropped = [name for name in staged if wap.discard(tables, spec, name)]  # a blocked load's rows (never published) go too
     candidates = snapshot_files(tables.catalog.load_table(ident), holding - set(still))
     expired = tables.expire(spec, sorted(holding - set(still)))
     purged = purge_unreferenced_files(tables.catalog.load_table(ident), candidates) if expired else []
@@ -86,6 +90,7 @@ def delete_canonical(tables: CanonicalTables, spec: SourceSpec, key: str, tag_st
         **deletion.to_document(),
         "snapshot_current": tables.current_snapshot_id(spec),  # after the manifest rewrite: what new builds pin
         "removed_tags": removed,
+        "removed_staging_branches": dropped,
         "expired_snapshots": expired,
         "purged_files": len(purged),
         "protected_snapshots": {str(sid): [{"tag": t, "realization_state": states.get(t)} for t in tags] for sid, tags in sorted(still.items())},

@@ -30,7 +30,8 @@ from dsv_platform.core.publication.gates import GateResult, rows_at_least
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin, LabelPin, Manifest, SourcePin, SplitsEntry
 from dsv_platform.core.publication.records import Realization
 from dsv_platform.core.splits.split_checks import proportions_of_counts
-from dsv_platform.services.ingest.canonical_load import held_batches, label_table_spec
+from dsv_platform.services.ingest.canonical_load import held_batches
+from dsv_platform.services.ingest.label_build import label_table_spec
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.privacy.privacy import PrivacyCoordinator
 from dsv_platform.services.privacy.privacy_key import load_subject_key

@@ -41,7 +41,7 @@ from dsv_platform.core.identity.hashing import partition_keys
 from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.publication.manifest import CodePin, EnvironmentPin
 from dsv_platform.core.reproduction.build_pin import read_build_pin
-from dsv_platform.services.ingest.canonical_load import label_table_spec
+from dsv_platform.services.ingest.label_build import label_table_spec
 from dsv_platform.services.publication.assembly_engine import engine_refusal, examples_out_of_core, known_at_sources
 from dsv_platform.services.publication.examples import Examples, TableExamples
 

@@ -30,7 +30,8 @@ from dsv_platform.core.ingest.batch import prepare_batch
 from dsv_platform.core.publication.manifest import Manifest
 from dsv_platform.core.splits.policy import assign_examples
 from dsv_platform.core.splits.split_checks import assignment_hash
-from dsv_platform.services.ingest.canonical_load import build_label_table, rows_of_day
+from dsv_platform.services.ingest.canonical_load import rows_of_day
+from dsv_platform.services.ingest.label_build import build_label_table
 from dsv_platform.services.publication.assembly_engine import engine_limits
 from dsv_platform.services.publication.parts import sorted_for_storage
 from dsv_platform.services.publication.realization_inputs import Inputs, Pin, RealizationBuildError, assemble, example_id, inputs_of, partitions_of

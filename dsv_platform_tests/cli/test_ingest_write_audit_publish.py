@@ -1,0 +1,103 @@
+"""Issue 26 item 14 end to end: `dsv ingest` of a batch that fails a blocking per-load rule exits as before (FAILED, 1),
+names the staging branch that holds it, and a `dsv build` afterwards does not see its rows (main never moved); GC removes
+the branch once it is past its ref age and keeps the batch's landed bytes.
+
+A configuration-only source whose contract blocks test meters (a population rule); real Dagster runs in process, real
+embedded stores (pyiceberg SQLite catalog, landing zone, registry).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dsv_platform.bootstrap import build_platform, build_tables
+from dsv_platform.cli.main import main
+from dsv_platform.core.config.platform_config import load_config
+from dsv_platform.core.errors import FailureKind
+from dsv_platform.core.retention.gc import GcPolicy
+from dsv_platform.services.retention import gc
+from dsv_platform.settings import load_settings
+from dsv_platform_tests.core.config_support import CALIBRATION, METERS, write_config
+
+UTC = dt.UTC
+READING = pa.schema([("reading_id", pa.string()), ("meter_id", pa.string()), ("read_at", pa.timestamp("us", tz="UTC")), ("read_day", pa.date32()),
+                     ("kwh", pa.decimal128(12, 3)), ("site", pa.string())])  # fmt: skip
+CALIBRATED = pa.schema([("meter_id", pa.string()), ("calibrated_at", pa.timestamp("us", tz="UTC")), ("calibrated_day", pa.date32()), ("factor", pa.float64())])
+BLOCKING = METERS + "expectations:\n  population:\n    - {column: meter_id, not_matching: '^test-'}\n"
+GOOD, BAD = dt.date(2026, 1, 1), dt.date(2026, 1, 2)
+ZERO = GcPolicy(safety_window=dt.timedelta(0))
+
+
+def _file(path, day: dt.date, meters: tuple[str, ...]):
+    rows = []
+    for meter in meters:
+        for hour in (0, 6, 12, 18):
+            at = dt.datetime(day.year, day.month, day.day, hour, tzinfo=UTC)
+            rows.append({"reading_id": f"{meter}/{at:%Y%m%dT%H}", "meter_id": meter, "read_at": at, "read_day": day, "kwh": Decimal("1.500"), "site": "roof"})
+    pq.write_table(pa.Table.from_pylist(rows, schema=READING), path)
+    return str(path)
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    config = write_config(tmp_path / "config", {"sources/meters.yaml": BLOCKING, "sources/calibration.yaml": CALIBRATION.replace("jsonl", "parquet")})
+    monkeypatch.setenv("DSV_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DSV_CONFIG_DIR", str(config))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    return tmp_path
+
+
+def _build(capsys) -> dict:
+    assert main(["build", "meter_readings:v1", "--json"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_blocked_ingest_exits_as_before_names_its_branch_and_the_build_does_not_see_its_rows(env, capsys):
+    calibration = [{"meter_id": "m-A", "calibrated_at": dt.datetime(2025, 12, 30, tzinfo=UTC), "calibrated_day": dt.date(2025, 12, 30), "factor": 1.5}]
+    pq.write_table(pa.Table.from_pylist(calibration, schema=CALIBRATED), env / "calibration.parquet")
+    assert main(["ingest", "calibration", str(env / "calibration.parquet")]) == 0, capsys.readouterr().err
+    assert main(["ingest", "meters", _file(env / "good.parquet", GOOD, ("m-A", "m-B"))]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    first = _build(capsys)
+    assert first["rows"] == 8
+    code = main(["ingest", "meters", _file(env / "leak.parquet", BAD, ("m-C", "test-X"))])
+    [err] = [line for line in capsys.readouterr().err.splitlines() if line.startswith("dsv: error: ")]  # besides the stage lines: one
+    assert code == FailureKind.FAILED.exit_code == 1, err
+    again = _build(capsys)
+    assert again["rows"] == 8 and again["content_hash"] == first["content_hash"], "the build must not see the blocked rows"
+    assert "blocking asset check failed" in err and "main unchanged, the load is staged on Iceberg branch wap-" in err, err
+    branch = re.search(r"branch (wap-[0-9a-f]{16}) \(snapshot (\d+)\)", err)
+    assert branch is not None, err
+    settings = load_settings()
+    tables, meters = build_tables(settings), load_config(settings.config_dir).sources["meters"]
+    assert tables.read(meters, partition=BAD).num_rows == 0
+    staged = tables.read(meters, partition=BAD, snapshot_id=int(branch.group(2)))
+    assert sorted(set(staged.column("meter_id").to_pylist())) == ["m-C", "test-X"]
+    assert tables.table(meters).refs()[branch.group(1)].snapshot_id == int(branch.group(2))
+    _gc_after_the_ref_age(settings, meters, branch.group(1), int(branch.group(2)))
+
+
+def _gc_after_the_ref_age(settings, meters, branch: str, head: int) -> None:
+    """GC lists the branch as a root until its ref age passes (1 ms here), then removes it and expires its snapshot; the
+    blocked batch's raw bytes stay (it never reached main: still awaiting a load that passes)."""
+    with build_platform(settings) as platform:
+        tables, store = platform.tables, platform.store
+        young = gc.plan(platform.registry, store, tables=tables, landing=platform.landing, policy=ZERO)
+        assert f"staging:{tables.identifier(meters).split('.')[-1]}#{branch}" in {r.id for r in young.roots}
+        tbl = tables.table(meters)
+        tbl.manage_snapshots().create_branch(head, branch, max_ref_age_ms=1).commit()  # as if a week had passed
+        main = tables.current_snapshot_id(meters)
+        plan = gc.plan(platform.registry, store, tables=tables, landing=platform.landing, policy=ZERO)
+        report = gc.apply_plan(plan, registry=platform.registry, store=store, tables=tables, dry_run=False, actor="test")
+        assert f"meters#{branch}" in report.tags_removed and f"meters@{head}" in report.snapshots_expired
+        tbl = tables.table(meters)
+        assert branch not in tbl.refs() and tbl.snapshot_by_id(head) is None and tables.current_snapshot_id(meters) == main
+        [leak] = [r for r in platform.landing.records("meters", BAD)]
+        assert leak.loadable and platform.landing.open(leak).read(4) == b"PAR1", "the blocked batch stays landed"
