@@ -146,7 +146,10 @@ def test_a_fanned_out_build_on_the_multiprocess_executor_equals_the_single_step_
     assert (fanned["manifest_hash"], fanned["content_hash"], fanned["rows"]) == (single["manifest_hash"], single["content_hash"], single["rows"])
     assert fanned["partitions"] == single["partitions"]
     gates = [{(g["name"], g["passed"], g["blocking"]) for g in m["gate_results"]} for m in (fanned, single)]  # type: ignore[attr-defined]
-    assert gates[0] == gates[1]  # the reused run shows its stored report
+    assert ("integrity:raw_agreement", True, False) in gates[0]  # the fanned build's batches agree with their landed raw batches
+    # The single-step build's second registry holds no landing records (the landing index lives in the registry since
+    # migration 22), so its raw_agreement finds no raw batch for any canonical batch: every other gate must be the same.
+    assert {g for g in gates[0] if g[0] != "integrity:raw_agreement"} == {g for g in gates[1] if g[0] != "integrity:raw_agreement"}
 
 
 def test_a_seal_without_every_group_fails_the_candidate_closed(tmp_path):
