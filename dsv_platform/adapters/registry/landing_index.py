@@ -19,15 +19,12 @@ from typing import Any, TypeVar
 
 from sqlalchemy import BigInteger, Column, Date, Index, Integer, String, Table, Text, UniqueConstraint, func, insert, select
 from sqlalchemy.engine import Connection, Engine, Row
-from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from dsv_platform.adapters.registry.schema import HASH, NAME, UtcDateTime, metadata
-from dsv_platform.core.errors import DsvError
+from dsv_platform.adapters.registry.transactions import retrying_writes
 
 T = TypeVar("T")
-ATTEMPTS = 20
 _LOCK_CLASS = 0x64736C69  # "dsli": the advisory lock space of landing-index writes (PostgreSQL)
-_RETRYABLE_PGCODES = {"40001", "40P01"}
 
 landed_batches = Table(  # migration 22; append-only
     "landed_batches",
@@ -91,18 +88,7 @@ def _lock_key(text: str) -> int:
 
 def retrying(engine: Engine, work: Callable[[Connection], T], *, lock: str | None = None) -> T:
     """``work`` in a write transaction; after losing a unique key to a concurrent writer, rolled back and run again (it then reads the winner)."""
-    last: Exception | None = None
-    for _ in range(ATTEMPTS):
-        try:
-            with write(engine, lock=lock) as conn:
-                return work(conn)
-        except IntegrityError as exc:
-            last = exc
-        except DBAPIError as exc:
-            if getattr(exc.orig, "pgcode", None) not in _RETRYABLE_PGCODES:
-                raise
-            last = exc
-    raise DsvError(f"landing index write kept conflicting with concurrent writers after {ATTEMPTS} attempts: {last}") from last
+    return retrying_writes(lambda: write(engine, lock=lock), work, what="landing index")
 
 
 def batch_lock(source: str, day: dt.date, batch_id: str) -> str:

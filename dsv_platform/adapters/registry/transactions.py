@@ -9,7 +9,7 @@ re-run from a fresh read, which then reconciles with the winner.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -55,17 +55,29 @@ class RegistryTransactions:
 
     def _retrying(self, work: Callable[[Connection], T], *, also: tuple[type[Exception], ...] = ()) -> T:
         """Run ``work`` in a write transaction; after losing to a concurrent writer, roll back and run it again."""
-        last: Exception | None = None
-        for _ in range(ATTEMPTS):
-            try:
-                with self._write() as conn:
-                    return work(conn)
-            except IntegrityError as exc:
-                last = exc
-            except DBAPIError as exc:
-                if getattr(exc.orig, "pgcode", None) not in _RETRYABLE_PGCODES:
-                    raise
-                last = exc
-            except also as exc:
-                last = exc
-        raise DsvError(f"registry write kept conflicting with concurrent writers after {ATTEMPTS} attempts: {last}") from last
+        return retrying_writes(self._write, work, also=also, what="registry")
+
+
+def retrying_writes(
+    write: Callable[[], AbstractContextManager[Connection]],
+    work: Callable[[Connection], T],
+    *,
+    also: tuple[type[Exception], ...] = (),
+    what: str = "registry",
+) -> T:
+    """``work`` in the write transaction ``write()`` opens; after losing a unique key or a serialization race to a concurrent
+    writer (or one of ``also``), rolled back and run again (it then reads the winner), at most ``ATTEMPTS`` times."""
+    last: Exception | None = None
+    for _ in range(ATTEMPTS):
+        try:
+            with write() as conn:
+                return work(conn)
+        except IntegrityError as exc:
+            last = exc
+        except DBAPIError as exc:
+            if getattr(exc.orig, "pgcode", None) not in _RETRYABLE_PGCODES:
+                raise
+            last = exc
+        except also as exc:
+            last = exc
+    raise DsvError(f"{what} write kept conflicting with concurrent writers after {ATTEMPTS} attempts: {last}") from last
