@@ -3,11 +3,14 @@
 Per source and per batch its pinned snapshot holds, the canonical rows of that batch are compared with the batch's
 accepted rows derived again from the raw bytes (core/identity/raw_agreement.py). With the build engine both sides
 stream into a scratch DuckDB database and are hashed in key order as it sorts them, so memory follows neither the
-batch nor the table. Details: docs/quarantine.md ("raw_agreement").
+batch nor the table; a batch of at most ``IN_MEMORY_ROWS`` canonical rows is compared in memory (the same result, without
+the engine's load and sort of two tables per batch: most of a small build's time went there). Details: docs/quarantine.md
+("raw_agreement").
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, BinaryIO
@@ -49,6 +52,8 @@ def _raw_rows(platform: Platform, spec: SourceSpec, record: LandingRecord) -> It
 
 
 READ_ROWS = 1 << 17
+IN_MEMORY_ROWS = 1 << 16
+"""A batch with at most this many canonical rows is compared in memory (compare_batch holds them and the raw rows matching them)."""
 
 
 def _ordered_hash(con: Connection, sql: str, contract: Contract, source: str) -> tuple[int, str]:
@@ -65,7 +70,7 @@ def _ordered_hash(con: Connection, sql: str, contract: Contract, source: str) ->
         cursor.close()
 
 
-def _typed(contract: Contract, tables: Iterator[pa.Table] | pa.RecordBatchReader) -> pa.RecordBatchReader:
+def _typed(contract: Contract, tables: Iterator[pa.Table | pa.RecordBatch] | pa.RecordBatchReader) -> pa.RecordBatchReader:
     names, schema = list(contract.column_names), contract.arrow_schema
 
     def batches() -> Iterator[pa.RecordBatch]:
@@ -94,19 +99,35 @@ def compare_in_engine(con: Connection, source: str, batch: str, contract: Contra
     return compare_batch(source, batch, contract, canonical, iter([con.sql(matched).to_arrow_table().cast(schema)]))
 
 
-def compare_source(platform: Platform, spec: SourceSpec, snapshot_id: int, *, held: Collection[str] = ()) -> list[BatchAgreement]:
+def compare_source(
+    platform: Platform, spec: SourceSpec, snapshot_id: int, *, held: Collection[str] = (), in_memory_rows: int = IN_MEMORY_ROWS
+) -> list[BatchAgreement]:
     """:func:`compare_batch` of every batch (but ``held``) whose rows the snapshot ``snapshot_id`` of ``spec`` holds.
 
-    With the build engine, in a scratch database of its own: its limits, its spill folder, removed afterwards.
+    With the build engine, in a scratch database of its own: its limits, its spill folder, removed afterwards; a batch of
+    at most ``in_memory_rows`` canonical rows is compared in memory (the same result).
     """
     limits = limits_of(platform.settings)
     if limits is None or unsupported(spec.contract.arrow_schema) is not None:
-        return _compare_source(platform, spec, snapshot_id, held, None)
+        return _compare_source(platform, spec, snapshot_id, held, None, in_memory_rows)
     with engine(limits) as con:
-        return _compare_source(platform, spec, snapshot_id, held, con)
+        return _compare_source(platform, spec, snapshot_id, held, con, in_memory_rows)
 
 
-def _compare_source(platform: Platform, spec: SourceSpec, snapshot_id: int, held: Collection[str], con: Connection | None) -> list[BatchAgreement]:
+def _first_rows(reader: pa.RecordBatchReader, limit: int) -> tuple[list[pa.RecordBatch], bool]:
+    """Record batches from ``reader`` until more than ``limit`` rows were read or it ended; True when it ended within ``limit``."""
+    read, rows = list[pa.RecordBatch](), 0
+    for batch in reader:
+        read.append(batch)
+        rows += batch.num_rows
+        if rows > limit:
+            return read, False
+    return read, True
+
+
+def _compare_source(
+    platform: Platform, spec: SourceSpec, snapshot_id: int, held: Collection[str], con: Connection | None, in_memory_rows: int
+) -> list[BatchAgreement]:
     tbl = platform.tables.table(spec)
     records: dict[str, LandingRecord] = {}
     for r in platform.landing.records(spec.name):
@@ -119,10 +140,16 @@ def _compare_source(platform: Platform, spec: SourceSpec, snapshot_id: int, held
             canonical: pa.Table | None = None
             if con is None:
                 canonical = reader.read_all()
+            else:
+                first, small = _first_rows(reader, in_memory_rows)
+                if small:
+                    canonical = pa.Table.from_batches(first, schema=reader.schema)
+                else:
+                    load(con, "__canonical", _typed(spec.contract, itertools.chain(first, reader)))
+            if canonical is not None:
                 n = canonical.num_rows
             else:
-                load(con, "__canonical", _typed(spec.contract, reader))
-                counted = con.execute("SELECT count(*) FROM __canonical").fetchone()
+                counted = con.execute("SELECT count(*) FROM __canonical").fetchone() if con is not None else None
                 n = int(counted[0]) if counted else 0
             out.append(_agreement(platform, spec, batch, records.get(batch), n, canonical, con))
         finally:
