@@ -167,7 +167,10 @@ class _Tick:
                 f"or rows on a day outside the partitions: {self.skipped}"
             )
         if self.refused:
-            context.log.warning(f"not landed: no row satisfies the source's contract (dsv ingest FILE lists every rejected row): {self.refused}")
+            context.log.warning(
+                "not landed: no row to land (an empty file, or no row satisfies the source's contract: "
+                f"dsv ingest FILE lists every rejected row): {self.refused}"
+            )
 
 
 def folder_entries(tick: _Tick, folder: Path) -> None:

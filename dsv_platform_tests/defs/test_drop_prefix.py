@@ -175,3 +175,14 @@ def test_a_run_naming_an_escaping_key_lands_nothing(env: Env) -> None:
     with build_platform(settings) as p:
         landing = p.existing_landing()
         assert landing is None or landing.records("transactions", D1) == []
+
+
+def test_a_run_naming_no_file_lands_the_objects_of_its_day(env: Env) -> None:
+    settings, defs, instance, s3, bucket = env
+    [day_one, _] = _put(s3, bucket, [_daily(D1), _daily(D2)])
+    s3.client().put_object(Bucket=bucket, Key=f"drop/sub/{_daily(D1, 'nested').file_name}", Body=_daily(D1, "nested").data)
+    result = dg.materialize([*defs.assets], selection="raw_transactions", partition_key=D1.isoformat(), instance=instance, resources=defs.resources)
+    assert result.success  # the schedule's run: no files in its config, the day's objects directly under the prefix
+    with build_platform(settings) as p:
+        assert [r.batch_id for r in p.landing.records("transactions", D1)] == ["b"], day_one
+        assert p.landing.records("transactions", D2) == []
