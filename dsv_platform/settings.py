@@ -66,6 +66,9 @@ class Settings:
     key_store_url: str | None = None
     """``DSV_KEY_STORE=postgresql+psycopg2://...``: the crypto-erasure keys in a PostgreSQL database of their own, apart from the
     data (production); unset, or a folder, the local key store at :attr:`key_store` (the embedded default). Its password is masked in repr."""
+    drop_url: str | None = None
+    """``DSV_DROP_FOLDER=s3://bucket/prefix``: the drop location is an S3 prefix (the sensor lists it; a landing run downloads the objects
+    it lands); :attr:`drop_folder` is then unused. Unset, or a folder: the drop folder :attr:`drop_folder`."""
     audit_lock_days: int = 365
     """``DSV_AUDIT_LOCK_DAYS``: the COMPLIANCE retention, in days, of ``dsv audit --export s3://...`` (``--lock-days`` overrides it)."""
 
@@ -120,6 +123,7 @@ class Settings:
             catalog_name=None,
             catalog=(),
             key_store_url=None,
+            drop_url=None,
         )
 
 
@@ -184,6 +188,22 @@ def _key_folder(text: str) -> str:
     return "" if _key_store_url(text) is not None else text.strip()
 
 
+def _drop_url(text: str) -> str | None:
+    """``DSV_DROP_FOLDER`` as an S3 prefix (``s3://bucket/prefix``, no trailing slash), None for a folder or unset; another URL is refused."""
+    value = text.strip()
+    if "://" not in value:
+        return None
+    bucket = value[len("s3://") :].split("/", 1)[0] if value.startswith("s3://") else ""
+    if not bucket:
+        raise EnvironmentSetupError(f"DSV_DROP_FOLDER {mask_url(value)!r}: a drop location is a folder or s3://BUCKET/PREFIX")
+    return value.rstrip("/")
+
+
+def _drop_folder(text: str) -> str:
+    """``DSV_DROP_FOLDER`` as a folder ('' for an S3 prefix or unset)."""
+    return "" if _drop_url(text) is not None else text.strip()
+
+
 def _defaults(home: Path) -> dict[str, object]:
     home = home.resolve()
     return {
@@ -213,7 +233,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         iceberg_warehouse=env.get("DSV_ICEBERG_WAREHOUSE") or str(defaults["iceberg_warehouse"]),
         key_store=Path(_key_folder(env.get("DSV_KEY_STORE", "")) or defaults["key_store"]),  # type: ignore[arg-type]
         key_store_url=_key_store_url(env.get("DSV_KEY_STORE", "")),
-        drop_folder=Path(env.get("DSV_DROP_FOLDER") or defaults["drop_folder"]),  # type: ignore[arg-type]
+        drop_folder=Path(_drop_folder(env.get("DSV_DROP_FOLDER", "")) or defaults["drop_folder"]),  # type: ignore[arg-type]
+        drop_url=_drop_url(env.get("DSV_DROP_FOLDER", "")),
         actor=env.get("DSV_IDENTITY") or env.get("DSV_ACTOR") or env.get("USER") or "unknown",
         identity=env.get("DSV_IDENTITY") or None,
         key_dir=Path(env["DSV_KEY_DIR"]).resolve() if env.get("DSV_KEY_DIR") else None,

@@ -1,15 +1,19 @@
 """Jobs, the daily schedule and the drop-folder sensor, over whatever sources the configuration names."""
 
 import datetime as dt
+import functools
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
+from dsv_platform.adapters.objects.drop_prefix import Refused, S3DropPrefix
 from dsv_platform.adapters.objects.landing import scan_days
 from dsv_platform.core.config.source import SourceSpec
 from dsv_platform.core.ingest.batch import parse_batch_file
@@ -92,20 +96,23 @@ def drop_request(
     )
 
 
-def _changed(path: Path, before: str | None, sources: Mapping[str, SourceSpec]) -> tuple[Seen, list[dt.date] | None, bool]:
-    """The file's new cursor entry; when its bytes changed, the days its accepted rows touch (None: unchanged); whether
-    it is a batch file of a known source in that source's format (only those are scanned)."""
-    stat = _stat(path)
+def _changed(
+    name: str, stat: str, before: str | None, sources: Mapping[str, SourceSpec], local: Callable[[], AbstractContextManager[Path]]
+) -> tuple[Seen, list[dt.date] | None, bool]:
+    """The entry's new cursor value; when its bytes changed, the days its accepted rows touch (None: unchanged); whether
+    it is a batch file of a known source in that source's format (only those are scanned). ``local`` gives the bytes as a
+    local file (the drop-folder file itself, or an S3 object downloaded): it is called only when ``stat`` changed."""
     seen = Seen.parse(before) if before else None
     if seen is not None and seen.stat == stat:
         return seen, None, False  # unchanged: not even opened
-    parsed = parse_batch_file(path.name)
+    parsed = parse_batch_file(name)
     spec = sources.get(parsed.source) if parsed is not None else None
     days: list[dt.date] = []
-    if parsed is None or spec is None or spec.landing_format != parsed.format:
-        digest, batch = _digest(path), False
-    else:
-        (digest, days), batch = touched_days(path, spec, parsed.day), True
+    with local() as path:
+        if parsed is None or spec is None or spec.landing_format != parsed.format:
+            digest, batch = _digest(path), False
+        else:
+            (digest, days), batch = touched_days(path, spec, parsed.day), True
     return Seen(stat, digest), (None if seen is not None and seen.digest == digest else days), batch
 
 
@@ -117,48 +124,103 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
+@dataclass
+class _Tick:
+    """One sensor evaluation: the cursor it started from, the one it leaves (only the entries present now: bounded by the
+    drop location, not by its history), its run requests and what it logs."""
+
+    before: dict[str, str]
+    sources: Mapping[str, SourceSpec]
+    partitions: dg.PartitionsDefinition
+    seen: dict[str, str] = field(default_factory=dict)
+    requests: list[dg.RunRequest] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+    def never(self, name: str, reason: str) -> None:
+        """An entry that is never landed: logged once per reason, not every tick."""
+        if self.before.get(name) != reason:
+            self.outside.append(reason)
+        self.seen[name] = reason
+
+    def entry(self, name: str, stat: str, local: Callable[[], AbstractContextManager[Path]]) -> None:
+        entry, days, batch = _changed(name, stat, self.before.get(name), self.sources, local)
+        self.seen[name] = str(entry)
+        if days is None:
+            return
+        if batch and not days:
+            self.refused.append(name)  # every row rejected: nothing to land
+            return
+        request = drop_request(Path(name), entry.digest, self.sources, self.partitions, days) if batch else None
+        if request is None:
+            self.skipped.append(name)
+        else:
+            self.requests.append(request)
+
+    def log(self, context: dg.SensorEvaluationContext) -> None:
+        for reason in self.outside:
+            context.log.warning(f"skipped, never landed: {reason}")
+        if self.skipped:
+            context.log.warning(
+                "not landed: not a batch file (expected <source>__<YYYY-MM-DD>__<batch id>.<the source's format> for a known source) "
+                f"or rows on a day outside the partitions: {self.skipped}"
+            )
+        if self.refused:
+            context.log.warning(
+                "not landed: no row to land (an empty file, or no row satisfies the source's contract: "
+                f"dsv ingest FILE lists every rejected row): {self.refused}"
+            )
+
+
+def folder_entries(tick: _Tick, folder: Path) -> None:
+    """Each file of the drop folder, by name: one resolving outside the folder is never read."""
+    for path in sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []:
+        reason = outside_reason(path, folder)
+        if reason is not None:
+            tick.never(path.name, reason)
+        else:
+            tick.entry(path.name, _stat(path), functools.partial(_as_is, path))
+
+
+def prefix_entries(tick: _Tick, prefix: S3DropPrefix) -> None:
+    """Each object directly under the S3 drop prefix, listed a page at a time; a changed one is downloaded into a temporary
+    folder (removed once scanned: one object on disk at a time), an unchanged one is not downloaded."""
+    for found in prefix.entries():
+        if isinstance(found, Refused):
+            tick.never(found.name, found.reason)
+        else:
+            tick.entry(found.name, found.stat, functools.partial(_downloaded, prefix, found.name))
+
+
+def _as_is(path: Path) -> AbstractContextManager[Path]:
+    return nullcontext(path)
+
+
+@contextmanager
+def _downloaded(prefix: S3DropPrefix, name: str) -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="dsv-drop-scan-") as folder:
+        yield prefix.download(name, Path(folder))
+
+
 def build_drop_folder_sensor(jobs: list[Any], sources: Mapping[str, SourceSpec], partitions: dg.PartitionsDefinition) -> dg.SensorDefinition:
     @dg.sensor(
         name="drop_folder_sensor",
         jobs=jobs,
         minimum_interval_seconds=30,
-        description="Lands and loads a batch file as soon as it appears (or changes) in the drop folder, over every partition its rows touch. "
-        "The cursor holds one entry per file now in the folder (its stat and SHA-256): an unchanged file is not read again.",
+        description="Lands and loads a batch file as soon as it appears (or changes) in the drop folder (or the S3 drop prefix), over every "
+        "partition its rows touch. The cursor holds one entry per file now in the drop location (its stat, or an object's size, ETag and "
+        "LastModified, and its SHA-256): an unchanged file is not read (an object not downloaded) again.",
     )
     def drop_folder_sensor(context: dg.SensorEvaluationContext, platform: PlatformResource) -> dg.SensorResult:
-        before: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-        folder = platform.settings().drop_folder
-        seen: dict[str, str] = {}  # only the files present now: the cursor is bounded by the folder, not by its history
-        requests, skipped, outside, refused = [], [], [], []
-        for path in sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []:
-            reason = outside_reason(path, folder)
-            if reason is not None:
-                if before.get(path.name) != reason:  # logged once per target, not every tick
-                    outside.append(reason)
-                seen[path.name] = reason
-                continue
-            entry, days, batch = _changed(path, before.get(path.name), sources)
-            seen[path.name] = str(entry)
-            if days is None:
-                continue
-            if batch and not days:
-                refused.append(path.name)  # every row rejected: nothing to land
-                continue
-            request = drop_request(path, entry.digest, sources, partitions, days) if batch else None
-            if request is None:
-                skipped.append(path.name)
-            else:
-                requests.append(request)
-        for reason in outside:
-            context.log.warning(f"skipped, never landed: {reason}")
-        if skipped:
-            context.log.warning(
-                "not landed: not a batch file (expected <source>__<YYYY-MM-DD>__<batch id>.<the source's format> for a known source) "
-                f"or rows on a day outside the partitions: {skipped}"
-            )
-        if refused:
-            context.log.warning(f"not landed: no row satisfies the source's contract (dsv ingest FILE lists every rejected row): {refused}")
-        return dg.SensorResult(run_requests=requests, cursor=json.dumps(seen, sort_keys=True))
+        tick = _Tick(json.loads(context.cursor) if context.cursor else {}, sources, partitions)
+        settings = platform.settings()
+        if settings.drop_url is not None:
+            prefix_entries(tick, S3DropPrefix(settings.drop_url, endpoint_url=settings.s3_endpoint_url, region=settings.s3_region))
+        else:
+            folder_entries(tick, settings.drop_folder)
+        tick.log(context)
+        return dg.SensorResult(run_requests=tick.requests, cursor=json.dumps(tick.seen, sort_keys=True))
 
     return drop_folder_sensor
 

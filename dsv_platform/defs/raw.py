@@ -1,12 +1,15 @@
 """raw_<source>: daily partitioned landing of source batches, write-once under content-derived keys."""
 
 import datetime as dt
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
 from pydantic import Field
 
+from dsv_platform.adapters.objects.drop_prefix import DropObject, Refused, S3DropPrefix, name_reason
 from dsv_platform.adapters.objects.landing import LandingRecord, LandingStatus, LandingZone, sanitize_batch_id
 from dsv_platform.bootstrap import Platform
 from dsv_platform.core.config.source import SourceSpec, partition_text
@@ -23,6 +26,7 @@ from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.defs.retries import STEP_RETRY, retried_if_transient
 from dsv_platform.services.lineage import openlineage
 from dsv_platform.services.trust import trust
+from dsv_platform.settings import Settings
 
 BATCH_IS_READABLE = "batch_is_readable"
 DIGEST_COLUMNS = ["batch", "day", "digest", "rows", "recorded_at", "status"]
@@ -68,6 +72,29 @@ def batch_files(spec: SourceSpec, config: RawBatchConfig, drop_folder: Path, day
     if skipped is not None:
         skipped.extend(r for r in reasons.values() if r)
     return [p for p in found if reasons[p] is None]
+
+
+@contextmanager
+def dropped_files(settings: Settings, spec: SourceSpec, config: RawBatchConfig, days: Sequence[dt.date], skipped: list[str]) -> Iterator[list[Path]]:
+    """:func:`batch_files` of the drop folder; for an S3 drop prefix (``settings.drop_url``) the same choice of objects, downloaded one
+    by one into a temporary folder that is removed when the block ends (a configured name must name an object directly under the prefix)."""
+    if settings.drop_url is None:
+        yield batch_files(spec, config, settings.drop_folder, days, skipped)
+        return
+    prefix = S3DropPrefix(settings.drop_url, endpoint_url=settings.s3_endpoint_url, region=settings.s3_region)
+    if config.files:
+        refused = [reason for f in config.files if not Path(f).is_absolute() and (reason := name_reason(f, prefix.location))]
+        if refused:
+            raise ConfigurationError(f"refused, nothing landed: {'; '.join(refused)}")
+        names = list(config.files)
+    else:
+        ext = EXTENSIONS[spec.landing_format]
+        stamps = [f"{d.isoformat()}__" for d in days] if spec.partitioned else [""]  # a reference table: every object of the source
+        found = [e for stamp in stamps for e in prefix.entries(f"{spec.name}__{stamp}")]
+        skipped.extend(e.reason for e in found if isinstance(e, Refused))
+        names = [e.name for e in found if isinstance(e, DropObject) and e.name.endswith(f".{ext}")]
+    with tempfile.TemporaryDirectory(prefix="dsv-drop-") as staged:
+        yield [Path(f) if Path(f).is_absolute() else prefix.download(f, Path(staged)) for f in names]
 
 
 def recorded_time(text: str | None) -> dt.datetime | None:
@@ -170,10 +197,10 @@ def build_raw_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition | None
             zone = p.landing
             zone.writer = trust.require(p, Role.SOURCE_WRITER, source=spec.name).identity  # recorded per landed batch (docs/trust.md)
             skipped: list[str] = []
-            files = batch_files(spec, config, platform.settings().drop_folder, days, skipped)
-            historical_load(p, spec, files, config)  # naming a recorded time: an operator's historical load, audited
-            progress = platform.progress(context, f"{spec.name}: ")
-            landed = openlineage.landing(p, spec, files, lambda: land_files(zone, spec, files, config, progress))
+            with dropped_files(platform.settings(), spec, config, days, skipped) as files:
+                historical_load(p, spec, files, config)  # naming a recorded time: an operator's historical load, audited
+                progress = platform.progress(context, f"{spec.name}: ")
+                landed = openlineage.landing(p, spec, files, lambda: land_files(zone, spec, files, config, progress))
             for reason in skipped:
                 context.log.warning(f"not landed: {reason}")
             every = [r for d in days for r in zone.records(spec.name, d)]

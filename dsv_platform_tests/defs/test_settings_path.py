@@ -62,7 +62,8 @@ def test_every_dsv_variable_reaches_a_dagster_run(tmp_path: Path) -> None:
     loaded = load_settings(values)
     defaults = load_settings({"DSV_HOME": values["DSV_HOME"]})
     not_dsv = ("home", "dagster_home", "openlineage")  # the same home; DAGSTER_HOME and OPENLINEAGE_* are not DSV_* variables
-    url_keys = replace_key_store(values)  # DSV_KEY_STORE names a folder (key_store) or a database (key_store_url): both reach the run
+    url_keys = replace_key_store(values)  # DSV_KEY_STORE names a folder (key_store) or a database (key_store_url), DSV_DROP_FOLDER a folder
+    # (drop_folder) or an S3 prefix (drop_url): both reach the run
     unchanged = [
         f.name
         for f in dataclasses.fields(Settings)
@@ -78,14 +79,15 @@ def test_every_dsv_variable_reaches_a_dagster_run(tmp_path: Path) -> None:
     assert (seen.build_engine, seen.build_memory) == ("arrow", 512 << 20)
     SEEN.clear()
     assert dg.materialize([what_the_run_sees], resources={"platform": PlatformResource.for_settings(url_keys)}, instance=dg.DagsterInstance.ephemeral()).success
-    assert [url_keys] == SEEN and url_keys.key_store_url == KEY_STORE_URL
+    assert [url_keys] == SEEN and (url_keys.key_store_url, url_keys.drop_url) == (KEY_STORE_URL, DROP_URL)
 
 
 KEY_STORE_URL = "postgresql+psycopg2://dsv:pw@127.0.0.1:9/keys"
+DROP_URL = "s3://bucket/drop"
 
 
 def replace_key_store(values: dict[str, str]) -> Settings:
-    return load_settings({**values, "DSV_KEY_STORE": KEY_STORE_URL})
+    return load_settings({**values, "DSV_KEY_STORE": KEY_STORE_URL, "DSV_DROP_FOLDER": DROP_URL})
 
 
 def test_the_readme_settings_table_lists_every_variable() -> None:
