@@ -77,15 +77,16 @@ def spooled_part(key: str, rows: KeyOrderedRows, contract: Contract, row_filter:
     options = {k: v for k, v in PARQUET_OPTIONS.items() if k != "row_group_size"}
     fd, name = tempfile.mkstemp(prefix="part-", suffix=".parquet", dir=rows.spool)
     os.close(fd)
-    path, held = Path(name), list[pa.Table]()
+    path, held, pending = Path(name), list[pa.Table](), [0]  # pending: the rows held (not summed again per table)
     writer = pq.ParquetWriter(str(path), contract.arrow_schema, **options)
 
     def flush(final: bool) -> None:
-        while held and (final or sum(t.num_rows for t in held) >= group):
+        while held and (final or pending[0] >= group):
             whole = pa.concat_tables(held).combine_chunks()
             n = min(group, whole.num_rows)
             writer.write_table(whole.slice(0, n), row_group_size=group)
             held[:] = [whole.slice(n)] if whole.num_rows > n else []
+            pending[0] = whole.num_rows - n
 
     def typed() -> Iterator[pa.Table]:
         for table in rows.tables():
@@ -94,6 +95,7 @@ def spooled_part(key: str, rows: KeyOrderedRows, contract: Contract, row_filter:
 
     def sink(table: pa.Table) -> None:
         held.append(table)
+        pending[0] += table.num_rows
         flush(False)
 
     try:
