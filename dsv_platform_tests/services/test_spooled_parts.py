@@ -8,6 +8,7 @@ also when the two rows are in different tables) and rows that are not in key ord
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,17 +56,24 @@ def in_tables(table: pa.Table, sizes: list[int]) -> Iterator[pa.Table]:
         start, i = start + size, i + 1
 
 
+@functools.cache
+def whole_path(n: int, key: str) -> tuple[pa.Table, str, bytes]:
+    """The reference, once per size and key for the cases below: the sorted partition, its hash and its object bytes."""
+    c = contract(key)
+    whole = sorted_for_storage(rows(n, key), c)
+    return whole, hash_partition(whole, c, key="day=2026-06-01").hash, parquet_bytes(whole)
+
+
 @pytest.mark.parametrize("key", ["string", "int", "composite"])
 @pytest.mark.parametrize("sizes", [[1], [7, 1000, 3], [70_000], [300_000]])
 def test_key_ordered_tables_give_the_whole_partitions_hash_and_bytes(tmp_path: Path, key: str, sizes: list[int]) -> None:
-    n = 2_000 if sizes == [1] else 290_000  # past two row groups of 131,072
+    n = 500 if sizes == [1] else 290_000  # a table per row; else past two row groups of 131,072
     c = contract(key)
-    whole = sorted_for_storage(rows(n, key), c)
-    reference = hash_partition(whole, c, key="day=2026-06-01")
+    whole, reference, stored = whole_path(n, key)
     part = spooled_part("day=2026-06-01", KeyOrderedRows(lambda: in_tables(whole, sizes), c.arrow_schema, tmp_path), c)
     assert isinstance(part.data, Path) and part.data.parent == tmp_path
-    assert (part.hash, part.rows) == (reference.hash, n)
-    assert part.data.read_bytes() == parquet_bytes(whole)
+    assert (part.hash, part.rows) == (reference, n)
+    assert part.data.read_bytes() == stored
 
 
 def test_an_empty_partition_hashes_the_empty_string_and_stores_the_empty_table(tmp_path: Path) -> None:
