@@ -63,6 +63,14 @@ SLOW_MODULES = frozenset(
         "cli/test_one_line_faults.py",
         "services/test_diff.py",
         "defs/test_rehearsal.py",
+        # several builds per test, 15-40 s each at the last measure (issue 28); quicker tests of the same capability stay
+        # in the default set (test_raw_agreement_paths, core/test_raw_agreement, cli/test_rehearse_cmd, services/test_trust,
+        # services/test_slo, services/test_publisher's alias moves)
+        "services/test_raw_agreement.py",
+        "services/test_rehearsal.py",
+        "services/test_alias_after_kill.py",
+        "cli/test_trust_cmd.py",
+        "cli/test_status_health.py",
         # builders killed at every step
         "services/test_publisher_crash.py",
     }
