@@ -166,5 +166,8 @@ def follow(server: Webserver, run_id: str, *, say: Callable[[str], None] = _say,
 
 def submit(server: Webserver, job: str, *, tags: dict[str, str], run_config: dict[str, Any] | None = None, assets: list[str] | None = None) -> SubmittedRun:
     """Launch one run of ``job`` on the instance and follow it to its end."""
-    run_id = server.launch_run(job, tags=tags, run_config=run_config, assets=assets)
+    try:
+        run_id = server.launch_run(job, tags=tags, run_config=run_config, assets=assets)
+    except KeyboardInterrupt:  # the launch may have reached the instance: say where to look, never a traceback
+        raise RunDetachedError(f"interrupted while submitting {job}; the run may be queued on the instance: {server.shown}/runs") from None
     return follow(server, run_id)

@@ -57,7 +57,9 @@ class RunPoll:
 def _value(entry: dict[str, Any]) -> Any:
     if "jsonString" in entry:
         return json.loads(entry["jsonString"])
-    for key in ("text", "intValue", "floatValue", "boolValue"):
+    if "intRepr" in entry:  # intValue is a GraphQL Int (32 bits): a row count past 2**31 would be null
+        return int(entry["intRepr"])
+    for key in ("text", "floatValue", "boolValue"):
         if key in entry:
             return entry[key]
     return None

@@ -10,7 +10,7 @@ LAUNCH_RUN = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) 
   ... on Error { message } } }"""
 
 _ERROR = "className message causes { className message }"
-_METADATA = """label __typename ... on TextMetadataEntry { text } ... on IntMetadataEntry { intValue }
+_METADATA = """label __typename ... on TextMetadataEntry { text } ... on IntMetadataEntry { intRepr }
   ... on FloatMetadataEntry { floatValue } ... on BoolMetadataEntry { boolValue } ... on JsonMetadataEntry { jsonString }"""
 
 POLL = f"""query($runId: ID!, $after: String) {{
