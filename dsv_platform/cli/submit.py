@@ -137,7 +137,7 @@ def _failed(server: Webserver, run: SubmittedRun, status: str) -> DsvError:
     return RunFailedError(f"run {run.run_id} {verb}: {why or 'see the run'} (events: {server.run_url(run.run_id)})", step_kind=kind_of(chains))
 
 
-def follow(server: Webserver, run_id: str, *, say: Callable[[str], None] = _say, interval: float = POLL_SECONDS) -> SubmittedRun:
+def follow(server: Webserver, run_id: str, *, say: Callable[[str], None] = _say, interval: float | None = None) -> SubmittedRun:
     """Poll the run until it ends, printing its progress from its events; the run, or its failure raised (:class:`RunFailedError`, typed)."""
     run, status, cursor = SubmittedRun(run_id), "", None
     noted = time.monotonic()
@@ -156,7 +156,7 @@ def follow(server: Webserver, run_id: str, *, say: Callable[[str], None] = _say,
                 say(f"run {run_id} still {status.lower().replace('_', ' ')}: waiting for the instance's run queue (its concurrency limits)")
             if status in TERMINAL:
                 break
-            time.sleep(interval)
+            time.sleep(POLL_SECONDS if interval is None else interval)
     except KeyboardInterrupt:
         raise RunDetachedError(f"stopped following run {run_id}; the run goes on on the instance: {server.run_url(run_id)}") from None
     if status != "SUCCESS":
