@@ -112,7 +112,7 @@ def _show(event: RunEvent, run_id: str, say: Callable[[str], None]) -> None:
     elif event.kind == "LogMessageEvent" and event.level in ("INFO", *LEVELS):
         say(f"{LEVELS.get(event.level, '')}{event.message}")
     elif event.kind == "MaterializationEvent":
-        say(f"materialized {event.asset}")
+        say(f"materialized {event.asset}" + (f" ({event.partition})" if event.partition else ""))
 
 
 def _record(run: SubmittedRun, event: RunEvent) -> None:

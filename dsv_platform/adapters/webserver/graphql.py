@@ -42,6 +42,7 @@ class RunEvent:
     level: str = ""
     step: str | None = None
     asset: str | None = None
+    partition: str | None = None  # a materialization's partition
     metadata: dict[str, Any] = field(default_factory=dict)  # a materialization's values (text, int, float, bool, JSON)
     check: tuple[str, bool] | None = None  # an asset check evaluation: (check name, passed)
     errors: tuple[tuple[str, str], ...] = ()  # a failure's error chain, outermost first: (class name, message)
@@ -78,6 +79,7 @@ def _event(raw: dict[str, Any]) -> RunEvent:
         level=raw.get("level") or "",
         step=raw.get("stepKey"),
         asset="/".join(asset["path"]) if asset else None,
+        partition=raw.get("partition"),
         metadata={e["label"]: _value(e) for e in raw.get("metadataEntries") or ()},
         check=(evaluation["checkName"], bool(evaluation["success"])) if evaluation else None,
         errors=chain,

@@ -18,7 +18,7 @@ POLL = f"""query($runId: ID!, $after: String) {{
   logsForRun(runId: $runId, afterCursor: $after) {{ __typename
     ... on EventConnection {{ cursor hasMore events {{ __typename
       ... on MessageEvent {{ message level stepKey }}
-      ... on MaterializationEvent {{ assetKey {{ path }} metadataEntries {{ {_METADATA} }} }}
+      ... on MaterializationEvent {{ assetKey {{ path }} partition metadataEntries {{ {_METADATA} }} }}
       ... on AssetCheckEvaluationEvent {{ evaluation {{ checkName assetKey {{ path }} success }} }}
       ... on ExecutionStepFailureEvent {{ error {{ {_ERROR} }} }}
       ... on RunFailureEvent {{ error {{ {_ERROR} }} }} }} }}
