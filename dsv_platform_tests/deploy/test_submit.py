@@ -2,12 +2,13 @@
 
 deploy/dagster.yaml on PostgreSQL and the loopback S3 (the ``production_env`` of deploy/conftest.py), the code server,
 webserver and daemon as real processes (cluster.py); ``dsv`` as a subprocess of a workstation's environment with
-``DSV_DAGSTER_URL`` naming the webserver. The ingests of a day run concurrently through the queue, a build
-publishes; each run is in the instance's run storage, queued and dequeued by the daemon (never run in the CLI's
-process), and the CLI printed the run's progress and the in-process command's summary. A run that fails is the
-in-process command's typed exit code naming the run; Ctrl-C leaves the run running (DETACHED); an unreachable
-webserver is one line (SERVICE_UNREACHABLE) without its password. The configuration is the fraud example's with the
-in_process executor (platform.yaml ``executor``): one process per run, as the production instance test runs.
+``DSV_DAGSTER_URL`` naming the webserver. The ingests of a day run concurrently through the queue; two builds of a
+dataset submitted at once publish one realization, the second run waiting in the queue for the first. Each run is in
+the instance's run storage, queued and dequeued by the daemon (never run in the CLI's process), and the CLI printed
+the run's progress and the in-process command's summary. A run that fails is the in-process command's typed exit
+code naming the run; Ctrl-C leaves the run running (DETACHED); an unreachable webserver is one line
+(SERVICE_UNREACHABLE) without its password. The configuration is the fraud example's with the in_process executor
+(platform.yaml ``executor``): one process per run, as the production instance test runs.
 Slow (about 3 minutes on 2 busy cores).
 """
 
@@ -155,14 +156,19 @@ def test_submit_ingests_and_builds_on_the_production_instance(tmp_path: Path, pr
         t2 = time.monotonic()
         _labels(cluster, env)
 
-        code, out, err = _done(_dsv(cli, "build", "fraud_training_set:v6", "--submit"))
-        assert code == 0, err[-3000:]
-        build = _run_id(out, r"built fraud_training_set:v6 in run RUN\n")
-        _followed(err, build)
-        assert "dsv: fraud_training_set:v6: publish: " in err and "dsv: fraud_training_set_v6_snapshot: done" in err, err
-        summary = dict(re.findall(r"^  (ref|manifest_hash|content_hash|rows) +(\S+)", out, re.M))
-        assert summary["ref"].startswith("fraud_training_set:v6@") and int(summary["rows"]) >= 100, out
-        assert re.search(r"^  check fraud_training_set_v6_splits\.\w+: passed$", out, re.M), out
+        # Two builds at once: the queue admits one publication run at a time (the second reuses the first's realization).
+        summaries, builds, published_here = [], [], []
+        for code, out, err in [_done(p) for p in [_dsv(cli, "build", "fraud_training_set:v6", "--submit") for _ in range(2)]]:
+            assert code == 0, err[-3000:]
+            builds.append(_run_id(out, r"built fraud_training_set:v6 in run RUN\n"))
+            _followed(err, builds[-1])
+            assert "dsv: fraud_training_set_v6_snapshot: done" in err, err
+            published_here.append("dsv: fraud_training_set:v6: publish: " in err)  # the other reused it (pin, no publish stage)
+            summaries.append(dict(re.findall(r"^  (ref|manifest_hash|content_hash|rows) +(\S+)", out, re.M)))
+            assert re.search(r"^  check fraud_training_set_v6_splits\.\w+: passed$", out, re.M), out
+        summary = summaries[0]
+        assert sorted(published_here) == [False, True], published_here
+        assert summaries[1] == summary and summary["ref"].startswith("fraud_training_set:v6@") and int(summary["rows"]) >= 100, summaries
         t3 = time.monotonic()
 
         # A run that fails: the in-process command's typed exit code (FAILED: no v5 labels), naming the run.
@@ -180,14 +186,17 @@ def test_submit_ingests_and_builds_on_the_production_instance(tmp_path: Path, pr
 
     # Every submitted run is in the instance's run storage, queued (QueuedRunCoordinator) and dequeued by the daemon.
     runs = instance_runs(env)
-    for run_id in [*ingests.values(), build]:
+    for run_id in [*ingests.values(), *builds]:
         run = runs[run_id]
         assert run["status"] == "SUCCESS" and run["queued"] is not None and run["launched"] is not None, (run, why(env, run_id))
     assert runs[failed]["status"] == "FAILURE" and runs[failed]["queued"] is not None
     assert all(runs[i]["job"] == "__ASSET_JOB" and runs[i]["tags"][PARTITION_TAG] == START.isoformat() for i in ingests.values())
-    publication = runs[build]
-    assert publication["job"] == "publish_fraud_training_set_v6" and publication["tags"][PUBLICATION_TAG] == "fraud_training_set:v6", publication
-    assert LAUNCH_TAG in publication["tags"]
+    first, second = sorted(builds, key=lambda r: runs[r]["launched"])
+    for build in builds:
+        publication = runs[build]
+        assert publication["job"] == "publish_fraud_training_set_v6" and publication["tags"][PUBLICATION_TAG] == "fraud_training_set:v6", publication
+        assert LAUNCH_TAG in publication["tags"]
+    assert runs[second]["queued"] < runs[first]["end"] <= runs[second]["launched"], "the second publication run did not wait in the queue"
 
     # The registry on PostgreSQL holds the realization PUBLISHED; its builder is the CLI's signed launch request of that run.
     registry = Registry.from_url(load_settings(env).registry_url)
@@ -196,4 +205,4 @@ def test_submit_ingests_and_builds_on_the_production_instance(tmp_path: Path, pr
     verify = subprocess.run([str(BIN / "dsv"), "verify", published.ref, "--json"], env=env, capture_output=True, text=True, timeout=300)
     assert verify.returncode == 0, verify.stderr[-3000:]
     launch = json.loads(verify.stdout)["launch"]
-    assert launch["run_id"] == build and launch["verified"], launch
+    assert launch["run_id"] == first and launch["verified"], launch
