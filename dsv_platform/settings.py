@@ -71,6 +71,9 @@ class Settings:
     it lands); :attr:`drop_folder` is then unused. Unset, or a folder: the drop folder :attr:`drop_folder`."""
     audit_lock_days: int = 365
     """``DSV_AUDIT_LOCK_DAYS``: the COMPLIANCE retention, in days, of ``dsv audit --export s3://...`` (``--lock-days`` overrides it)."""
+    dagster_url: str | None = None
+    """``DSV_DAGSTER_URL``: the production instance's webserver (``http://host:3000``) ``dsv build``/``dsv ingest --submit`` send runs to;
+    unset, ``--submit`` needs the URL. Its password, if any, is masked in repr and never printed."""
 
     def __repr__(self) -> str:
         """Every field, credentials masked: a URL's password and each secret catalog property are ``***`` (a Settings in a
@@ -251,6 +254,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         catalog_name=env.get("DSV_CATALOG_NAME") or None,
         catalog=catalog_from_env(env),
         audit_lock_days=_jobs(env.get("DSV_AUDIT_LOCK_DAYS", ""), "DSV_AUDIT_LOCK_DAYS") or 365,
+        dagster_url=env.get("DSV_DAGSTER_URL") or None,
     )
 
 

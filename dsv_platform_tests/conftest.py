@@ -26,6 +26,7 @@ SLOW_MODULES = frozenset(
         "scenarios/test_config_only_source.py",
         # the three Dagster processes, Celery workers, PostgreSQL + S3 deployments
         "deploy/test_production_instance.py",
+        "deploy/test_submit.py",
         "distributed/test_celery.py",
         "scenarios/test_production_resources.py",
         # processes killed at every step, and racing processes
@@ -85,6 +86,7 @@ settings.load_profile(os.environ.get("DSV_HYPOTHESIS_PROFILE", "default"))  # ma
 LONGEST_FIRST = (
     "services/test_build_memory.py",
     "deploy/test_production_instance.py",
+    "deploy/test_submit.py",
     "distributed/test_celery.py",
     "defs/test_fanout.py",
     "cli/test_ingest_bounded_memory.py",

@@ -1,4 +1,7 @@
-"""`dsv ingest SOURCE FILE...`: land batch files write-once and load the canonical table, as one recorded Dagster run."""
+"""`dsv ingest SOURCE FILE...`: land batch files write-once and load the canonical table, as one recorded Dagster run.
+
+In this process; with ``--submit``, on the production instance (cli/submit.py), whose run workers read the files at the
+paths given (a folder they share, e.g. the drop folder): the files are validated here first either way."""
 
 from __future__ import annotations
 
@@ -8,7 +11,6 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from dsv_platform.adapters.iceberg.iceberg_schema import check_evolution
 from dsv_platform.adapters.objects.landing import LandingError, check_recorded_time, index_day, scan_days
@@ -16,6 +18,7 @@ from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.cli.progress import stage_progress
 from dsv_platform.cli.runs import Runner, UnknownNameError, check_lines
+from dsv_platform.cli.submit import ASSET_JOB, add_submit_argument, partition_tags, submit, webserver
 from dsv_platform.core.config.source import SourceSpec, partition_text
 from dsv_platform.core.contracts.validation import FailureCase
 from dsv_platform.core.errors import ConfigurationError, FailureKind
@@ -124,6 +127,7 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
         raise UnknownNameError(f"unknown source {args.source!r}; known: {sorted(config.sources)} (configuration {config.folder})")
     trust.require(platform, Role.SOURCE_WRITER, source=spec.name)  # before anything lands (docs/trust.md)
     _historical_load(platform, spec, args.recorded_at)
+    server = webserver(args, platform.settings)  # --submit: a bad URL is refused before anything runs
     changes = check_evolution(platform.tables, spec)  # a contract change the canonical table cannot take is refused before anything lands
     files = [Path(f).resolve() for f in args.files]
     progress = stage_progress()  # stages on stderr: validate here, then the run's landing, load and partitions
@@ -136,27 +140,32 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
     if days and days[0] < start and spec.partitioned:
         raise BatchFileError(f"rows fall on {days[0]}, before the first partition {start} (platform.yaml partitions.start)")
     raw = f"raw_{spec.name}"
-    result = None
+    run_id, checks = None, []
     if landable:
-        raw_config = _config(args, [i.path for i in landable])
-        runner = Runner.open(platform.settings, config, progress=progress)
-        try:
-            span = (days[0], days[-1]) if spec.partitioned else None  # a reference table's assets are unpartitioned
-            result = runner.run([raw, f"canonical_{spec.name}"], days=span, run_config={"ops": {raw: {"config": raw_config.model_dump()}}})
-        finally:
-            runner.close()
+        run_config = {"ops": {raw: {"config": _config(args, [i.path for i in landable]).model_dump()}}}
+        span = (days[0], days[-1]) if spec.partitioned else None  # a reference table's assets are unpartitioned
+        if server is not None:  # the instance's queue and launcher run it; its workers read the files at these paths
+            submitted = submit(server, ASSET_JOB, tags=partition_tags(span), run_config=run_config, assets=[raw, f"canonical_{spec.name}"])
+            run_id, checks = submitted.run_id, submitted.check_lines()
+        else:
+            runner = Runner.open(platform.settings, config, progress=progress)
+            try:
+                result = runner.run([raw, f"canonical_{spec.name}"], days=span, run_config=run_config)
+            finally:
+                runner.close()
+            run_id, checks = result.run_id, check_lines(result)
     rejected_files = {i.path: write_rejected(platform.settings.home, spec.name, i) for i in items}
     rejected = sum(i.rejected for i in items)
     code = FailureKind.ROWS_REJECTED.exit_code if rejected else 0  # accepted rows stay landed (append-only); the caller is told
     if args.json:
         report = [_file_report(platform, spec.name, i, rejected_files[i.path]) for i in items]
-        doc = {"run_id": result.run_id if result else None, "source": spec.name, "first_day": partition_text(days[0]) if days else None,
+        doc = {"run_id": run_id, "source": spec.name, "first_day": partition_text(days[0]) if days else None,
                "last_day": partition_text(days[-1]) if days else None, "files": report,
-               "schema_changes": [c.to_document() for c in changes] if result else []}  # fmt: skip
+               "schema_changes": [c.to_document() for c in changes] if run_id else []}  # fmt: skip
         print(json.dumps(doc, indent=2))
         return code
-    _print_report(platform, spec.name, items, result, days, rejected_files)
-    if changes and result is not None:
+    _print_report(platform, spec.name, items, (run_id, checks), days, rejected_files)
+    if changes and run_id is not None:
         print(f"  schema of {platform.tables.identifier(spec)} evolved (audited as schema_evolved): {'; '.join(c.describe() for c in changes)}")
     if rejected:
         where = ", ".join(str(f) for f in rejected_files.values() if f is not None)
@@ -165,15 +174,18 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
     return code
 
 
-def _print_report(platform: Platform, source: str, items: list[IngestFile], result: Any, days: list[dt.date], rejected_files: dict[Path, Path | None]) -> None:
-    if result is not None:
+def _print_report(
+    platform: Platform, source: str, items: list[IngestFile], run: tuple[str | None, list[str]], days: list[dt.date], rejected_files: dict[Path, Path | None]
+) -> None:
+    run_id, checks = run
+    if run_id is not None:
         landed = sum(1 for i in items if i.accepted)
         span = f"{partition_text(days[0])}..{partition_text(days[-1])}"
-        print(f"ingested {landed} file(s) of {source} in run {result.run_id} (raw_{source}, canonical_{source} over {span})")
+        print(f"ingested {landed} file(s) of {source} in run {run_id} (raw_{source}, canonical_{source} over {span})")
     for i in items:
         print(f"  {i.path}\n    batch {', '.join(_batch_ids(platform, source, i)) or '(not landed: no row satisfies the contract)'}  sha256 {i.digest}")
         print(f"    days {', '.join(partition_text(d) for d in i.days) if i.accepted else '-'}  rows accepted {i.accepted}, rejected {i.rejected}")
-    for line in check_lines(result) if result is not None else ():
+    for line in checks:
         print(f"  check {line}")
     for i in items:
         if i.rejected:
@@ -195,4 +207,5 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="a historical load: when the batch was recorded (operator, audited, never in the future); default: the platform clock at landing",
     )
     p.add_argument("--json", action="store_true", help="one JSON object: run_id, source, first_day, last_day, files")
+    add_submit_argument(p)
     p.set_defaults(handler=_ingest)

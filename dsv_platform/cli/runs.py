@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,7 +78,7 @@ def failure_messages(result: dg.ExecuteInProcessResult) -> list[str]:
             error = event.step_failure_data.error
             cause = error.cause if error is not None and error.cause is not None else error
             message = cause.message.strip().splitlines()[0] if cause is not None and cause.message else "failed"
-            lines.append(f"{event.step_key}: {_without_class(message)}")
+            lines.append(f"{event.step_key}: {without_class(message)}")
     return lines
 
 
@@ -102,15 +102,20 @@ def _dsv_errors() -> dict[str, type[DsvError]]:
     return found
 
 
-def failure_kind(result: dg.ExecuteInProcessResult) -> FailureKind:
-    """The failure kind of the first failed step's platform error (the innermost DsvError of its chain), else FAILED."""
+def kind_of(chains: Iterable[Sequence[str]]) -> FailureKind:
+    """The failure kind of the first error chain (class names, outermost first) holding a platform error: its innermost DsvError's; else FAILED."""
     known = _dsv_errors()
-    for event in result.all_events:
-        for error in reversed(_errors(event)):
-            cls = known.get(error.cls_name)
+    for chain in chains:
+        for name in reversed(chain):
+            cls = known.get(name)
             if cls is not None and cls is not DsvError:
                 return cls.kind
     return RunFailedError.kind
+
+
+def failure_kind(result: dg.ExecuteInProcessResult) -> FailureKind:
+    """The failure kind of the first failed step's platform error (the innermost DsvError of its chain), else FAILED."""
+    return kind_of([e.cls_name for e in _errors(event)] for event in result.all_events)
 
 
 def write_run_log(folder: Path, result: dg.ExecuteInProcessResult) -> Path:
@@ -137,7 +142,7 @@ def access_denied(result: dg.ExecuteInProcessResult) -> str | None:
     return None
 
 
-def _without_class(message: str) -> str:
+def without_class(message: str) -> str:
     """``pkg.module.SomeError: text`` -> ``text`` (the error's own words, in dsv terms)."""
     head, sep, rest = message.partition(": ")
     return rest if sep and "." in head and " " not in head and head.split(".")[-1][:1].isupper() else message

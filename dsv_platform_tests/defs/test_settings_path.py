@@ -57,6 +57,7 @@ def test_every_dsv_variable_reaches_a_dagster_run(tmp_path: Path) -> None:
         "DSV_CATALOG_NAME": "lake",
         "DSV_CATALOG_URI": "postgresql+psycopg2://dsv@127.0.0.1:9/lake",
         "DSV_AUDIT_LOCK_DAYS": "30",
+        "DSV_DAGSTER_URL": "http://ops:secret@dagster.internal:3000",
     }
     assert _variables() <= set(values), f"a DSV_* variable this test does not set: {sorted(_variables() - set(values))}"
     loaded = load_settings(values)

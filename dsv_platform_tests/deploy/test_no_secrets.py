@@ -38,7 +38,7 @@ from dsv_platform_tests.interop.collector import Collector, collector
 
 pytestmark = [pytest.mark.postgres, pytest.mark.s3]
 
-SECRETS = ("SECRET-REGISTRY-pw", "SECRET-CATALOG-pw", "SECRET-AWS-key", "SECRET-CATPROP-key")
+SECRETS = ("SECRET-REGISTRY-pw", "SECRET-CATALOG-pw", "SECRET-AWS-key", "SECRET-CATPROP-key", "SECRET-WEBSERVER-pw")
 DAY = "2026-06-01"
 DSV = str(Path(sys.executable).with_name("dsv"))
 
@@ -108,6 +108,7 @@ def test_no_secret_in_the_snapshots_of_the_whole_definitions(tmp_path: Path) -> 
         "DSV_CATALOG_S3__SECRET_ACCESS_KEY": SECRETS[3],
         "DSV_OBJECT_STORE": "s3://bucket/dsv",
         "DSV_CELERY_BROKER_URL": f"redis://:{SECRETS[2]}@redis:6379/0",
+        "DSV_DAGSTER_URL": f"http://ops:{SECRETS[4]}@dagster:3000",  # dsv build/ingest --submit's webserver
     }
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DSV_CELERY_BROKER_URL", env["DSV_CELERY_BROKER_URL"])
@@ -121,6 +122,7 @@ def test_no_secret_in_the_snapshots_of_the_whole_definitions(tmp_path: Path) -> 
     shown = repr(load_settings(env))
     assert _leaks("the repr of Settings", shown) == []
     assert "postgresql+psycopg2://dsv:***@db:5432/dsv" in shown and "('s3.secret-access-key', '***')" in shown
+    assert "dagster_url='http://ops:***@dagster:3000'" in shown
 
 
 @pytest.mark.slow  # a real ingest run, then a failing one through its three retries (about 90 s)

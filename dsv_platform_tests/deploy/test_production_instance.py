@@ -15,7 +15,6 @@ import datetime as dt
 import itertools
 import json
 import os
-import re
 import subprocess
 import time
 from pathlib import Path
@@ -33,7 +32,8 @@ from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.demo import SOURCES, START
 from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.settings import load_settings
-from dsv_platform_tests.deploy.cluster import BIN, LOCATION, REPOSITORY, Deployment, dagster_home, running
+from dsv_platform_tests.deploy.cluster import BIN, LOCATION, REPOSITORY, Deployment, running
+from dsv_platform_tests.deploy.run_storage import instance_runs, query, why
 
 pytestmark = [pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
@@ -49,31 +49,6 @@ LAUNCH_RUN = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) 
   __typename ... on LaunchRunSuccess { run { runId } } ... on Error { message } } }"""
 
 
-@pytest.fixture
-def production_env(tmp_path: Path, postgres_server: Any, s3_env: Any) -> dict[str, str]:
-    """Only environment variables: Dagster's instance database and log bucket, the platform's PostgreSQL and S3 stores."""
-    data, logs = s3_env.create_bucket(), s3_env.create_bucket()
-    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("DSV_", "DAGSTER_"))}  # carries s3_env's AWS_*
-    return inherited | {
-        "DAGSTER_HOME": str(dagster_home(tmp_path)),
-        "DAGSTER_PG_HOST": postgres_server.host,
-        "DAGSTER_PG_PORT": str(postgres_server.port),
-        "DAGSTER_PG_USER": postgres_server.user,
-        "DAGSTER_PG_PASSWORD": "unused-trust-auth",
-        "DAGSTER_PG_DB": postgres_server.create_database(),
-        "DSV_COMPUTE_LOG_BUCKET": logs,
-        "DSV_S3_ENDPOINT_URL": s3_env.endpoint_url,
-        "DSV_S3_REGION": s3_env.region,
-        "DSV_HOME": str(tmp_path / "dsv"),
-        "DSV_DROP_FOLDER": str(tmp_path / "drop"),
-        "DSV_REGISTRY_URL": postgres_server.url(postgres_server.create_database()),
-        "DSV_ICEBERG_CATALOG_URL": postgres_server.url(postgres_server.create_database()),
-        "DSV_OBJECT_STORE": f"s3://{data}/dsv",
-        "DSV_ICEBERG_WAREHOUSE": f"s3://{data}/warehouse",
-        "DSV_ACTOR": "production-instance-test",
-    }
-
-
 def _drop_batches(folder: Path) -> None:
     """The daily batches of every source for DAYS, as the sources drop them (modified when recorded)."""
     folder.mkdir(parents=True)
@@ -86,63 +61,18 @@ def _drop_batches(folder: Path) -> None:
             os.utime(path, (batch.recorded_at.timestamp(), batch.recorded_at.timestamp()))
 
 
-def _query(env: dict[str, str], sql: str, *args: object) -> list[tuple[Any, ...]]:
-    """Rows from the Dagster instance's own PostgreSQL database, read directly."""
-    dsn = f"host={env['DAGSTER_PG_HOST']} port={env['DAGSTER_PG_PORT']} user={env['DAGSTER_PG_USER']} dbname={env['DAGSTER_PG_DB']}"
-    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
-        cur.execute(sql, args)
-        rows = cur.fetchall()
-    conn.close()
-    return rows
-
-
-def _runs(env: dict[str, str]) -> dict[str, dict[str, Any]]:
-    rows = _query(env, "SELECT run_id, status, pipeline_name, start_time, end_time FROM runs")
-    tags = _query(env, "SELECT run_id, key, value FROM run_tags")
-    events = _query(env, "SELECT run_id, dagster_event_type, event FROM event_logs WHERE dagster_event_type IN ('PIPELINE_ENQUEUED', 'PIPELINE_STARTING')")
-    at = {(run_id, kind): float(json.loads(event)["timestamp"]) for run_id, kind, event in events}
-    runs = {
-        r[0]: {
-            "status": r[1],
-            "job": r[2],
-            "queued": at.get((r[0], "PIPELINE_ENQUEUED")),  # submitted to the QueuedRunCoordinator
-            "launched": at.get((r[0], "PIPELINE_STARTING")),  # dequeued by the daemon and handed to the run launcher
-            "start": r[3],
-            "end": r[4],
-            "tags": {},
-        }
-        for r in rows
-    }
-    for run_id, key, value in tags:
-        if run_id in runs:
-            runs[run_id]["tags"][key] = value
-    return runs
-
-
-def _why(env: dict[str, str], run_id: str) -> str:
-    """The messages and errors of a run's failure and engine events, for the assertion message."""
-    rows = _query(env, "SELECT dagster_event_type, event FROM event_logs WHERE run_id = %s ORDER BY id", run_id)
-    lines = []
-    for kind, event in rows:
-        if kind and ("FAIL" in kind or kind == "ENGINE_EVENT"):
-            body = json.loads(event)
-            errors = re.findall(r'"message": "((?:[^"\\]|\\.){0,400})', json.dumps(body.get("dagster_event")))
-            lines.append(f"  {run_id[:8]} {kind}: {body.get('user_message', '')[:300]} {errors[:3]}")
-    return "\n".join(lines)
-
-
 def _settled(env: dict[str, str], run_ids: set[str] | None = None, tag: tuple[str, str] | None = None) -> dict[str, dict[str, Any]] | None:
     """The selected runs once every one is terminal (a failure fails the test at once), else None."""
-    runs = {k: r for k, r in _runs(env).items() if (run_ids is None or k in run_ids) and (tag is None or r["tags"].get(tag[0]) == tag[1])}
+    runs = {k: r for k, r in instance_runs(env).items() if (run_ids is None or k in run_ids) and (tag is None or r["tags"].get(tag[0]) == tag[1])}
     failed = {k: r["job"] for k, r in runs.items() if r["status"] in {"FAILURE", "CANCELED"}}
-    assert not failed, f"runs failed: {failed}\n" + "\n".join(_why(env, k) for k in failed)
+    assert not failed, f"runs failed: {failed}\n" + "\n".join(why(env, k) for k in failed)
     if not runs or any(r["status"] not in TERMINAL for r in runs.values()):
         return None
     return runs
 
 
 def _materialized(env: dict[str, str]) -> set[tuple[str, str | None]]:
-    rows = _query(env, "SELECT DISTINCT asset_key, partition FROM event_logs WHERE dagster_event_type = 'ASSET_MATERIALIZATION'")
+    rows = query(env, "SELECT DISTINCT asset_key, partition FROM event_logs WHERE dagster_event_type = 'ASSET_MATERIALIZATION'")
     return {(json.loads(key)[0], partition) for key, partition in rows}
 
 
@@ -231,7 +161,7 @@ def test_production_instance_runs_backfill_and_publications(tmp_path: Path, prod
     assert all(d["healthy"] for d in daemons["instance"]["daemonHealth"]["allDaemonStatuses"]), daemons
 
     # Every run is in the instance's PostgreSQL database, through the queue, and succeeded.
-    runs = _runs(env)
+    runs = instance_runs(env)
     assert labels | publications <= set(runs)
     assert {r["status"] for r in runs.values()} == {"SUCCESS"}, {k: (r["job"], r["status"]) for k, r in runs.items()}
     assert any("dagster/backfill" in r["tags"] for r in runs.values())

@@ -41,7 +41,8 @@ FAILURES: tuple[Failure, ...] = (
         K.FAILED,
         1,
         "the command ran and what it ran failed: a reproduction or rehearsal that is not reconstructable (`dsv reproduce`, `dsv rehearse`), "
-        "a Dagster run (`dsv ingest`, `dsv build`: run and failing steps named), a demo check, `dsv conformance --check` vectors that differ",
+        "a Dagster run (`dsv ingest`, `dsv build`, also with `--submit`: run and failing steps named), a demo check, "
+        "`dsv conformance --check` vectors that differ",
     ),
     Failure(
         K.INVALID,
@@ -81,7 +82,7 @@ FAILURES: tuple[Failure, ...] = (
         K.SERVICE_UNREACHABLE,
         10,
         "PostgreSQL does not answer within the 5 s connect timeout (the URL named, its password masked), "
-        "or the S3 endpoint does not answer (endpoint and store named)",
+        "the S3 endpoint does not answer (endpoint and store named), or the Dagster webserver `--submit` sends to does not (URL named)",
         transient=True,
     ),
     Failure(K.FILE_ACCESS, 11, "a file or folder named on the command line cannot be read or written (`--plan`, `--write`, `--out`)"),
@@ -127,7 +128,8 @@ FAILURES: tuple[Failure, ...] = (
         18,
         "a `DSV_*` setting names something unusable: a malformed `DSV_REGISTRY_URL`, `DSV_STRICT` or `DSV_BUILD_JOBS`, "
         "a `DSV_HOME` that cannot be created or written, a full disk (read-only commands still work), S3 without credentials, "
-        "a missing DuckDB wheel, a `dsv audit --export s3://` bucket without Object Lock (bucket named)",
+        "a missing DuckDB wheel, a `dsv audit --export s3://` bucket without Object Lock (bucket named), "
+        "a `--submit`/`DSV_DAGSTER_URL` webserver that is not a Dagster webserver, refuses the launch or serves no such job (job named)",
     ),
     Failure(
         K.QUARANTINE_STATE,
@@ -140,6 +142,12 @@ FAILURES: tuple[Failure, ...] = (
         20,
         "`dsv ingest` landed a batch with rows its contract rejects: the accepted rows stay landed (append-only); the first rejected rows "
         "are printed with key, column, rule and value, every one is in the rejected-rows file the output names (and in `--json`)",
+    ),
+    Failure(
+        K.DETACHED,
+        21,
+        "`dsv build`/`dsv ingest --submit` stopped following its run (Ctrl-C): the run goes on on the instance; "
+        "the run id and where to follow it are named",
     ),
     Failure(K.INTERNAL, 70, "an unexpected exception caught at the CLI boundary: a bug, still one line"),
 )
