@@ -12,6 +12,7 @@ from dsv_platform.cli.runs import IN_PROCESS_JOB, Runner, UnknownNameError, asse
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.config.platform_config import PlatformConfig
 from dsv_platform.core.trust.trust import Role
+from dsv_platform.defs import keys
 from dsv_platform.services.trust import trust
 from dsv_platform.services.trust.launch import launch_tags
 
@@ -35,7 +36,7 @@ def _build(args: argparse.Namespace, platform: Platform) -> int:
         job = args.job or f"publish_{definition.asset_prefix}"
         print(json.dumps(launch_tags(platform, job=job, partition=args.partition)))
         return 0
-    snapshot, splits = f"{definition.asset_prefix}_snapshot", f"{definition.asset_prefix}_splits"
+    snapshot, splits = keys.snapshot(definition), keys.splits(definition)
     runner = Runner.open(platform.settings, platform.config, progress=stage_progress())  # stages on stderr
     proof = launch_tags(platform, job=IN_PROCESS_JOB)  # the run records this command's identity as the builder
     try:

@@ -23,6 +23,7 @@ from dsv_platform.core.ingest.landing_format import EXTENSIONS
 from dsv_platform.core.ingest.scan_memo import scan_file
 from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.trust.trust import Role
+from dsv_platform.defs import keys
 from dsv_platform.defs.raw import RawBatchConfig, file_batch, recorded_time
 from dsv_platform.services.trust import trust
 
@@ -135,14 +136,15 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
     start = config.options.partitions_start
     if days and days[0] < start and spec.partitioned:
         raise BatchFileError(f"rows fall on {days[0]}, before the first partition {start} (platform.yaml partitions.start)")
-    raw = f"raw_{spec.name}"
+    raw = keys.raw(spec.name)
     result = None
     if landable:
         raw_config = _config(args, [i.path for i in landable])
         runner = Runner.open(platform.settings, config, progress=progress)
         try:
             span = (days[0], days[-1]) if spec.partitioned else None  # a reference table's assets are unpartitioned
-            result = runner.run([raw, f"canonical_{spec.name}"], days=span, run_config={"ops": {raw: {"config": raw_config.model_dump()}}})
+            ops = {keys.op_name(raw): {"config": raw_config.model_dump()}}
+            result = runner.run([raw, keys.canonical(spec.name)], days=span, run_config={"ops": ops})
         finally:
             runner.close()
     rejected_files = {i.path: write_rejected(platform.settings.home, spec.name, i) for i in items}
@@ -169,7 +171,7 @@ def _print_report(platform: Platform, source: str, items: list[IngestFile], resu
     if result is not None:
         landed = sum(1 for i in items if i.accepted)
         span = f"{partition_text(days[0])}..{partition_text(days[-1])}"
-        print(f"ingested {landed} file(s) of {source} in run {result.run_id} (raw_{source}, canonical_{source} over {span})")
+        print(f"ingested {landed} file(s) of {source} in run {result.run_id} (raw/{source}, canonical/{source} over {span})")
     for i in items:
         print(f"  {i.path}\n    batch {', '.join(_batch_ids(platform, source, i)) or '(not landed: no row satisfies the contract)'}  sha256 {i.digest}")
         print(f"    days {', '.join(partition_text(d) for d in i.days) if i.accepted else '-'}  rows accepted {i.accepted}, rejected {i.rejected}")
