@@ -43,6 +43,6 @@ def test_a_dataset_version_with_a_dot_is_refused_naming_its_file(tmp_path):
     assert text != DATASET
     folder = write_config(tmp_path, {"datasets/meter_readings_v1.2.yaml": text})
     (folder / "datasets" / "meter_readings_v1.yaml").unlink()
-    with pytest.raises(ConfigError, match="meter_readings_v1.2.yaml") as err:
+    with pytest.raises(ConfigError, match=r"meter_readings_v1\.2\.yaml") as err:
         load_config(folder)
     assert err.value.key == "version" and "letters, digits and underscores" in str(err.value)

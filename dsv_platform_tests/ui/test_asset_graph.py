@@ -13,10 +13,10 @@ pytestmark = [pytest.mark.ui, pytest.mark.xdist_group("ui")]
 
 GROUPS = ("raw", "canonical", "labels", "datasets", "models", "reproducibility")
 ASSETS = (
-    "raw_transactions",
-    "canonical_transactions",
-    "labels_fraud",
-    "fraud_training_set_v5_snapshot",
+    "raw/transactions",
+    "canonical/transactions",
+    "labels/fraud",
+    "datasets/fraud_training_set/v5",
     SNAPSHOT,
     SPLITS,
     MODEL,
@@ -29,7 +29,7 @@ def test_global_lineage_shows_every_group_then_every_asset_with_its_checks(steps
     steps.open("/asset-groups", "Global asset lineage", *GROUPS, shot="lineage-groups")
     page = steps.page
     deadline = time.monotonic() + 30
-    while "raw_transactions" not in steps.text() and time.monotonic() < deadline:
+    while "raw/transactions" not in steps.text() and time.monotonic() < deadline:
         page.keyboard.press("Alt+e")  # the UI's shortcut: expand all groups
         time.sleep(1.5)
     expanded = page.url

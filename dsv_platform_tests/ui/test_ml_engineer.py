@@ -39,7 +39,7 @@ def test_ml_engineer_follows_the_model_lineage_to_its_pinned_snapshots(steps: St
     steps.wait("Upstream", "Graph depth", shot="model-lineage")
     steps.button("Upstream").click()
     steps.button("All").click()
-    steps.wait(SNAPSHOT, SPLITS, "canonical_transactions", "canonical_account_features", shot="model-upstream", settle=2.0)
+    steps.wait(SNAPSHOT, SPLITS, "canonical/transactions", "canonical/account_features", shot="model-upstream", settle=2.0)
     assert "lineageScope=upstream" in page.url, page.url
 
     page.get_by_text(SNAPSHOT, exact=True).first.click()  # the snapshot node in the upstream graph

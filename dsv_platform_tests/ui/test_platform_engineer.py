@@ -70,7 +70,7 @@ def test_platform_engineer_materializes_the_dataset_from_the_ui_and_reads_hash_a
 
     # The snapshot's page: that run's manifest and content hashes, its reference, and its place in the lineage.
     needles = ("manifest_hash", snapshot["manifest_hash"], "content_hash", snapshot["content_hash"], str(snapshot["ref"]))
-    text = steps.open(f"/assets/{SNAPSHOT}", *needles, "canonical_transactions", "labels_fraud", SPLITS, "fraud_model", shot="snapshot-overview")
+    text = steps.open(f"/assets/{SNAPSHOT}", *needles, "canonical/transactions", "labels/fraud", SPLITS, "models/fraud_model", shot="snapshot-overview")
     assert re.search(rf"manifest_hash\s+(?:\S.*\n\s*)?{snapshot['manifest_hash']}", text), text[:3000]
     steps.open(f"/assets/{SNAPSHOT}?view=events", "Materialized in run", run_id[:8], *needles[:4], shot="snapshot-events")
 
