@@ -1,22 +1,10 @@
 """The asset keys of the Dagster catalog: multi-part, mirroring the tables. The one place a key is formed.
 
-==============================  ==========================================  ==============================
-what                            key (path)                                  before (flat, until issue 26)
-==============================  ==========================================  ==============================
-landed batches of a source      ``raw/<source>``                            ``raw_<source>``
-canonical table of a source     ``canonical/<source>``                      ``canonical_<source>``
-its observed Iceberg head       ``canonical/<source>/head``                 ``canonical_<source>_head``
-a dataset version's snapshot    ``datasets/<name>/<version>``               ``<name>_<version>_snapshot``
-its split assignment            ``datasets/<name>/<version>/splits``        ``<name>_<version>_splits``
-a registered label              ``labels/<name>``                           ``labels_<name>``
-a model                         ``models/<name>``                           ``<name>``
-a reproducible artifact         ``artifacts/<name>``                        ``<name>``
-==============================  ==========================================  ==============================
-
-A path is a tuple of components, each letters, digits and underscores (a Dagster name); the Dagster layer turns it
-into an ``AssetKey`` (defs/keys.py), services use its ``/``-joined user string. Job names (``publish_<name>_<version>``,
-``daily_ingest_job``) are not asset keys and did not change. :func:`legacy_name` is the flat key a path had before,
-so a reader of an instance's history can still find what was recorded under it (docs/dagster.md, "Asset keys").
+``raw/<source>``, ``canonical/<source>`` and its observed ``canonical/<source>/head``, ``datasets/<name>/<version>``
+and ``.../splits``, ``labels/<name>``, ``models/<name>``, ``artifacts/<name>``: each component a Dagster name. The
+Dagster layer makes them ``AssetKey`` values (defs/keys.py); services use the ``/``-joined user string. Job names
+did not change. :func:`legacy_name` is the flat key a path had before (``raw_<source>``, ``<name>_<version>_snapshot``,
+...), so a reader of an upgraded instance's history still finds it. Details: docs/configuration.md, "Asset keys".
 """
 
 import re
