@@ -25,6 +25,22 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SNAPSHOT, SPLITS, MODEL, REHEARSAL = "datasets/fraud_training_set/v6", "datasets/fraud_training_set/v6/splits", "models/fraud_model", "reconstructability"
+
+def shown(key: str) -> str:
+    """How the catalog and an asset's page write a key: ``datasets / fraud_training_set / v6``."""
+    return key.replace("/", " / ")
+
+
+def node(key: str) -> str:
+    """How a lineage graph labels its node: the key's last component (``v6``, ``splits``)."""
+    return key.rsplit("/", 1)[-1]
+
+
+def step(key: str) -> str:
+    """The asset's step on a run's page: ``datasets__fraud_training_set__v6``."""
+    return key.replace("/", "__")
+
+
 FULL_REHEARSAL = "full_reproducibility"  # the weekly full rehearsal's asset (fully_reproduced_fraction)
 CHECK_OUTCOME = {"SUCCEEDED": "Passed", "FAILED": "Failed"}  # GraphQL execution status -> the check page's "Evaluation result"
 HEX64 = re.compile(r"[0-9a-f]{64}")
