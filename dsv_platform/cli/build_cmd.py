@@ -17,6 +17,7 @@ from dsv_platform.cli.submit import add_submit_argument, submit, webserver
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.config.platform_config import PlatformConfig
 from dsv_platform.core.trust.trust import Role
+from dsv_platform.defs import keys
 from dsv_platform.services.trust import trust
 from dsv_platform.services.trust.launch import launch_tags
 
@@ -40,13 +41,13 @@ def _build(args: argparse.Namespace, platform: Platform) -> int:
         job = args.job or f"publish_{definition.asset_prefix}"
         print(json.dumps(launch_tags(platform, job=job, partition=args.partition)))
         return 0
-    snapshot, splits = f"{definition.asset_prefix}_snapshot", f"{definition.asset_prefix}_splits"
+    snapshot, splits = keys.snapshot(definition), keys.splits(definition)
     assets = [snapshot, splits] if definition.split_policy is not None else [snapshot]  # no split policy: no splits asset
     server = webserver(args, platform.settings)
     if server is not None:  # the instance's queue, launcher and publication limit run it; this process follows
         job = f"publish_{definition.asset_prefix}"
         submitted = submit(server, job, tags=launch_tags(platform, job=job))  # the run records this command's identity as the builder
-        return _summary(args, definition, submitted.run_id, submitted.materializations.get(snapshot, {}), submitted.check_lines())
+        return _summary(args, definition, submitted.run_id, submitted.materializations.get(snapshot.to_user_string(), {}), submitted.check_lines())
     runner = Runner.open(platform.settings, platform.config, progress=stage_progress())  # stages on stderr
     proof = launch_tags(platform, job=IN_PROCESS_JOB)  # the run records this command's identity as the builder
     try:

@@ -26,6 +26,7 @@ from dsv_platform.core.ingest.landing_format import EXTENSIONS
 from dsv_platform.core.ingest.scan_memo import scan_file
 from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.trust.trust import Role
+from dsv_platform.defs import keys
 from dsv_platform.defs.raw import RawBatchConfig, file_batch, recorded_time
 from dsv_platform.services.trust import trust
 
@@ -139,18 +140,19 @@ def _ingest(args: argparse.Namespace, platform: Platform) -> int:
     start = config.options.partitions_start
     if days and days[0] < start and spec.partitioned:
         raise BatchFileError(f"rows fall on {days[0]}, before the first partition {start} (platform.yaml partitions.start)")
-    raw = f"raw_{spec.name}"
+    raw = keys.raw(spec.name)
     run_id, checks = None, []
     if landable:
-        run_config = {"ops": {raw: {"config": _config(args, [i.path for i in landable]).model_dump()}}}
+        run_config = {"ops": {keys.op_name(raw): {"config": _config(args, [i.path for i in landable]).model_dump()}}}
         span = (days[0], days[-1]) if spec.partitioned else None  # a reference table's assets are unpartitioned
+        assets = [raw, keys.canonical(spec.name)]
         if server is not None:  # the instance's queue and launcher run it; its workers read the files at these paths
-            submitted = submit(server, ASSET_JOB, tags=partition_tags(span), run_config=run_config, assets=[raw, f"canonical_{spec.name}"])
+            submitted = submit(server, ASSET_JOB, tags=partition_tags(span), run_config=run_config, assets=[list(k.path) for k in assets])
             run_id, checks = submitted.run_id, submitted.check_lines()
         else:
             runner = Runner.open(platform.settings, config, progress=progress)
             try:
-                result = runner.run([raw, f"canonical_{spec.name}"], days=span, run_config=run_config)
+                result = runner.run(assets, days=span, run_config=run_config)
             finally:
                 runner.close()
             run_id, checks = result.run_id, check_lines(result)
@@ -181,7 +183,7 @@ def _print_report(
     if run_id is not None:
         landed = sum(1 for i in items if i.accepted)
         span = f"{partition_text(days[0])}..{partition_text(days[-1])}"
-        print(f"ingested {landed} file(s) of {source} in run {run_id} (raw_{source}, canonical_{source} over {span})")
+        print(f"ingested {landed} file(s) of {source} in run {run_id} (raw/{source}, canonical/{source} over {span})")
     for i in items:
         print(f"  {i.path}\n    batch {', '.join(_batch_ids(platform, source, i)) or '(not landed: no row satisfies the contract)'}  sha256 {i.digest}")
         print(f"    days {', '.join(partition_text(d) for d in i.days) if i.accepted else '-'}  rows accepted {i.accepted}, rejected {i.rejected}")

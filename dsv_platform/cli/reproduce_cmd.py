@@ -38,7 +38,7 @@ def observe(platform: Platform, reports: list[ReproductionReport]) -> int:
             continue
         instance.report_runless_asset_event(
             dg.AssetObservation(
-                r.asset_key,
+                dg.AssetKey.from_user_string(r.asset_key),
                 description=f"{r.procedure}: {r.outcome.value}",
                 metadata={
                     "outcome": dg.MetadataValue.text(r.outcome.value),

@@ -148,9 +148,10 @@ def without_class(message: str) -> str:
     return rest if sep and "." in head and " " not in head and head.split(".")[-1][:1].isupper() else message
 
 
-def asset_metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict[str, Any]:
-    """The values of the last materialization's metadata of ``asset`` in ``result``."""
-    mats = [e.materialization for e in result.get_asset_materialization_events() if e.materialization.asset_key.to_user_string() == asset]
+def asset_metadata(result: dg.ExecuteInProcessResult, asset: dg.AssetKey | str) -> dict[str, Any]:
+    """The values of the last materialization's metadata of ``asset`` (a key or its user string) in ``result``."""
+    key = asset if isinstance(asset, dg.AssetKey) else dg.AssetKey.from_user_string(asset)
+    mats = [e.materialization for e in result.get_asset_materialization_events() if e.materialization.asset_key == key]
     if not mats:
         return {}
     return {k: v.value for k, v in mats[-1].metadata.items()}
@@ -193,7 +194,7 @@ class Runner:
 
     def run(
         self,
-        selection: str | Sequence[str],
+        selection: str | Sequence[str] | Sequence[dg.AssetKey],
         *,
         partition: str | None = None,
         days: tuple[dt.date, dt.date] | None = None,
@@ -201,7 +202,7 @@ class Runner:
         check: bool = True,
         launch: Mapping[str, str] | None = None,
     ) -> dg.ExecuteInProcessResult:
-        """Materialize ``selection`` (asset names or a selection string) as one run, over one partition or the day range ``days``.
+        """Materialize ``selection`` (asset keys, their user strings or a selection string) as one run, over one partition or the day range ``days``.
 
         ``check``: raise :class:`RunFailedError` when the run failed. ``launch``: the launcher's signed launch request tags.
         """
@@ -212,7 +213,7 @@ class Runner:
             tags |= {RANGE_START: days[0].isoformat(), RANGE_END: days[1].isoformat()}
         result = dg.materialize(
             [a for a in self.defs.assets or () if isinstance(a, dg.AssetsDefinition)],
-            selection=selection if isinstance(selection, str) else list(selection),
+            selection=selection if isinstance(selection, str) else [dg.AssetKey.from_user_string(s) if isinstance(s, str) else s for s in selection],
             partition_key=partition,
             tags=tags,
             instance=self.instance,

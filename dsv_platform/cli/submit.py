@@ -164,7 +164,9 @@ def follow(server: Webserver, run_id: str, *, say: Callable[[str], None] = _say,
     return run
 
 
-def submit(server: Webserver, job: str, *, tags: dict[str, str], run_config: dict[str, Any] | None = None, assets: list[str] | None = None) -> SubmittedRun:
+def submit(
+    server: Webserver, job: str, *, tags: dict[str, str], run_config: dict[str, Any] | None = None, assets: list[list[str]] | None = None
+) -> SubmittedRun:
     """Launch one run of ``job`` on the instance and follow it to its end."""
     try:
         run_id = server.launch_run(job, tags=tags, run_config=run_config, assets=assets)

@@ -1,9 +1,10 @@
 """The thin Dagster layer, built from the configuration folder: assets, checks, jobs, schedules, sensors, resources.
 
 ``build_defs(settings)`` reads ``settings.config_dir`` (no Python needed for a new
-source or dataset): ``raw_<source>`` and ``canonical_<source>`` per source,
-``labels_<name>`` per registered label, ``<dataset>_<version>_snapshot`` and
-``_splits`` per dataset file, plus the ``definitions(config)`` of every module
+source or dataset): ``raw/<source>``, ``canonical/<source>`` and its observed
+``canonical/<source>/head`` per source, ``labels/<name>`` per registered label,
+``datasets/<name>/<version>`` and ``datasets/<name>/<version>/splits`` per dataset
+file (the keys: defs/keys.py), plus the ``definitions(config)`` of every module
 ``platform.yaml`` lists under ``dagster_modules``.
 """
 

@@ -18,6 +18,7 @@ from dsv_platform.adapters.objects.landing import scan_days
 from dsv_platform.core.config.source import SourceSpec
 from dsv_platform.core.ingest.batch import parse_batch_file
 from dsv_platform.core.ingest.scan_memo import scan_file
+from dsv_platform.defs import keys
 from dsv_platform.defs.partitions import RANGE_END, RANGE_START
 from dsv_platform.defs.raw import RawBatchConfig, outside_reason
 from dsv_platform.defs.resources import PlatformResource
@@ -82,7 +83,7 @@ def drop_request(
     first, last = span[0].isoformat(), span[-1].isoformat()
     if partitioned and not (partitions.has_partition_key(first) and partitions.has_partition_key(last)):
         return None
-    raw = f"raw_{parsed.source}"
+    raw = keys.raw(parsed.source)
     tags = {"dsv/drop_file": path.name, "dsv/digest": digest}
     if partitioned and first != last:
         tags |= {RANGE_START: first, RANGE_END: last}
@@ -90,8 +91,8 @@ def drop_request(
         run_key=f"{path.name}@{digest}",
         partition_key=first if partitioned and first == last else None,
         job_name=DAILY_JOB if partitioned else REFERENCE_JOB,
-        asset_selection=[dg.AssetKey(raw), dg.AssetKey(f"canonical_{parsed.source}")],
-        run_config=dg.RunConfig(ops={raw: RawBatchConfig(files=[path.name])}),
+        asset_selection=[raw, keys.canonical(parsed.source)],
+        run_config=dg.RunConfig(ops={keys.op_name(raw): RawBatchConfig(files=[path.name])}),
         tags=tags,
     )
 
@@ -228,11 +229,11 @@ def build_drop_folder_sensor(jobs: list[Any], sources: Mapping[str, SourceSpec],
 def build_automation(sources: Mapping[str, SourceSpec], partitions: dg.PartitionsDefinition) -> Automation:
     """The daily jobs over the partitioned sources; reference tables (no ``partition_by``) have their own unpartitioned job."""
     reference = [s.name for s in sources.values() if not s.partitioned]
-    keys = dg.AssetSelection.assets(*(f"{kind}_{name}" for name in reference for kind in ("raw", "canonical")))
-    landing_job = dg.define_asset_job("landing_job", selection=dg.AssetSelection.groups("raw") - keys)
+    references = dg.AssetSelection.assets(*(key(name) for name in reference for key in (keys.raw, keys.canonical)))
+    landing_job = dg.define_asset_job("landing_job", selection=dg.AssetSelection.groups("raw") - references)
     daily_ingest_job = dg.define_asset_job(
         DAILY_JOB,
-        selection=dg.AssetSelection.groups("raw", "canonical") - keys,
+        selection=dg.AssetSelection.groups("raw", "canonical") - references,
         description="Land a day's batches (the drop-folder files of the day) and load them into the canonical tables.",
     )
     schedule = dg.build_schedule_from_partitioned_job(daily_ingest_job, hour_of_day=3, name="daily_ingest_schedule")
@@ -240,7 +241,7 @@ def build_automation(sources: Mapping[str, SourceSpec], partitions: dg.Partition
     if reference:
         jobs.append(
             dg.define_asset_job(
-                REFERENCE_JOB, selection=keys, description="Land the reference tables' drop-folder files (unpartitioned) and load them whole."
+                REFERENCE_JOB, selection=references, description="Land the reference tables' drop-folder files (unpartitioned) and load them whole."
             )
         )
     return Automation(jobs, [schedule], [build_drop_folder_sensor(jobs[1:], sources, partitions)])

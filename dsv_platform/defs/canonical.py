@@ -16,6 +16,7 @@ from dsv_platform.core.config.source import SourceSpec, partition_text
 from dsv_platform.core.contracts.semantic_rules import load_families
 from dsv_platform.core.identity.hashing import content_hash
 from dsv_platform.core.publication.gates import GateResult
+from dsv_platform.defs import keys
 from dsv_platform.defs.catalog import code_version, owners, schema_metadata, table_metadata
 from dsv_platform.defs.metadata import AssetResult, failure_cases, table
 from dsv_platform.defs.partitions import partition_days
@@ -34,11 +35,6 @@ STAGING_BRANCH, STAGED_SNAPSHOT = "staging_branch", "staged_snapshot_id"
 DATA_VERSION_TAG = "dagster/data_version"
 
 
-def head_key(source: str) -> dg.AssetKey:
-    """``canonical_<source>_head``: the table's current Iceberg snapshot, observed (see :func:`build_head_asset`)."""
-    return dg.AssetKey(f"canonical_{source}_head")
-
-
 def head_version(platform: "Platform", spec: SourceSpec) -> str:
     """The table's current snapshot id as a data version (``empty`` before its first commit)."""
     tables = platform.existing_tables()
@@ -51,7 +47,7 @@ def build_head_asset(spec: SourceSpec) -> dg.AssetsDefinition:
     dataset (``AllPartitionMapping`` edges are left out of its stale status), so datasets and labels also depend on
     this observed head. Every canonical load logs an observation of it; "Observe" in the UI catches a change made
     outside a load (a privacy deletion, a schema evolution)."""
-    key = head_key(spec.name)
+    key = keys.head(spec.name)
     described = (
         f"The current Iceberg snapshot of canonical {spec.name} (data version = snapshot id): new canonical data marks the datasets "
         "and labels reading it unsynced. Logged by every canonical load; Observe reads it again."
@@ -61,7 +57,7 @@ def build_head_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         yield dg.ObserveResult(asset_key=key, data_version=dg.DataVersion(head_version(context.resources.platform.get(), spec)))
 
     observed = dg.multi_observable_source_asset(
-        name=key.to_user_string(),
+        name=keys.op_name(key),
         specs=[dg.AssetSpec(key, group_name="table_heads", owners=owners(spec.contract.owner), kinds={"iceberg"}, description=described)],
         required_resource_keys={"platform"},
     )(_head)
@@ -136,11 +132,11 @@ def staged_results(results: list[dg.AssetCheckResult], loads: Sequence[Partition
 
 
 def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition | None) -> dg.AssetsDefinition:
-    name = f"canonical_{spec.name}"
+    key = keys.canonical(spec.name)
     families = load_families(spec.contract)  # empty without semantic keys: no semantic checks
 
     @dg.asset(
-        name=name,
+        key=key,
         partitions_def=partitions,
         backfill_policy=dg.BackfillPolicy.single_run() if partitions is not None else None,
         group_name="canonical",
@@ -149,14 +145,14 @@ def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition 
         code_version=code_version(spec.contract.schema_hash, spec.valid_time, spec.partition_by),
         retry_policy=STEP_RETRY,
         kinds={"iceberg"},
-        deps=[dg.AssetKey(f"raw_{spec.name}")],
+        deps=[keys.raw(spec.name)],
         check_specs=[
             dg.AssetCheckSpec(
                 ROWS_SATISFY_CONTRACT,
-                asset=name,
+                asset=key,
                 description=f"landed rows satisfy the contract {spec.contract.name}; failing rows are quarantined, the rest load",
             ),
-            *family_check_specs(families, name, "the source contract's per-load"),
+            *family_check_specs(families, key, "the source contract's per-load"),
         ],
         description=f"{spec.contract.description or spec.name} Parsed, deduplicated and contract-checked; "
         f"valid time `{spec.valid_time or 'none (valid at any time)'}`, recorded time `_recorded_at`. Corrections and late events are new rows: "
@@ -166,7 +162,7 @@ def build_canonical_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition 
         with retried_if_transient():
             p = platform.get()
             loads = load_partitions(p, spec, partition_days(context), progress=platform.progress(context, f"{spec.name}: "))
-            context.log_event(dg.AssetObservation(asset_key=head_key(spec.name), tags={DATA_VERSION_TAG: head_version(p, spec)}))
+            context.log_event(dg.AssetObservation(asset_key=keys.head(spec.name), tags={DATA_VERSION_TAG: head_version(p, spec)}))
             return canonical_result(loads, families, p.tables.identifier(spec))
 
     return _canonical

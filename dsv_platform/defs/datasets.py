@@ -1,4 +1,4 @@
-"""Dataset assets from declarative definitions: one `<name>_<version>_snapshot` per file, and `_splits` when it has a split policy."""
+"""Dataset assets from declarative definitions: one ``datasets/<name>/<version>`` per file, and ``.../splits`` when it has a split policy."""
 
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -9,7 +9,7 @@ from dsv_platform.core import canonical_json
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.publication.card import card_markdown
 from dsv_platform.core.publication.gates import GateResult, GatesFailedError
-from dsv_platform.defs.canonical import head_key
+from dsv_platform.defs import keys
 from dsv_platform.defs.catalog import code_version, dataset_table, freshness_policy, owners, schema_metadata, table_metadata
 from dsv_platform.defs.gate_checks import dataset_gates_spec, failed_gate_events, snapshot_check_results
 from dsv_platform.defs.integrity_checks import build_quarantine_check, integrity_check_specs
@@ -32,19 +32,19 @@ REF = "ref"
 
 def upstream_ref(context: dg.AssetExecutionContext, key: dg.AssetKey) -> str:
     """The realization reference the latest materialization of ``key`` published (the exact pinned upstream)."""
-    event = context.instance.get_latest_materialization_event(key)
-    if event is None or event.asset_materialization is None or REF not in event.asset_materialization.metadata:
+    materialized = keys.latest_materialization(context.instance, key)  # or under its flat key, recorded before the upgrade
+    if materialized is None or REF not in materialized.metadata:
         raise dg.Failure(f"{key.to_user_string()} has not published a realization yet; materialize it first", allow_retries=False)
-    return str(event.asset_materialization.metadata[REF].value)
+    return str(materialized.metadata[REF].value)
 
 
 def snapshot_deps(definition: DatasetDefinition) -> list[dg.AssetDep]:
     """Every partition of the canonical sources, and the pinned version of the label (if any)."""
-    deps = [dg.AssetDep(f"canonical_{s}", partition_mapping=dg.AllPartitionMapping()) for s in definition.sources]
-    deps += [dg.AssetDep(head_key(s)) for s in definition.sources]  # staleness across the daily partitions (defs/canonical.py)
+    deps = [dg.AssetDep(keys.canonical(s), partition_mapping=dg.AllPartitionMapping()) for s in definition.sources]
+    deps += [dg.AssetDep(keys.head(s)) for s in definition.sources]  # staleness across the daily partitions (defs/canonical.py)
     if definition.label is not None:
         mapping = dg.SpecificPartitionsPartitionMapping([f"v{definition.label.version}"])
-        deps.append(dg.AssetDep(f"labels_{definition.label.name}", partition_mapping=mapping))
+        deps.append(dg.AssetDep(keys.label(definition.label.name), partition_mapping=mapping))
     return deps
 
 
@@ -108,8 +108,8 @@ def splits_result(result: SplitsCheck) -> AssetResult:
 
 
 def snapshot_check_specs(definition: DatasetDefinition) -> list[dg.AssetCheckSpec]:
-    name = f"{definition.asset_prefix}_snapshot"
-    return [*semantic_check_specs(definition, name), *integrity_check_specs(definition, name), dataset_gates_spec(name)]
+    key = keys.snapshot(definition)
+    return [*semantic_check_specs(definition, key), *integrity_check_specs(definition, key), dataset_gates_spec(key)]
 
 
 def snapshot_description(definition: DatasetDefinition) -> str:
@@ -140,14 +140,14 @@ def lag_metadata(lag: dict[str, float | None]) -> dict[str, dg.MetadataValue]:
 
 
 def build_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
-    """``<dataset>_<version>_snapshot``: one step, or with ``fan_out`` > 1 a plan, parallel prepare steps and a seal (defs/fanout.py)."""
+    """``datasets/<name>/<version>``: one step, or with ``fan_out`` > 1 a plan, parallel prepare steps and a seal (defs/fanout.py)."""
     if definition.fan_out > 1:
         from dsv_platform.defs.fanout import build_fanout_snapshot_asset
 
         return build_fanout_snapshot_asset(definition)
 
     @dg.asset(
-        name=f"{definition.asset_prefix}_snapshot",
+        key=keys.snapshot(definition),
         group_name="datasets",
         kinds={"parquet"},
         owners=owners(definition.owner),
@@ -173,11 +173,10 @@ def build_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
 
 
 def build_splits_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
-    snapshot_key = dg.AssetKey(f"{definition.asset_prefix}_snapshot")
-    name = f"{definition.asset_prefix}_splits"
+    snapshot_key, key = keys.snapshot(definition), keys.splits(definition)
 
     @dg.asset(
-        name=name,
+        key=key,
         group_name="datasets",
         kinds={"parquet"},
         owners=owners(definition.owner),
@@ -185,7 +184,7 @@ def build_splits_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
         retry_policy=STEP_RETRY,
         deps=[snapshot_key],
         check_specs=[
-            dg.AssetCheckSpec(SPLITS_ARE_ENTITY_DISJOINT, asset=name, blocking=True, description=f"no {definition.entity_column} appears in two splits")
+            dg.AssetCheckSpec(SPLITS_ARE_ENTITY_DISJOINT, asset=key, blocking=True, description=f"no {definition.entity_column} appears in two splits")
         ],
         description=f"The materialized split assignment of the latest {definition.ref} realization (policy from the definition), "
         "cross-checked against its manifest. Data version = assignment hash.",
@@ -212,10 +211,9 @@ The step-level limit that also holds for ad-hoc runs and ``dsv build`` is the po
 
 def build_publication_job(definition: DatasetDefinition) -> Any:  # an unresolved asset job
     """``publish_<dataset>_<version>``: the snapshot and its splits in one run tagged :data:`PUBLICATION_TAG`."""
-    prefix = definition.asset_prefix
     return dg.define_asset_job(
-        f"publish_{prefix}",
-        selection=dg.AssetSelection.assets(f"{prefix}_snapshot", *([f"{prefix}_splits"] if definition.split_policy is not None else [])),
+        f"publish_{definition.asset_prefix}",
+        selection=dg.AssetSelection.assets(keys.snapshot(definition), *([keys.splits(definition)] if definition.split_policy is not None else [])),
         tags={PUBLICATION_TAG: definition.ref},
         description=f"Build and publish {definition.ref} and check its splits; one publication run at a time on the production instance.",
     )

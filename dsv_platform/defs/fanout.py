@@ -16,6 +16,7 @@ import dagster as dg
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.publication.gates import GatesFailedError
 from dsv_platform.core.publication.manifest import BuiltPart
+from dsv_platform.defs import keys
 from dsv_platform.defs.catalog import freshness_policy, owners, schema_metadata
 from dsv_platform.defs.datasets import snapshot_check_specs, snapshot_code_version, snapshot_deps, snapshot_description, snapshot_materialization
 from dsv_platform.defs.gate_checks import failed_gate_events
@@ -89,7 +90,7 @@ def _seal_op(definition: DatasetDefinition) -> dg.OpDefinition:
 
 
 def build_fanout_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefinition:
-    """The graph-backed ``<dataset>_<version>_snapshot`` of a definition with ``fan_out`` > 1."""
+    """The graph-backed ``datasets/<name>/<version>`` of a definition with ``fan_out`` > 1."""
     ins = _ins(definition)
     plan_op, prepare_op, seal_op = _plan_op(definition, list(ins)), _prepare_op(definition), _seal_op(definition)
 
@@ -100,7 +101,7 @@ def build_fanout_snapshot_asset(definition: DatasetDefinition) -> dg.AssetsDefin
 
     compose.__signature__ = inspect.Signature([inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY) for name in ins])  # type: ignore[attr-defined]
     asset = dg.graph_asset(
-        name=f"{definition.asset_prefix}_snapshot",
+        key=keys.snapshot(definition),
         group_name="datasets",
         kinds={"parquet"},
         owners=owners(definition.owner),

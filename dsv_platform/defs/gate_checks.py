@@ -30,10 +30,10 @@ _BOUNDS = {
 }
 
 
-def dataset_gates_spec(asset_name: str) -> dg.AssetCheckSpec:
+def dataset_gates_spec(asset_key: dg.AssetKey) -> dg.AssetCheckSpec:
     return dg.AssetCheckSpec(
         DATASET_GATES,
-        asset=asset_name,
+        asset=asset_key,
         blocking=True,
         description="the definition's gates: row count, split invariants, label coverage, output contract, drift baseline; docs/contracts.md",
     )

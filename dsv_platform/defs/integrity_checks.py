@@ -14,6 +14,7 @@ from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.contracts.integrity_signals import GATE_PREFIX, SIGNALS
 from dsv_platform.core.publication.gates import GateResult
 from dsv_platform.core.publication.states import RealizationState
+from dsv_platform.defs import keys
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.defs.retries import STEP_RETRY, retried_if_transient
 from dsv_platform.services.publication.integrity_signals import integrity_policy
@@ -26,13 +27,13 @@ def check_name(signal: str) -> str:
     return f"integrity_{signal}"
 
 
-def integrity_check_specs(definition: DatasetDefinition, asset_name: str) -> list[dg.AssetCheckSpec]:
+def integrity_check_specs(definition: DatasetDefinition, asset_key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
     """One check per integrity signal, blocking where the definition says so."""
     blocking = integrity_policy(definition).blocking
     return [
         dg.AssetCheckSpec(
             check_name(signal),
-            asset=asset_name,
+            asset=asset_key,
             blocking=signal in blocking,
             description=f"poisoning signal {signal} ({'blocking' if signal in blocking else 'warn'}); docs/quarantine.md",
         )
@@ -59,7 +60,7 @@ def integrity_check_results(gates: Iterable[GateResult]) -> list[dg.AssetCheckRe
 
 
 def build_quarantine_check(definition: DatasetDefinition) -> dg.AssetChecksDefinition:
-    snapshot_key = dg.AssetKey(f"{definition.asset_prefix}_snapshot")
+    snapshot_key = keys.snapshot(definition)
 
     @dg.asset_check(
         asset=snapshot_key,
@@ -69,8 +70,7 @@ def build_quarantine_check(definition: DatasetDefinition) -> dg.AssetChecksDefin
     )
     def _not_quarantined(context: dg.AssetCheckExecutionContext, platform: PlatformResource) -> dg.AssetCheckResult:
         with retried_if_transient():
-            event = context.instance.get_latest_materialization_event(snapshot_key)
-            materialized = None if event is None else event.asset_materialization
+            materialized = keys.latest_materialization(context.instance, snapshot_key)  # or under its flat key (before the upgrade)
             if materialized is None or "manifest_hash" not in materialized.metadata:
                 return dg.AssetCheckResult(passed=True, metadata={"note": dg.MetadataValue.text("nothing published yet")})
             mh = str(materialized.metadata["manifest_hash"].value)

@@ -5,7 +5,7 @@ from typing import Any
 import dagster as dg
 
 from dsv_platform.core.config.labels import LabelVersion
-from dsv_platform.defs.canonical import head_key
+from dsv_platform.defs import keys
 from dsv_platform.defs.catalog import code_version, module_source_hash, owners, schema_metadata, table_metadata
 from dsv_platform.defs.metadata import AssetResult
 from dsv_platform.defs.partitions import label_version_partitions
@@ -34,7 +34,7 @@ def build_label_asset(name: str, versions: dict[int, LabelVersion]) -> dg.Assets
     described = "; ".join(f"v{v.version}: {v.description}" for _, v in sorted(versions.items()))
 
     @dg.asset(
-        name=f"labels_{name}",
+        key=keys.label(name),
         partitions_def=label_version_partitions(versions),
         group_name="labels",
         owners=owners(contract.owner),
@@ -42,7 +42,7 @@ def build_label_asset(name: str, versions: dict[int, LabelVersion]) -> dg.Assets
         code_version=code_version(*sorted({module_source_hash(v.module) or v.module for v in versions.values()}), contract.schema_hash),
         retry_policy=STEP_RETRY,
         kinds={"iceberg"},
-        deps=[*(dg.AssetDep(f"canonical_{s}", partition_mapping=dg.AllPartitionMapping()) for s in inputs), *(dg.AssetDep(head_key(s)) for s in inputs)],
+        deps=[*(dg.AssetDep(keys.canonical(s), partition_mapping=dg.AllPartitionMapping()) for s in inputs), *(dg.AssetDep(keys.head(s)) for s in inputs)],
         description=f"Label {name}, one partition (and Iceberg table) per registered version ({described}). "
         "A new version is applied to all history; a label that changes is a new row, never a rewrite.",
     )

@@ -1,4 +1,4 @@
-"""raw_<source>: daily partitioned landing of source batches, write-once under content-derived keys."""
+"""raw/<source>: daily partitioned landing of source batches, write-once under content-derived keys."""
 
 import datetime as dt
 import tempfile
@@ -19,6 +19,7 @@ from dsv_platform.core.ingest.batch import parse_batch_file
 from dsv_platform.core.ingest.landing_format import EXTENSIONS
 from dsv_platform.core.progress.stages import SILENT, Progress
 from dsv_platform.core.trust.trust import Role
+from dsv_platform.defs import keys
 from dsv_platform.defs.catalog import owners
 from dsv_platform.defs.metadata import AssetResult, table
 from dsv_platform.defs.partitions import partition_days
@@ -175,17 +176,17 @@ def raw_result(landed: Sequence[LandingRecord], every: Sequence[LandingRecord]) 
 
 
 def build_raw_asset(spec: SourceSpec, partitions: dg.PartitionsDefinition | None) -> dg.AssetsDefinition:
-    name = f"raw_{spec.name}"
+    key = keys.raw(spec.name)
 
     @dg.asset(
-        name=name,
+        key=key,
         partitions_def=partitions,
         backfill_policy=dg.BackfillPolicy.single_run() if partitions is not None else None,
         group_name="raw",
         owners=owners(spec.contract.owner),
         retry_policy=STEP_RETRY,
         kinds={spec.landing_format},
-        check_specs=[dg.AssetCheckSpec(BATCH_IS_READABLE, asset=name, description=f"every landed batch parses as {spec.landing_format}")],
+        check_specs=[dg.AssetCheckSpec(BATCH_IS_READABLE, asset=key, description=f"every landed batch parses as {spec.landing_format}")],
         description=f"{spec.name} source batches ({spec.landing_format}) as they arrived, "
         f"{'one day per partition' if spec.partitioned else 'unpartitioned (a reference table)'}, stored write-once under "
         "their SHA-256. Landing the same bytes again is a no-op; new bytes for a batch id are a new object; unreadable batches are quarantined.",

@@ -5,6 +5,7 @@ from typing import Any
 
 import dagster as dg
 
+from dsv_platform.defs import keys
 from dsv_platform.defs.metadata import AssetResult, table
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.services.publication.status import platform_status
@@ -72,7 +73,7 @@ def _observe(context: dg.AssetExecutionContext, run: RehearsalRun) -> None:
         if r.asset_key:
             context.log_event(
                 dg.AssetObservation(
-                    r.asset_key,
+                    keys.parse(r.asset_key),
                     description=f"{run.procedure}: {r.outcome.value}",
                     metadata={"outcome": r.outcome.value, "run_hash": r.run_hash or "", "reason": r.reason, "record_id": r.record_id},
                 )

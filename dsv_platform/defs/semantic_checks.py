@@ -22,12 +22,12 @@ def check_name(family: str) -> str:
     return f"semantic_{family}"
 
 
-def family_check_specs(families: Mapping[str, bool], asset_name: str, what: str = "the contract's") -> list[dg.AssetCheckSpec]:
+def family_check_specs(families: Mapping[str, bool], asset_key: dg.AssetKey, what: str = "the contract's") -> list[dg.AssetCheckSpec]:
     """One check per rule family (``families``: family -> whether it holds a blocking rule), blocking where a rule blocks."""
     return [
         dg.AssetCheckSpec(
             check_name(family),
-            asset=asset_name,
+            asset=asset_key,
             blocking=blocking,
             description=f"{what} {family} rules ({'blocking' if blocking else 'warnings only'}); docs/contracts.md",
         )
@@ -35,9 +35,9 @@ def family_check_specs(families: Mapping[str, bool], asset_name: str, what: str 
     ]
 
 
-def semantic_check_specs(definition: DatasetDefinition, asset_name: str) -> list[dg.AssetCheckSpec]:
+def semantic_check_specs(definition: DatasetDefinition, asset_key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
     """One check per rule family the output contract declares."""
-    return family_check_specs(families(definition.contract), asset_name)
+    return family_check_specs(families(definition.contract), asset_key)
 
 
 def _failed_lines(rules: list[GateResult]) -> str | None:

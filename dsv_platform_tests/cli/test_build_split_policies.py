@@ -195,7 +195,7 @@ def test_dsv_build_materializes_the_assignment_the_policy_says(dsv, policy):
     assert {g for g in gates if g in ("proportions_within_tolerance", "time_boundaries_respected", "eras_respected")} == set(case.gates), built.out
     for blocking in ("time_boundaries_respected", "eras_respected"):  # the proportions gate only warns (5 meters make coarse shares)
         assert gates.get(blocking, "passed") == "passed", built.out
-    assert f"check {case.name}_v1_splits.splits_are_entity_disjoint: passed" in built.out, built.out  # the _splits asset re-read the stored assignment
+    assert f"check datasets/{case.name}/v1/splits.splits_are_entity_disjoint: passed" in built.out, built.out  # the _splits asset re-read the stored assignment
 
     with open_dataset(ref.group(1)) as ds:
         rows = {r["reading_id"]: r for r in ds.to_arrow().to_pylist()}
@@ -262,7 +262,7 @@ def test_dsv_build_splits_a_composite_key_by_its_group(dsv):
     assert built.code == 0, built.err[-3000:]
     ref = re.search(r"^  ref\s+(\S+)", built.out, re.M)
     assert ref is not None, built.out
-    assert f"check {COMPOSITE}_v1_splits.splits_are_entity_disjoint: passed" in built.out, built.out
+    assert f"check datasets/{COMPOSITE}/v1/splits.splits_are_entity_disjoint: passed" in built.out, built.out
     with open_dataset(ref.group(1)) as ds:
         rows = ds.to_arrow().to_pylist()
         assignment = ds.split_assignment

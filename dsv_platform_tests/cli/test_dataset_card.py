@@ -143,7 +143,7 @@ def test_the_card_stored_at_publication_is_named_in_the_signed_statement(dsv, ho
 
 def test_the_snapshot_materialization_carries_the_card(home):
     with dg.DagsterInstance.from_config(str(Path(home["DSV_HOME"]) / "dagster")) as instance:
-        event = instance.get_latest_materialization_event(dg.AssetKey("meter_readings_v1_snapshot"))
+        event = instance.get_latest_materialization_event(dg.AssetKey.from_user_string("datasets/meter_readings/v1"))
     assert event is not None and event.asset_materialization is not None
     metadata = event.asset_materialization.metadata
     card = metadata["dataset_card"]

@@ -103,7 +103,7 @@ def test_demo_landing_goes_through_recorded_runs_with_their_checks(demo):
         ranged = [r for r in runs if r.tags.get("dagster/asset_partition_range_start") == "2026-06-01"]
         events = instance.all_logs(ranged[0].run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
         materialized = {e.dagster_event.asset_key.to_user_string() for e in events}
-        assert {f"{kind}_{s}" for kind in ("raw", "canonical") for s in ("transactions", "chargebacks", "account_features")} <= materialized
+        assert {f"{kind}/{s}" for kind in ("raw", "canonical") for s in ("transactions", "chargebacks", "account_features")} <= materialized
 
 
 def test_demo_impact_reaches_the_deployment_and_the_deletion_is_closed_by_the_retrain(demo):

@@ -137,7 +137,7 @@ def test_a_followed_run_fails_with_its_step_error_kind(
     nodes = [{"name": "__repository__", "location": {"name": "dsv_platform"}, "pipelines": [{"name": job}]}]
     chain = {"className": "DagsterExecutionStepExecutionError", "message": "Error occurred while executing op",
              "causes": [{"className": error, "message": f"dsv_platform.core.errors.{error}: ACCESS_DENIED: meter_readings:v1: refused"}]}  # fmt: skip
-    step = "meter_readings_v1_snapshot"
+    step = "datasets__meter_readings__v1"
     server.replies = [
         {"data": {"repositoriesOrError": {"__typename": "RepositoryConnection", "nodes": nodes}}},
         {"data": {"launchRun": {"__typename": "LaunchRunSuccess", "run": {"runId": "r-1", "status": "QUEUED"}}}},

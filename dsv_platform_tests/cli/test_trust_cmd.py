@@ -64,7 +64,7 @@ def test_every_role_refusal_in_a_strict_home(dsv, tmp_path: Path, capsys: pytest
     runner = Runner.open(load_settings({"DSV_HOME": str(tmp_path / "home"), "DSV_IDENTITY": "carol"}))
     try:  # a refusal inside a Dagster run (the raw asset as carol) is ACCESS_DENIED too, not a generic run failure
         with pytest.raises(AccessDeniedError, match=r"'carol' has no grant for role 'source_writer' on source=transactions"):
-            runner.run(["raw_transactions"], partition=day.isoformat(), run_config={"ops": {"raw_transactions": {"config": {"files": [str(good)]}}}})
+            runner.run(["raw/transactions"], partition=day.isoformat(), run_config={"ops": {"raw__transactions": {"config": {"files": [str(good)]}}}})
     finally:
         runner.close()
     capsys.readouterr()  # the run's own Dagster error log

@@ -46,7 +46,7 @@ SEMANTIC_METERS = METERS.replace(
     "expectations:\n  unique: true\n  population:\n    - {column: meter_id, not_matching: '^test-'}\n  max_volume_change: 0.1\n"
 )
 GOOD, BAD = dt.date(2026, 1, 1), dt.date(2026, 1, 2)
-CANONICAL = "canonical_meters"
+CANONICAL = "canonical/meters"
 
 
 def _batch(day: dt.date, meters: tuple[str, ...]) -> RawBatch:
@@ -67,9 +67,9 @@ def pipeline(tmp_path_factory):
     root = tmp_path_factory.mktemp("canonical-semantic")
     settings = dataclasses.replace(settings_at(root / "dsv"), config_dir=write_config(root / "config", {"sources/meters.yaml": SEMANTIC_METERS}))
     defs = build_defs(settings)
-    canonical = next(a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and dg.AssetKey(CANONICAL) in a.keys)
+    canonical = next(a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and dg.AssetKey.from_user_string(CANONICAL) in a.keys)
 
-    @dg.asset(name="meters_downstream", deps=[dg.AssetKey(CANONICAL)], partitions_def=canonical.partitions_def, backfill_policy=dg.BackfillPolicy.single_run())
+    @dg.asset(name="meters_downstream", deps=[canonical.key], partitions_def=canonical.partitions_def, backfill_policy=dg.BackfillPolicy.single_run())
     def downstream() -> None:
         """A consumer of the canonical table, in the same run: a failed blocking check must stop it."""
 
@@ -78,7 +78,7 @@ def pipeline(tmp_path_factory):
 
         def run(day: dt.date) -> dg.ExecuteInProcessResult:
             assets = [*defs.assets, downstream]
-            selection = f"key:raw_meters or key:{CANONICAL} or key:meters_downstream"
+            selection = f'key:"raw/meters" or key:"{CANONICAL}" or key:meters_downstream'
             return dg.materialize(assets, selection=selection, partition_key=day.isoformat(), instance=instance, resources=defs.resources, raise_on_error=False)
 
         yield defs, canonical, run, settings
@@ -93,7 +93,7 @@ def test_one_check_per_family_without_drift_and_volume_and_none_for_a_source_wit
     specs = {s.name: s.blocking for s in canonical.check_specs}
     expected = {"semantic_values": True, "semantic_completeness": True, "semantic_plausibility": False, "semantic_uniqueness": True}
     assert specs == {"rows_satisfy_contract": False, "semantic_population": True, **expected}
-    calibration = next(a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and dg.AssetKey("canonical_calibration") in a.keys)
+    calibration = next(a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and dg.AssetKey.from_user_string("canonical/calibration") in a.keys)
     assert [s.name for s in calibration.check_specs] == ["rows_satisfy_contract"]
 
 
@@ -135,7 +135,7 @@ def test_a_leak_fails_the_population_check_naming_the_rule_stops_downstream_and_
     assert all(c.passed for name, c in checks.items() if name not in ("semantic_population", "semantic_completeness"))
     materialized = [m.asset_key.to_user_string() for m in result.get_asset_materialization_events()]
     assert CANONICAL in materialized and "meters_downstream" not in materialized
-    canonical_md = result.asset_materializations_for_node(CANONICAL)[0].metadata
+    canonical_md = result.asset_materializations_for_node("canonical__meters")[0].metadata
     branch, head = population.metadata["staging_branch"].value, int(population.metadata["staged_snapshot_id"].value)
     assert branch.startswith("wap-") and canonical_md["staging_branch"].value == branch
     assert population.description.startswith(f"main unchanged: the load is staged on Iceberg branch {branch} (snapshot {head})")

@@ -25,26 +25,26 @@ def loaded():
 
 
 def _spec(graph, key: str) -> dg.AssetSpec:
-    return graph.get(dg.AssetKey(key)).to_asset_spec()
+    return graph.get(dg.AssetKey.from_user_string(key)).to_asset_spec()
 
 
 def test_every_configured_asset_has_its_yaml_owner(loaded):
     config, graph = loaded
     for spec in config.sources.values():
         want = [f"team:{spec.contract.owner}"]
-        assert _spec(graph, f"raw_{spec.name}").owners == want and _spec(graph, f"canonical_{spec.name}").owners == want
+        assert _spec(graph, f"raw/{spec.name}").owners == want and _spec(graph, f"canonical/{spec.name}").owners == want
     for d in config.datasets:
-        for asset in (f"{d.asset_prefix}_snapshot", f"{d.asset_prefix}_splits"):
+        for asset in (f"datasets/{d.name}/{d.version}", f"datasets/{d.name}/{d.version}/splits"):
             assert _spec(graph, asset).owners == [f"team:{d.owner}"], asset
-    assert _spec(graph, "labels_fraud").owners == ["team:risk-labels"]
+    assert _spec(graph, "labels/fraud").owners == ["team:risk-labels"]
     configured = {k for k in graph.get_all_asset_keys() if k.to_user_string().split("_")[0] in ("raw", "canonical", "labels", "fraud")}
-    assert all(_spec(graph, k.to_user_string()).owners for k in configured if k.to_user_string() != "fraud_model")
+    assert all(_spec(graph, k.to_user_string()).owners for k in configured if k.to_user_string() != "models/fraud_model")
 
 
 def test_column_schema_comes_from_the_contract(loaded):
     config, graph = loaded
     transactions = config.sources["transactions"].contract
-    schema = _spec(graph, "canonical_transactions").metadata["dagster/column_schema"]
+    schema = _spec(graph, "canonical/transactions").metadata["dagster/column_schema"]
     assert isinstance(schema, dg.TableSchema) and [c.name for c in schema.columns] == list(transactions.column_names)
     by_name = {c.name: c for c in schema.columns}
     assert by_name["amount"].type == "decimal(18,2)" and "unit USD" in by_name["amount"].constraints.other
@@ -52,9 +52,9 @@ def test_column_schema_comes_from_the_contract(loaded):
     assert by_name["transaction_id"].constraints.unique and not by_name["transaction_id"].constraints.nullable
     assert by_name["merchant_risk"].constraints.nullable and "allowed values ['USD', 'EUR', 'GBP', 'CAD']" in by_name["currency"].constraints.other
     v6 = config.dataset("fraud_training_set", "v6")
-    snapshot = _spec(graph, f"{v6.asset_prefix}_snapshot").metadata["dagster/column_schema"]
+    snapshot = _spec(graph, f"datasets/{v6.name}/{v6.version}").metadata["dagster/column_schema"]
     assert [c.name for c in snapshot.columns] == list(v6.contract.column_names)
-    assert [c.name for c in _spec(graph, "labels_fraud").metadata["dagster/column_schema"].columns][:2] == ["transaction_id", "event_date"]
+    assert [c.name for c in _spec(graph, "labels/fraud").metadata["dagster/column_schema"].columns][:2] == ["transaction_id", "event_date"]
 
 
 @pytest.mark.parametrize(

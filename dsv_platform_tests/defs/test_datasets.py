@@ -25,10 +25,10 @@ def test_factory_makes_one_asset_set_per_definition_file():
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     for d in load_config(settings.config_dir).datasets:
-        assert {f"{d.asset_prefix}_snapshot", f"{d.asset_prefix}_splits"} <= keys
-        parents = {p.to_user_string() for p in graph.get(dg.AssetKey(f"{d.asset_prefix}_snapshot")).parent_keys}
-        assert parents == {f"canonical_{s}" for s in d.sources} | {f"canonical_{s}_head" for s in d.sources} | {"labels_fraud"}
-    assert "fraud_model" in keys
+        assert {f"datasets/{d.name}/{d.version}", f"datasets/{d.name}/{d.version}/splits"} <= keys
+        parents = {p.to_user_string() for p in graph.get(dg.AssetKey(["datasets", d.name, d.version])).parent_keys}
+        assert parents == {f"canonical/{s}" for s in d.sources} | {f"canonical/{s}/head" for s in d.sources} | {"labels/fraud"}
+    assert "models/fraud_model" in keys
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def materialized(tmp_path_factory):
         ingest = dg.materialize(assets, selection="group:raw or group:canonical", tags=tags, instance=instance, resources=defs.resources)
         assert ingest.success
         for version in ("v5", "v6"):
-            assert dg.materialize(assets, selection="labels_fraud", partition_key=version, instance=instance, resources=defs.resources).success
+            assert dg.materialize(assets, selection="labels/fraud", partition_key=version, instance=instance, resources=defs.resources).success
         result = dg.materialize(assets, selection="group:datasets or group:models", instance=instance, resources=defs.resources)
         yield settings, result
 
@@ -53,7 +53,7 @@ def test_snapshot_publishes_a_realization_with_pins_in_metadata(materialized, mo
     settings, result = materialized
     assert result.success
     mat = {m.asset_key.to_user_string(): m for m in result.get_asset_materialization_events() for m in [m.materialization]}
-    snap = mat["fraud_training_set_v6_snapshot"].metadata
+    snap = mat["datasets/fraud_training_set/v6"].metadata
     ref = snap["ref"].value
     ds = open_dataset(ref, settings=settings)
     assert ds.manifest_hash == snap["manifest_hash"].value and ds.verify_content() == snap["content_hash"].value
@@ -61,7 +61,7 @@ def test_snapshot_publishes_a_realization_with_pins_in_metadata(materialized, mo
     tags = {s.tag for s in ds.manifest.sources}
     assert len(tags) == 1 and tags.pop().startswith("fraud_training_set-v6-")
     assert {s.table for s in ds.manifest.sources} == {"transactions", "account_features", "labels_fraud_v6"}
-    assert mat["fraud_training_set_v5_snapshot"].metadata["label_version"].value == "fraud:v5"
+    assert mat["datasets/fraud_training_set/v5"].metadata["label_version"].value == "fraud:v5"
 
 
 def test_splits_check_passes_and_model_records_its_run(materialized):
@@ -69,8 +69,8 @@ def test_splits_check_passes_and_model_records_its_run(materialized):
     checks = {c.check_name: c for c in result.get_asset_check_evaluations()}
     assert checks["splits_are_entity_disjoint"].passed
     mat = {e.materialization.asset_key.to_user_string(): e.materialization for e in result.get_asset_materialization_events()}
-    model = mat["fraud_model"].metadata
-    assert model["ref"].value == mat["fraud_training_set_v6_snapshot"].metadata["ref"].value
+    model = mat["models/fraud_model"].metadata
+    assert model["ref"].value == mat["datasets/fraud_training_set/v6"].metadata["ref"].value
     assert len(model["run_manifest_hash"].value) == 64
     roots = Registry.from_url(settings.registry_url).list_retention_roots(kind="model_version")
     assert [r.ref for r in roots if r.id == model["retention_root_id"].value] == [f"model_run:{model['run_manifest_hash'].value}"]
@@ -84,14 +84,14 @@ def test_splits_check_passes_and_model_records_its_run(materialized):
 def test_snapshot_metadata_shows_the_state_and_the_approval(materialized):
     settings, result = materialized
     mat = {e.materialization.asset_key.to_user_string(): e.materialization for e in result.get_asset_materialization_events()}
-    snap = mat["fraud_training_set_v5_snapshot"].metadata
+    snap = mat["datasets/fraud_training_set/v5"].metadata
     assert snap["state"].value == "PUBLISHED" and snap["approval"].value.startswith("not approved")
     with Registry.from_url(settings.registry_url) as reg:
         approve(reg, snap["ref"].value, reason="reviewed the v5 report", actor="release")
     defs = build_defs(settings)
     with dg.DagsterInstance.ephemeral() as instance:  # same pinned inputs: the approved realization is reused
-        again = dg.materialize([*defs.assets], selection="fraud_training_set_v5_snapshot", instance=instance, resources=defs.resources)
-    meta = again.asset_materializations_for_node("fraud_training_set_v5_snapshot")[0].metadata
+        again = dg.materialize([*defs.assets], selection="datasets/fraud_training_set/v5", instance=instance, resources=defs.resources)
+    meta = again.asset_materializations_for_node("datasets__fraud_training_set__v5")[0].metadata
     assert meta["ref"].value == snap["ref"].value and meta["reused"].value is True
     # issue 23 item 11: a reused materialization shows the gates of the realization it reused, not an empty table
     first = [(g["name"], g["passed"]) for g in snap["gate_results"].value]

@@ -38,8 +38,8 @@ def test_definitions_load():
     dg.Definitions.validate_loadable(defs)
     assert {"daily_ingest_job", "landing_job", "gc_plan_job", "privacy_deletion_job", "rehearsal_job", "integrity_scan_job"} <= {j.name for j in defs.jobs}
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
-    assert {f"{kind}_{s}" for kind in ("raw", "canonical") for s in FRAUD_SOURCES} <= keys
-    assert {"labels_fraud", "fraud_training_set_v6_snapshot", "fraud_training_set_v5_splits", "fraud_model"} <= keys
+    assert {f"{kind}/{s}" for kind in ("raw", "canonical") for s in FRAUD_SOURCES} <= keys
+    assert {"labels/fraud", "datasets/fraud_training_set/v6", "datasets/fraud_training_set/v5/splits", "models/fraud_model"} <= keys
     assert "sample_source" not in defs.resources
 
 
@@ -51,7 +51,7 @@ def test_definitions_module_exposes_defs(tmp_path, monkeypatch):
 
     module = importlib.reload(module)
     assert isinstance(module.defs, dg.Definitions)
-    assert module.defs.resolve_asset_graph().get(dg.AssetKey("canonical_transactions")) is not None
+    assert module.defs.resolve_asset_graph().get(dg.AssetKey.from_user_string("canonical/transactions")) is not None
 
 
 def test_a_configuration_without_python_builds_its_assets(tmp_path):
@@ -59,11 +59,12 @@ def test_a_configuration_without_python_builds_its_assets(tmp_path):
     defs = build_defs(settings)
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert {"raw_meters", "canonical_meters", "raw_calibration", "canonical_calibration", "meter_readings_v1_snapshot", "meter_readings_v1_splits"} <= keys
+    assert {"raw/meters", "canonical/meters", "raw/calibration", "canonical/calibration"} <= keys
+    assert {"datasets/meter_readings/v1", "datasets/meter_readings/v1/splits"} <= keys
     assert not any(k.startswith(("labels_", "fraud")) for k in keys)
-    snapshot = graph.get(dg.AssetKey("meter_readings_v1_snapshot"))
-    assert {p.to_user_string() for p in snapshot.parent_keys} == {f"canonical_{s}{head}" for s in ("meters", "calibration") for head in ("", "_head")}
-    assert "parquet" in graph.get(dg.AssetKey("raw_meters")).kinds and "jsonl" in graph.get(dg.AssetKey("raw_calibration")).kinds
+    snapshot = graph.get(dg.AssetKey.from_user_string("datasets/meter_readings/v1"))
+    assert {p.to_user_string() for p in snapshot.parent_keys} == {f"canonical/{s}{head}" for s in ("meters", "calibration") for head in ("", "/head")}
+    assert "parquet" in graph.get(dg.AssetKey(["raw", "meters"])).kinds and "jsonl" in graph.get(dg.AssetKey(["raw", "calibration"])).kinds
 
 
 def test_a_dagster_module_that_does_not_import_is_a_one_line_config_error(tmp_path):
@@ -78,35 +79,35 @@ def test_a_partition_range_is_one_run_then_labels(env):
     drop(settings.drop_folder, [events.daily_batch(DOMAIN, s, dt.date.fromisoformat(d)) for s in FRAUD_SOURCES for d in DAYS])
     result = _materialize(defs, instance, "group:raw or group:canonical", tags=range_tags(DAYS[0], DAYS[-1]))
     assert len(instance.get_runs()) == 1
-    mats = result.asset_materializations_for_node("canonical_transactions")
+    mats = result.asset_materializations_for_node("canonical__transactions")
     assert sorted(m.partition for m in mats) == DAYS
     assert mats[0].metadata["rows"].value == 3 * ROWS_PER_DAY and len(mats[0].metadata["content_hash"].value) == 64
     checks = result.get_asset_check_evaluations()
     assert {c.check_name for c in checks} == {"batch_is_readable", "rows_satisfy_contract"} and all(c.passed for c in checks)
-    first = _materialize(defs, instance, "canonical_transactions", DAYS[0])
-    again = _materialize(defs, instance, "canonical_transactions", DAYS[0])
-    [a], [b] = first.asset_materializations_for_node("canonical_transactions"), again.asset_materializations_for_node("canonical_transactions")
+    first = _materialize(defs, instance, "canonical/transactions", DAYS[0])
+    again = _materialize(defs, instance, "canonical/transactions", DAYS[0])
+    [a], [b] = first.asset_materializations_for_node("canonical__transactions"), again.asset_materializations_for_node("canonical__transactions")
     assert a.tags["dagster/data_version"] == b.tags["dagster/data_version"] and a.metadata["rows"].value == ROWS_PER_DAY
-    labels = _materialize(defs, instance, "labels_fraud", "v6")
-    [lm] = labels.asset_materializations_for_node("labels_fraud")
+    labels = _materialize(defs, instance, "labels/fraud", "v6")
+    [lm] = labels.asset_materializations_for_node("labels__fraud")
     assert lm.metadata["rows"].value == 3 * ROWS_PER_DAY and lm.metadata["label"].value == "fraud:v6"
 
 
 def test_malformed_rows_are_quarantined_and_recorded_by_the_check(env):
     settings, defs, instance = env
     [name] = drop(settings.drop_folder, [events.malformed_batch(DOMAIN, DOMAIN.start)])
-    _materialize(defs, instance, "raw_transactions", DAYS[0], run_config={"ops": {"raw_transactions": {"config": {"files": [name]}}}})
-    result = _materialize(defs, instance, "canonical_transactions", DAYS[0])
+    _materialize(defs, instance, "raw/transactions", DAYS[0], run_config={"ops": {"raw__transactions": {"config": {"files": [name]}}}})
+    result = _materialize(defs, instance, "canonical/transactions", DAYS[0])
     [check] = result.get_asset_check_evaluations()
     assert not check.passed and check.metadata["rows_quarantined"].value == 5
-    [m] = result.asset_materializations_for_node("canonical_transactions")
+    [m] = result.asset_materializations_for_node("canonical__transactions")
     assert m.metadata["rows"].value == ROWS_PER_DAY - 5
 
 
 def test_garbled_batch_fails_the_raw_check(env):
     settings, defs, instance = env
     [name] = drop(settings.drop_folder, [events.garbled_batch(DOMAIN.start)])
-    result = _materialize(defs, instance, "raw_transactions", DAYS[0], run_config={"ops": {"raw_transactions": {"config": {"files": [name]}}}})
+    result = _materialize(defs, instance, "raw/transactions", DAYS[0], run_config={"ops": {"raw__transactions": {"config": {"files": [name]}}}})
     [check] = result.get_asset_check_evaluations()
     assert not check.passed and "CSV" in check.metadata["quarantined"].value.records[0].data["reason"]
 
@@ -114,8 +115,8 @@ def test_garbled_batch_fails_the_raw_check(env):
 def test_without_files_a_run_lands_the_drop_folder_files_of_its_days(env):
     settings, defs, instance = env
     drop(settings.drop_folder, [events.daily_batch(DOMAIN, "transactions", dt.date.fromisoformat(d)) for d in DAYS])
-    result = _materialize(defs, instance, "raw_transactions", DAYS[1])
-    [m] = result.asset_materializations_for_node("raw_transactions")
+    result = _materialize(defs, instance, "raw/transactions", DAYS[1])
+    [m] = result.asset_materializations_for_node("raw__transactions")
     assert m.metadata["rows"].value == ROWS_PER_DAY and "`daily`" in m.metadata["batches_landed_now"].value
 
 
@@ -129,8 +130,8 @@ def test_sensor_requests_landing_for_new_and_changed_files(env):
     with dg.build_sensor_context(instance=instance, resources=resources) as ctx:  # the platform resource is context-managed (closed after use)
         result = sensor(ctx)
     [req] = result.run_requests
-    assert req.partition_key == DAYS[0] and req.asset_selection == [dg.AssetKey("raw_transactions"), dg.AssetKey("canonical_transactions")]
-    assert req.run_config["ops"]["raw_transactions"]["config"]["files"] == [name]
+    assert req.partition_key == DAYS[0] and req.asset_selection == [dg.AssetKey(["raw", "transactions"]), dg.AssetKey(["canonical", "transactions"])]
+    assert req.run_config["ops"]["raw__transactions"]["config"]["files"] == [name]
     cursor = result.cursor
     assert name in json.loads(cursor)
     with dg.build_sensor_context(instance=instance, resources=resources, cursor=cursor) as ctx:
@@ -155,7 +156,7 @@ def test_a_sensor_run_records_the_platform_clock_not_the_file_time(env):
     with dg.build_sensor_context(instance=instance, resources={"platform": defs.resources["platform"]}) as ctx:
         [req] = defs.resolve_sensor_def("drop_folder_sensor")(ctx).run_requests
     before = dt.datetime.now(dt.UTC)
-    _materialize(defs, instance, "raw_transactions", req.partition_key, run_config=req.run_config)
+    _materialize(defs, instance, "raw/transactions", req.partition_key, run_config=req.run_config)
     with build_platform(settings) as p:
         [record] = p.landing.records("transactions")
     assert before <= record.recorded_at == record.landed_at <= dt.datetime.now(dt.UTC), record

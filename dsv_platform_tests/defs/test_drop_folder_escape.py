@@ -74,11 +74,11 @@ def test_raw_asset_run_with_an_escaping_name_lands_nothing(env: Env, tmp_path: P
     bad = str(Path("..") / ".." / "elsewhere" / name)
     result = dg.materialize(
         list(defs.assets or []),
-        selection="raw_transactions",
+        selection="raw/transactions",
         partition_key=DOMAIN.start.isoformat(),
         instance=instance,
         resources=defs.resources,
-        run_config={"ops": {"raw_transactions": {"config": {"files": [bad]}}}},
+        run_config={"ops": {"raw__transactions": {"config": {"files": [bad]}}}},
         raise_on_error=False,
     )
     assert not result.success

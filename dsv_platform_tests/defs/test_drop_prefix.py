@@ -88,10 +88,10 @@ def test_objects_under_the_prefix_request_every_day_they_touch_and_a_run_lands_t
     assert (by_file[first].partition_key, by_file[second].partition_key) == (D1.isoformat(), D2.isoformat())
     req = by_file[mixed]
     assert req.partition_key is None and (req.tags[RANGE_START], req.tags[RANGE_END]) == (D1.isoformat(), D3.isoformat()), req.tags
-    assert req.job_name == "daily_ingest_job" and req.run_config["ops"]["raw_transactions"]["config"]["files"] == [mixed]
+    assert req.job_name == "daily_ingest_job" and req.run_config["ops"]["raw__transactions"]["config"]["files"] == [mixed]
     assert req.run_key == f"{mixed}@{req.tags['dsv/digest']}"  # the folder variant's run key: the name and the bytes' SHA-256
     result = dg.materialize(
-        [*defs.assets], selection=["raw_transactions", "canonical_transactions"], tags=dict(req.tags), run_config=req.run_config,
+        [*defs.assets], selection=["raw/transactions", "canonical/transactions"], tags=dict(req.tags), run_config=req.run_config,
         instance=instance, resources=defs.resources,
     )  # fmt: skip
     assert result.success
@@ -166,8 +166,8 @@ def test_a_run_naming_an_escaping_key_lands_nothing(env: Env) -> None:
     s3.client().put_object(Bucket=bucket, Key="escape.csv", Body=_daily(D1).data)
     for bad in ("../escape.csv", "sub/escape.csv"):
         result = dg.materialize(
-            [*defs.assets], selection="raw_transactions", partition_key=D1.isoformat(), instance=instance, resources=defs.resources,
-            run_config={"ops": {"raw_transactions": {"config": {"files": [bad]}}}}, raise_on_error=False,
+            [*defs.assets], selection="raw/transactions", partition_key=D1.isoformat(), instance=instance, resources=defs.resources,
+            run_config={"ops": {"raw__transactions": {"config": {"files": [bad]}}}}, raise_on_error=False,
         )  # fmt: skip
         assert not result.success
         [failure] = [e for e in result.all_events if e.is_step_failure]
@@ -181,7 +181,7 @@ def test_a_run_naming_no_file_lands_the_objects_of_its_day(env: Env) -> None:
     settings, defs, instance, s3, bucket = env
     [day_one, _] = _put(s3, bucket, [_daily(D1), _daily(D2)])
     s3.client().put_object(Bucket=bucket, Key=f"drop/sub/{_daily(D1, 'nested').file_name}", Body=_daily(D1, "nested").data)
-    result = dg.materialize([*defs.assets], selection="raw_transactions", partition_key=D1.isoformat(), instance=instance, resources=defs.resources)
+    result = dg.materialize([*defs.assets], selection="raw/transactions", partition_key=D1.isoformat(), instance=instance, resources=defs.resources)
     assert result.success  # the schedule's run: no files in its config, the day's objects directly under the prefix
     with build_platform(settings) as p:
         assert [r.batch_id for r in p.landing.records("transactions", D1)] == ["b"], day_one

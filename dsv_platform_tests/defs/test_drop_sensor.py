@@ -54,9 +54,9 @@ def test_a_batch_with_late_rows_requests_every_partition_it_touches_and_they_loa
     [name] = drop(settings.drop_folder, [batch_of(_late_batch(), source="transactions", day=D3, batch_id="mixed", recorded_at=arrival_time(D3))])
     [req] = _tick(defs, instance).run_requests
     assert req.partition_key is None and (req.tags[RANGE_START], req.tags[RANGE_END]) == (D1.isoformat(), D3.isoformat()), req.tags
-    assert req.job_name == "daily_ingest_job" and req.run_config["ops"]["raw_transactions"]["config"]["files"] == [name]
+    assert req.job_name == "daily_ingest_job" and req.run_config["ops"]["raw__transactions"]["config"]["files"] == [name]
     result = dg.materialize(
-        [*defs.assets], selection=["raw_transactions", "canonical_transactions"], tags=dict(req.tags), run_config=req.run_config,
+        [*defs.assets], selection=["raw/transactions", "canonical/transactions"], tags=dict(req.tags), run_config=req.run_config,
         instance=instance, resources=defs.resources,
     )  # fmt: skip
     assert result.success

@@ -30,7 +30,8 @@ from dsv_platform.settings import Settings, load_settings
 from dsv_platform_tests.defs.support import FRAUD_SOURCES, drop, range_tags
 
 ROOT = Path(__file__).resolve().parents[2]
-DATASET = "fraud_training_set_v6"
+DATASET = "fraud_training_set_v6"  # its file name; its asset key:
+SNAPSHOT, SPLITS, NODE = "datasets/fraud_training_set/v6", "datasets/fraud_training_set/v6/splits", "datasets__fraud_training_set__v6"
 DAYS = ["2026-06-01", "2026-06-02", "2026-06-03"]
 ROWS_PER_DAY = 100
 
@@ -65,12 +66,12 @@ def test_the_fanned_out_snapshot_keeps_its_key_dependencies_and_checks(tmp_path)
     def snapshot(config: Path) -> dg.AssetsDefinition:
         settings = load_settings({"DSV_HOME": str(tmp_path / "dsv"), "DSV_CONFIG_DIR": str(config)})
         defs = build_defs(settings, load_config(config))
-        return next(a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and dg.AssetKey(f"{DATASET}_snapshot") in a.keys)
+        return next(a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and dg.AssetKey.from_user_string(SNAPSHOT) in a.keys)
 
     fanned, single = snapshot(fanned_config(tmp_path / "fanned", 2)), snapshot(CONFIG_DIR)
     assert isinstance(fanned.node_def, dg.GraphDefinition) and not isinstance(single.node_def, dg.GraphDefinition)
     assert fanned.keys == single.keys and fanned.check_keys == single.check_keys
-    assert set(fanned.asset_deps[dg.AssetKey(f"{DATASET}_snapshot")]) == set(single.asset_deps[dg.AssetKey(f"{DATASET}_snapshot")])
+    assert set(fanned.asset_deps[dg.AssetKey.from_user_string(SNAPSHOT)]) == set(single.asset_deps[dg.AssetKey.from_user_string(SNAPSHOT)])
     assert {n.name for n in fanned.node_def.node_defs} == {f"{DATASET}_{op}" for op in ("plan", "prepare", "seal")}
 
 
@@ -83,7 +84,7 @@ def ingest(settings: Settings) -> None:
     with dg.DagsterInstance.ephemeral() as instance:
         tags = range_tags(DAYS[0], DAYS[-1])
         assert dg.materialize(assets, selection="group:raw or group:canonical", tags=tags, instance=instance, resources=defs.resources).success
-        assert dg.materialize(assets, selection="labels_fraud", partition_key="v6", instance=instance, resources=defs.resources).success
+        assert dg.materialize(assets, selection="labels/fraud", partition_key="v6", instance=instance, resources=defs.resources).success
 
 
 def single_step(settings: Settings, tmp_path: Path) -> dict[str, object]:
@@ -91,9 +92,9 @@ def single_step(settings: Settings, tmp_path: Path) -> dict[str, object]:
     second = replace(settings, registry_url=f"sqlite:///{tmp_path / 'single-step-registry.db'}", config_dir=CONFIG_DIR)
     defs = build_defs(second)
     with dg.DagsterInstance.ephemeral() as instance:
-        result = dg.materialize([*defs.assets], selection=f"{DATASET}_snapshot", instance=instance, resources=defs.resources)
+        result = dg.materialize([*defs.assets], selection=SNAPSHOT, instance=instance, resources=defs.resources)
         assert result.success
-        return {k: v.value for k, v in result.asset_materializations_for_node(f"{DATASET}_snapshot")[0].metadata.items()}
+        return {k: v.value for k, v in result.asset_materializations_for_node(NODE)[0].metadata.items()}
 
 
 def dagster_env(settings: Settings, dagster_home: Path) -> dict[str, str]:
@@ -115,7 +116,7 @@ def step_pids(instance: dg.DagsterInstance, run_id: str) -> dict[str, int]:
 
 
 def latest_snapshot(instance: dg.DagsterInstance) -> dict[str, object]:
-    event = instance.get_latest_materialization_event(dg.AssetKey(f"{DATASET}_snapshot"))
+    event = instance.get_latest_materialization_event(dg.AssetKey.from_user_string(SNAPSHOT))
     assert event is not None and event.asset_materialization is not None
     return {k: v.value for k, v in event.asset_materialization.metadata.items()}
 
@@ -134,7 +135,7 @@ def test_a_fanned_out_build_on_the_multiprocess_executor_equals_the_single_step_
         first, again = reversed(instance.get_runs())  # newest first
         pids, rerun = step_pids(instance, first.run_id), step_pids(instance, again.run_id)
         fanned = latest_snapshot(instance)
-        splits = instance.get_latest_materialization_event(dg.AssetKey(f"{DATASET}_splits"))
+        splits = instance.get_latest_materialization_event(dg.AssetKey.from_user_string(SPLITS))
     prepares = {k: pid for k, pid in pids.items() if "_prepare[" in k}
     others = {pid for k, pid in pids.items() if "_prepare[" not in k}  # the run, plan and seal steps
     assert len(prepares) == 2 and len(set(prepares.values())) == 2 and not others & set(prepares.values()), pids  # two groups, two processes

@@ -25,7 +25,7 @@ def _append(folder: Path, name: str, text: str) -> None:
 
 
 def _policy(defs: dg.Definitions, asset: str) -> dg.FreshnessPolicy | None:
-    return defs.resolve_asset_graph().get(dg.AssetKey(asset)).freshness_policy
+    return defs.resolve_asset_graph().get(dg.AssetKey.from_user_string(asset)).freshness_policy
 
 
 def test_usable_freshness_is_the_snapshot_assets_freshness_policy(tmp_path: Path) -> None:
@@ -34,10 +34,10 @@ def test_usable_freshness_is_the_snapshot_assets_freshness_policy(tmp_path: Path
     _append(config, "fraud_training_set_v6.yaml", "slo: {usable_freshness: 26h, publication_lag: 6h}\n")
     _append(config, "fraud_training_set_v5.yaml", "fan_out: 2\nslo: {usable_freshness: 2d}\n")
     defs = build_defs(dataclasses.replace(load_settings({}).with_home(tmp_path / "dsv"), config_dir=config))
-    v6, v5 = _policy(defs, "fraud_training_set_v6_snapshot"), _policy(defs, "fraud_training_set_v5_snapshot")
+    v6, v5 = _policy(defs, "datasets/fraud_training_set/v6"), _policy(defs, "datasets/fraud_training_set/v5")
     assert isinstance(v6, dg.FreshnessPolicy) and v6.fail_window.to_timedelta() == dt.timedelta(hours=26)
     assert isinstance(v5, dg.FreshnessPolicy) and v5.fail_window.to_timedelta() == dt.timedelta(days=2)  # the fanned-out graph asset
-    assert _policy(defs, "fraud_training_set_v6_splits") is None  # the objective is the realization's, not every asset's
+    assert _policy(defs, "datasets/fraud_training_set/v6/splits") is None  # the objective is the realization's, not every asset's
 
 
 def test_a_definition_without_slo_or_below_a_minute_gets_no_dagster_policy(tmp_path: Path) -> None:
@@ -45,4 +45,4 @@ def test_a_definition_without_slo_or_below_a_minute_gets_no_dagster_policy(tmp_p
     shutil.copytree(CONFIG_DIR, config)
     _append(config, "fraud_training_set_v6.yaml", "slo: {usable_freshness: 30s}\n")
     defs = build_defs(dataclasses.replace(load_settings({}).with_home(tmp_path / "dsv"), config_dir=config))
-    assert _policy(defs, "fraud_training_set_v6_snapshot") is None and _policy(defs, "fraud_training_set_v5_snapshot") is None
+    assert _policy(defs, "datasets/fraud_training_set/v6") is None and _policy(defs, "datasets/fraud_training_set/v5") is None

@@ -21,8 +21,8 @@ from dsv_platform_tests.defs.support import FRAUD_SOURCES, drop, range_tags, set
 
 ROWS_PER_DAY = 60
 DAYS = ["2026-06-01", "2026-06-02"]
-SNAPSHOT = "fraud_training_set_v6_snapshot"
-FAILING = "fraud_training_set_v5_snapshot"  # its own dataset: a FAILED candidate keeps its request id (same pinned inputs)
+SNAPSHOT = "datasets/fraud_training_set/v6"
+FAILING = "datasets/fraud_training_set/v5"  # its own dataset: a FAILED candidate keeps its request id (same pinned inputs)
 UNREACHABLE = 10**9
 
 
@@ -41,8 +41,8 @@ def pipeline(tmp_path_factory):
 
         ingest = run("group:raw or group:canonical", tags=range_tags(DAYS[0], DAYS[-1]))
         assert ingest.success
-        labels = run("labels_fraud", partition_key="v6")
-        assert labels.success and run("labels_fraud", partition_key="v5").success
+        labels = run("labels/fraud", partition_key="v6")
+        assert labels.success and run("labels/fraud", partition_key="v5").success
         yield settings, config, instance, run, (ingest, labels)
 
 
@@ -56,18 +56,19 @@ def test_a_fanned_out_build_reports_its_failed_gates_the_same_way(pipeline):
     _settings, config, instance, run, _ = pipeline
     v5 = config.dataset("fraud_training_set", "v5")
     fanned = replace(v5, version="v5f", fan_out=2, gates=replace(v5.gates, rows_at_least=UNREACHABLE))  # its own version: its own candidate
-    asset = f"{fanned.asset_prefix}_snapshot"
+    asset = f"datasets/{fanned.name}/{fanned.version}"
     failed = run(asset, config=replace(config, datasets=[*config.datasets, fanned]))
     assert not failed.success and not failed.get_asset_materialization_events()
     run_id, gates = _evaluation(instance, DATASET_GATES, asset)
     assert run_id == failed.run_id and not gates.passed and gates.metadata["rule"].value == "rows_at_least"
     failure = next(e for e in failed.all_events if e.is_step_failure)
-    assert failure.step_key == f"{asset}.{fanned.asset_prefix}_seal" and "rows_at_least" in failure.step_failure_data.user_failure_data.description
+    assert failure.step_key == f"datasets__{fanned.name}__{fanned.version}.{fanned.asset_prefix}_seal"  # the graph asset's node, then its seal op
+    assert "rows_at_least" in failure.step_failure_data.user_failure_data.description
 
 
 def _evaluation(instance: dg.DagsterInstance, check: str, asset: str = SNAPSHOT) -> tuple[str, dg.AssetCheckEvaluation]:
     """The run of the latest evaluation of ``check`` on ``asset``, and the evaluation (as the instance stored it)."""
-    key = dg.AssetCheckKey(dg.AssetKey(asset), check)
+    key = dg.AssetCheckKey(dg.AssetKey.from_user_string(asset), check)
     record = instance.event_log_storage.get_latest_asset_check_execution_by_key([key])[key]
     assert record.event is not None and record.event.dagster_event is not None
     evaluation = record.event.dagster_event.event_specific_data
@@ -85,7 +86,7 @@ def test_a_failed_blocking_gate_is_a_failed_check_naming_rule_observed_and_bound
     assert meta["rule"] == "rows_at_least" and meta["bound"] == f">= {UNREACHABLE} rows" and 0 < int(meta["observed"]) < UNREACHABLE
     rows = {r.data["rule"]: r.data for r in gates.metadata["gates"].value.records}
     assert rows["rows_at_least"]["passed"] is False and rows["rows_at_least"]["blocking"] is True
-    snapshot = next(a for a in build_defs(settings, config).assets if isinstance(a, dg.AssetsDefinition) and dg.AssetKey(FAILING) in a.keys)
+    snapshot = next(a for a in build_defs(settings, config).assets if isinstance(a, dg.AssetsDefinition) and dg.AssetKey.from_user_string(FAILING) in a.keys)
     specs = {s.name for s in snapshot.check_specs}
     executed = {c for c in specs if _evaluation(instance, c, FAILING)[0] == failed.run_id}
     assert executed == specs, f"not executed: {specs - executed}"  # every check has a result, none "not executed"
@@ -111,12 +112,12 @@ def test_a_publication_takes_a_slot_of_the_publication_pool_and_reports_every_ch
 
 def test_materializations_carry_the_catalog_table_name_and_row_count(pipeline):
     _settings, _config, _instance, run, (ingest, labels) = pipeline
-    for canonical in ingest.asset_materializations_for_node("canonical_transactions"):  # one per day of the ranged run
+    for canonical in ingest.asset_materializations_for_node("canonical__transactions"):  # one per day of the ranged run
         assert canonical.metadata["dagster/table_name"].value == "canonical.transactions"
         assert canonical.metadata["dagster/row_count"].value == canonical.metadata["rows"].value > 0
-    [label] = labels.asset_materializations_for_node("labels_fraud")
+    [label] = labels.asset_materializations_for_node("labels__fraud")
     assert label.metadata["dagster/table_name"].value == "canonical.labels_fraud_v6" and label.metadata["dagster/row_count"].value > 0
     published = run(SNAPSHOT)  # published by the test above, or built here: the same realization
-    [snapshot] = published.asset_materializations_for_node(SNAPSHOT)
+    [snapshot] = published.asset_materializations_for_node("datasets__fraud_training_set__v6")
     assert snapshot.metadata["dagster/table_name"].value == "datasets.fraud_training_set.v6"
     assert snapshot.metadata["dagster/row_count"].value == snapshot.metadata["rows"].value > 0

@@ -24,7 +24,8 @@ from dsv_platform_tests.defs.support import FRAUD_SOURCES, drop, range_tags, set
 from dsv_platform_tests.scenarios.support import definition
 
 DAYS = ["2026-06-01", "2026-06-02"]
-SNAPSHOT = "fraud_training_set_v6_snapshot"
+SNAPSHOT = "datasets/fraud_training_set/v6"
+KEY = dg.AssetKey.from_user_string(SNAPSHOT)
 
 
 def test_integrity_checks_are_warn_unless_the_definition_blocks() -> None:
@@ -48,19 +49,19 @@ def pipeline(tmp_path):
             return dg.materialize(assets, selection=selection, instance=instance, resources=defs.resources, raise_on_error=False, **kwargs)
 
         assert run("group:raw or group:canonical", tags=range_tags(DAYS[0], DAYS[-1])).success
-        assert run("labels_fraud", partition_key="v6").success
+        assert run("labels/fraud", partition_key="v6").success
         yield settings, run
 
 
 def test_the_snapshot_shows_its_signals_and_its_quarantine(pipeline) -> None:
     settings, run = pipeline
-    built = run(dg.AssetSelection.assets(SNAPSHOT).without_checks() | dg.AssetSelection.checks_for_assets(SNAPSHOT) - _quarantine_check())
+    built = run(dg.AssetSelection.assets(KEY).without_checks() | dg.AssetSelection.checks_for_assets(KEY) - _quarantine_check())
     assert built.success
     checks = {e.check_name: e for e in built.get_asset_check_evaluations() if e.check_name.startswith("integrity_")}
     assert set(checks) == {f"integrity_{s}" for s in SIGNALS}
     assert all(c.passed and c.severity is dg.AssetCheckSeverity.WARN for c in checks.values())
     assert checks["integrity_duplicate_clusters"].metadata["detail"].value == {"evaluated": False, "note": "label_column is not configured"}
-    ref = built.asset_materializations_for_node(SNAPSHOT)[0].metadata["ref"].value
+    ref = built.asset_materializations_for_node("datasets__fraud_training_set__v6")[0].metadata["ref"].value
 
     clean = run(_quarantine_check())
     assert [e.passed for e in clean.get_asset_check_evaluations()] == [True]
@@ -74,4 +75,4 @@ def test_the_snapshot_shows_its_signals_and_its_quarantine(pipeline) -> None:
 
 
 def _quarantine_check() -> dg.AssetSelection:
-    return dg.AssetSelection.checks(dg.AssetCheckKey(dg.AssetKey(SNAPSHOT), NOT_QUARANTINED))
+    return dg.AssetSelection.checks(dg.AssetCheckKey(dg.AssetKey.from_user_string(SNAPSHOT), NOT_QUARANTINED))

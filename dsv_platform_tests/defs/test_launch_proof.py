@@ -50,7 +50,7 @@ class Team:
 
     def snapshot(self, version: str, tags: dict[str, str] | None = None) -> tuple[str, str]:
         """Materialize ``fraud_training_set:<version>``'s snapshot as one run; its ref and the run id."""
-        result = dg.materialize([*self.defs.assets], selection=f"fraud_training_set_{version}_snapshot", instance=self.instance,  # type: ignore[list-item]
+        result = dg.materialize([*self.defs.assets], selection=f"datasets/fraud_training_set/{version}", instance=self.instance,  # type: ignore[list-item]
                                 resources=self.defs.resources, tags=tags or {})  # fmt: skip
         assert result.success
         mats = [e.materialization for e in result.get_asset_materialization_events()]
@@ -73,7 +73,7 @@ def team(backend_url: str, tmp_path: Path) -> Iterator[Team]:
         assets: list[Any] = [*defs.assets]
         assert dg.materialize(assets, selection="group:raw or group:canonical", tags=range_tags(*DAYS), instance=instance, resources=defs.resources).success
         for version in ("v5", "v6"):
-            assert dg.materialize(assets, selection="labels_fraud", partition_key=version, instance=instance, resources=defs.resources).success
+            assert dg.materialize(assets, selection="labels/fraud", partition_key=version, instance=instance, resources=defs.resources).success
         yield Team(settings, instance, defs)
 
 

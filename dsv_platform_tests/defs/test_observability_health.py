@@ -21,11 +21,11 @@ from dsv_platform.settings import load_settings
 from dsv_platform_tests.scenarios.support import World
 from dsv_platform_tests.services.reproduce_support import corrupted
 
-SNAPSHOT = "fraud_training_set_v6_snapshot"
+SNAPSHOT = "datasets/fraud_training_set/v6"
 
 
 def _asset(defs: dg.Definitions, name: str) -> dg.AssetsDefinition:
-    return next(a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and dg.AssetKey(name) in a.keys)  # type: ignore[union-attr]
+    return next(a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and dg.AssetKey.from_user_string(name) in a.keys)  # type: ignore[union-attr]
 
 
 def test_snapshot_metadata_and_observability_asset_show_lag_and_consumption_health(tmp_path: Path) -> None:
@@ -34,7 +34,7 @@ def test_snapshot_metadata_and_observability_asset_show_lag_and_consumption_heal
     with dg.DagsterInstance.ephemeral() as instance:
         built = dg.materialize([_asset(defs, SNAPSHOT)], resources=defs.resources, instance=instance, selection=[SNAPSHOT])
         assert built.success
-        [snap] = [e.materialization.metadata for e in built.get_asset_materialization_events() if e.asset_key == dg.AssetKey(SNAPSHOT)]
+        [snap] = [e.materialization.metadata for e in built.get_asset_materialization_events() if e.asset_key == dg.AssetKey.from_user_string(SNAPSHOT)]
         arrival, compute, event = (snap[f"lag_{k}_s"].value for k in ("arrival", "compute", "event"))
         assert arrival == 2 * 3600 and compute > 86400 and event == pytest.approx(arrival + compute)  # plotted per materialization
         assert snap["lag"].value == {"event_s": event, "arrival_s": arrival, "compute_s": compute}

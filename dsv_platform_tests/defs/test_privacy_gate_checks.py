@@ -25,7 +25,7 @@ from dsv_platform.services.publication.semantic_gate import stored_gates
 from dsv_platform_tests.defs.support import FRAUD_SOURCES, drop, range_tags, settings_at
 
 DAYS = ["2026-06-01", "2026-06-02"]
-SNAPSHOT = "fraud_training_set_v6_snapshot"
+SNAPSHOT = "datasets/fraud_training_set/v6"
 MERCHANT_RISK = "  - {name: merchant_risk, type: float64, scale: 4, nullable: true}\n"
 
 
@@ -40,7 +40,7 @@ def _config_marking_merchant_risk(folder: Path) -> Path:
 
 
 def _gates_check(instance: dg.DagsterInstance) -> tuple[str, dg.AssetCheckEvaluation]:
-    key = dg.AssetCheckKey(dg.AssetKey(SNAPSHOT), DATASET_GATES)
+    key = dg.AssetCheckKey(dg.AssetKey.from_user_string(SNAPSHOT), DATASET_GATES)
     record = instance.event_log_storage.get_latest_asset_check_execution_by_key([key])[key]
     assert record.event is not None and record.event.dagster_event is not None
     return record.run_id, record.event.dagster_event.event_specific_data
@@ -58,7 +58,7 @@ def test_an_uncovered_restricted_column_blocks_and_covering_it_publishes(tmp_pat
             return dg.materialize([*defs.assets], selection=selection, instance=instance, resources=defs.resources, raise_on_error=False, **kwargs)
 
         assert run("group:raw or group:canonical", tags=range_tags(DAYS[0], DAYS[-1])).success
-        assert run("labels_fraud", partition_key="v6").success
+        assert run("labels/fraud", partition_key="v6").success
 
         blocked = run(SNAPSHOT)
         assert not blocked.success and not blocked.get_asset_materialization_events()
@@ -75,14 +75,14 @@ def test_an_uncovered_restricted_column_blocks_and_covering_it_publishes(tmp_pat
         definition_file.write_text(definition_file.read_text() + "access: {restricted_columns: [merchant_risk]}\n")  # the fix the failure names
         published = run(SNAPSHOT)
         assert published.success
-        [materialization] = published.asset_materializations_for_node(SNAPSHOT)
+        [materialization] = published.asset_materializations_for_node("datasets__fraud_training_set__v6")
         manifest_hash = materialization.metadata["manifest_hash"].value
         assert manifest_hash == failed.manifest_hash, "the blocked candidate and the publication hold the same rows: one manifest, two reports"
         assert _gates_check(instance)[1].passed
         assert _usable(settings) == materialization.metadata["ref"].value, "dsv status reads the report it published with too"
 
         reused = run(SNAPSHOT)
-        [again] = reused.asset_materializations_for_node(SNAPSHOT)
+        [again] = reused.asset_materializations_for_node("datasets__fraud_training_set__v6")
         assert reused.success and again.metadata["reused"].value is True
         run_id, check = _gates_check(instance)
         assert run_id == reused.run_id and check.passed, "a reused build reports the report it published with"

@@ -41,19 +41,19 @@ def world(tmp_path, monkeypatch):
 def test_reference_assets_are_unpartitioned_and_materialize(world):
     settings, defs, instance = world
     graph = defs.resolve_asset_graph()
-    assert graph.get(dg.AssetKey("raw_calibration")).partitions_def is None
-    assert graph.get(dg.AssetKey("canonical_calibration")).partitions_def is None
-    assert graph.get(dg.AssetKey("canonical_meters")).partitions_def is not None
+    assert graph.get(dg.AssetKey.from_user_string("raw/calibration")).partitions_def is None
+    assert graph.get(dg.AssetKey.from_user_string("canonical/calibration")).partitions_def is None
+    assert graph.get(dg.AssetKey.from_user_string("canonical/meters")).partitions_def is not None
     assert REFERENCE_JOB in {j.name for j in defs.jobs}
     dg.Definitions.validate_loadable(defs)
     settings.drop_folder.mkdir(parents=True)
     path = settings.drop_folder / "calibration__2026-01-05__cal1.parquet"  # any day: a reference table has one partition
     pq.write_table(pa.Table.from_pylist([dict(zip(SCHEMA.names, r, strict=True)) for r in FIRST], schema=SCHEMA), path)
     os.utime(path, (dt.datetime(2026, 1, 5, tzinfo=dt.UTC).timestamp(),) * 2)
-    result = dg.materialize([*defs.assets], selection=["raw_calibration", "canonical_calibration"], instance=instance, resources=defs.resources)
+    result = dg.materialize([*defs.assets], selection=["raw/calibration", "canonical/calibration"], instance=instance, resources=defs.resources)
     assert result.success
-    [raw] = result.asset_materializations_for_node("raw_calibration")
-    [canonical] = result.asset_materializations_for_node("canonical_calibration")
+    [raw] = result.asset_materializations_for_node("raw__calibration")
+    [canonical] = result.asset_materializations_for_node("canonical__calibration")
     assert raw.partition is None and canonical.partition is None and canonical.metadata["rows"].value == 3
     assert all(c.passed for c in result.get_asset_check_evaluations())
     days = [r.data["day"] for r in canonical.metadata["days"].value.records]
@@ -63,8 +63,8 @@ def test_reference_assets_are_unpartitioned_and_materialize(world):
         expected = hash_table(p.tables.read(spec), spec.contract)  # one partition, keyed "all"
     assert [part.key for part in expected.partitions] == ["all"]
     assert canonical.metadata["content_hash"].value == expected.content_hash
-    again = dg.materialize([*defs.assets], selection=["raw_calibration", "canonical_calibration"], instance=instance, resources=defs.resources)
-    [twice] = again.asset_materializations_for_node("canonical_calibration")
+    again = dg.materialize([*defs.assets], selection=["raw/calibration", "canonical/calibration"], instance=instance, resources=defs.resources)
+    [twice] = again.asset_materializations_for_node("canonical__calibration")
     assert twice.tags["dagster/data_version"] == canonical.tags["dagster/data_version"], "the same files again change nothing"
 
 

@@ -35,7 +35,7 @@ def test_rehearsal_job_reports_fraction_and_fails_check_with_reason(lab: Lab, tm
     (check,) = [e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
     assert check.check_name == RECONSTRUCTABLE and not check.passed  # type: ignore[union-attr]
     assert "EXPIRED" in check.metadata["reasons"].value  # type: ignore[union-attr]
-    observations = instance.fetch_observations(dg.AssetKey("fraud_model"), limit=10).records
+    observations = instance.fetch_observations(dg.AssetKey.from_user_string("models/fraud_model"), limit=10).records
     assert len(observations) == 3
 
     ok = dg.materialize([realization_integrity, dataset_observability], resources=defs.resources, instance=instance)
@@ -65,9 +65,9 @@ def test_full_rehearsal_job_reproduces_the_retained_sample_and_records_the_fully
         assert (meta["fully_reproduced_fraction"], meta["reproduced"], meta["retained"], meta["rebuilt_from_raw"]) == (1.0, 2, 2, 1)
         (check,) = weekly.get_asset_check_evaluations()
         assert check.check_name == FULLY_REPRODUCED and check.passed
-        stored = instance.fetch_materializations(dg.AssetKey("full_reproducibility"), limit=5).records
+        stored = instance.fetch_materializations(dg.AssetKey.from_user_string("full_reproducibility"), limit=5).records
         assert [r.asset_materialization.metadata["fully_reproduced_fraction"].value for r in stored] == [1.0]  # type: ignore[union-attr]
-        observed = instance.fetch_observations(dg.AssetKey("fraud_model"), limit=10).records
+        observed = instance.fetch_observations(dg.AssetKey.from_user_string("models/fraud_model"), limit=10).records
         assert sum("full_rehearsal" in (o.event_log_entry.asset_observation.description or "") for o in observed) == 2  # type: ignore[union-attr]
     records = lab.world.registry.reproduction_records(procedure="full_rehearsal", limit=5)
     assert {(r.manifest_hash, r.outcome) for r in records} == {

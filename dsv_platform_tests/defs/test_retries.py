@@ -18,6 +18,7 @@ from dsv_platform_tests.defs.support import settings_at
 
 CLOSED_PORT = "postgresql+psycopg2://dsv:secret@127.0.0.1:9/dsv"  # nothing listens on the discard port: connection refused
 QUICK = dg.RetryPolicy(max_retries=2)  # STEP_RETRY's semantics without its waits
+SPLITS = "datasets/fraud_training_set/v6/splits"
 
 
 def _kinds(result: dg.ExecuteInProcessResult) -> list[str]:
@@ -30,12 +31,12 @@ def test_every_platform_step_retries_transient_failures_and_publishing_steps_hol
     config = load_config(settings.config_dir)
     configured = [
         a for a in defs.assets
-        if isinstance(a, dg.AssetsDefinition) and a.node_def.name.split("_")[0] in ("raw", "canonical", "labels", "fraud") and not a.is_observable
+        if isinstance(a, dg.AssetsDefinition) and a.node_def.name.split("__")[0] in ("raw", "canonical", "labels", "datasets", "models") and not a.is_observable
     ]  # the observed table heads are observations: Dagster has no retry policy for those
-    platform_steps = [a for a in configured if a.node_def.name != "fraud_model"]
+    platform_steps = [a for a in configured if a.node_def.name != "models__fraud_model"]
     assert len(platform_steps) >= 10 and all(a.op.retry_policy == STEP_RETRY for a in platform_steps)
     pools = {a.node_def.name: a.op.pool for a in platform_steps}
-    assert {n for n, p in pools.items() if p == PUBLICATION_POOL} == {f"{d.asset_prefix}_snapshot" for d in config.datasets}
+    assert {n for n, p in pools.items() if p == PUBLICATION_POOL} == {f"datasets__{d.name}__{d.version}" for d in config.datasets}
     fanned = build_fanout_snapshot_asset(replace(config.datasets[0], fan_out=2))
     ops = {n.name.rsplit("_", 1)[-1]: n for n in fanned.node_def.node_defs}
     assert ops["seal"].pool == PUBLICATION_POOL and ops["plan"].pool is None and all(o.retry_policy == STEP_RETRY for o in ops.values())
@@ -69,7 +70,7 @@ def test_a_verdict_is_never_retried(tmp_path):
     defs = build_defs(settings)
     with dg.DagsterInstance.ephemeral() as instance:
         bad = dg.materialize([reads_a_bad_contract], instance=instance, raise_on_error=False)
-        splits = dg.materialize([*defs.assets], selection="fraud_training_set_v6_splits", instance=instance, resources=defs.resources, raise_on_error=False)
+        splits = dg.materialize([*defs.assets], selection=SPLITS, instance=instance, resources=defs.resources, raise_on_error=False)
     assert _kinds(bad) == ["STEP_FAILURE"] and _kinds(splits) == ["STEP_FAILURE"]  # STEP_RETRY on splits: still one attempt
     error = next(e for e in bad.all_events if e.is_step_failure).step_failure_data.error
     assert error.cls_name == "Failure" and error.cause.cls_name == "ContractError" and "a float needs a 'scale'" in error.cause.message

@@ -18,7 +18,7 @@ from dsv_platform_tests.scenarios.support import definition
 
 ROWS_PER_DAY = 80
 DAYS = ["2026-06-01", "2026-06-02"]
-SNAPSHOT = "fraud_training_set_v6_snapshot"
+SNAPSHOT = "datasets/fraud_training_set/v6"
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def pipeline(tmp_path_factory):
             return dg.materialize(assets, selection=selection, instance=instance, resources=defs.resources, raise_on_error=False, **kwargs)
 
         assert run("group:raw or group:canonical", tags=range_tags(DAYS[0], DAYS[-1])).success
-        assert run("labels_fraud", partition_key="v6").success
+        assert run("labels/fraud", partition_key="v6").success
         yield settings, defs, domain, run
 
 
@@ -44,7 +44,7 @@ def _checks(result) -> dict[str, dg.AssetCheckEvaluation]:
 
 def test_one_check_per_family_blocking_where_a_rule_blocks(pipeline):
     _settings, defs, _, run = pipeline
-    snapshot = next(a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and dg.AssetKey(SNAPSHOT) in a.keys)
+    snapshot = next(a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and dg.AssetKey.from_user_string(SNAPSHOT) in a.keys)
     specs = {s.name: s for s in snapshot.check_specs if s.name.startswith("semantic_")}  # integrity_*: test_integrity_checks.py
     expected = families(definition("v6").contract)
     assert {n: s.blocking for n, s in specs.items()} == {f"semantic_{f}": b for f, b in expected.items()}
@@ -64,12 +64,12 @@ def test_a_leak_fails_the_run_naming_the_rule_and_publishes_nothing(pipeline):
     settings, _, domain, run = pipeline
     assert run(SNAPSHOT).success  # built here, or reused if this worker ran the test above (no order dependence)
     before = run(SNAPSHOT)  # same pinned inputs: the published realization is reused, its stored results reported
-    assert before.success and before.asset_materializations_for_node(SNAPSHOT)[0].metadata["reused"].value is True
+    assert before.success and before.asset_materializations_for_node("datasets__fraud_training_set__v6")[0].metadata["reused"].value is True
     reported = {n: c for n, c in _checks(before).items() if n.startswith("semantic_")}
     assert set(reported) == {f"semantic_{f}" for f in families(definition("v6").contract)} and all(c.passed for c in reported.values())
     drop(settings.drop_folder, [leaked_test_accounts(domain, dt.date(2026, 6, 2), arrived=dt.date(2026, 7, 1), count=3)])
-    assert run("key:raw_transactions or key:canonical_transactions", tags=range_tags(DAYS[-1], DAYS[-1])).success
-    assert run("labels_fraud", partition_key="v6").success
+    assert run('key:"raw/transactions" or key:"canonical/transactions"', tags=range_tags(DAYS[-1], DAYS[-1])).success
+    assert run("labels/fraud", partition_key="v6").success
     blocked = run(SNAPSHOT)
     assert not blocked.success
     failure = next(e for e in blocked.all_events if e.is_step_failure)

@@ -17,8 +17,7 @@ from dagster._utils.test.data_versions import get_stale_status_resolver
 
 from dsv_platform.bootstrap import build_platform
 from dsv_platform.core.config.platform_config import load_config
-from dsv_platform.defs import build_defs
-from dsv_platform.defs.canonical import head_key
+from dsv_platform.defs import build_defs, keys
 from dsv_platform.defs.catalog import code_version, module_source_hash
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.generator import FraudDomain
@@ -26,7 +25,7 @@ from dsv_platform_tests.defs.support import FRAUD_SOURCES, ROWS_PER_DAY, dagster
 
 DOMAIN = FraudDomain(rows_per_day=ROWS_PER_DAY)
 DAYS = DOMAIN.days(3)
-SNAPSHOT, SPLITS, MODEL = "fraud_training_set_v6_snapshot", "fraud_training_set_v6_splits", "fraud_model"
+SNAPSHOT, SPLITS, MODEL = "datasets/fraud_training_set/v6", "datasets/fraud_training_set/v6/splits", "models/fraud_model"
 OUTSIDE = dt.date(2026, 7, 5)  # after the definitions' June observation window
 
 
@@ -36,13 +35,13 @@ def chain(tmp_path, monkeypatch):
         drop(settings.drop_folder, [events.daily_batch(DOMAIN, s, d) for s in FRAUD_SOURCES for d in DAYS])
         run = lambda selection, **kw: dg.materialize([*defs.assets], selection=selection, instance=instance, resources=defs.resources, **kw)  # noqa: E731
         assert run("group:raw or group:canonical", tags=range_tags(DAYS[0], DAYS[-1])).success
-        assert run("labels_fraud", partition_key="v6").success
+        assert run("labels/fraud", partition_key="v6").success
         assert run([SNAPSHOT, SPLITS, MODEL]).success
         yield settings, defs, instance, run
 
 
 def _latest(instance: dg.DagsterInstance, key: str) -> dg.AssetMaterialization:
-    event = instance.get_latest_materialization_event(dg.AssetKey(key))
+    event = instance.get_latest_materialization_event(dg.AssetKey.from_user_string(key))
     assert event is not None and event.asset_materialization is not None
     return event.asset_materialization
 
@@ -50,15 +49,15 @@ def _latest(instance: dg.DagsterInstance, key: str) -> dg.AssetMaterialization:
 def test_an_append_outside_the_window_re_pins_but_keeps_the_model_in_sync(chain):
     settings, defs, instance, run = chain
     before = _latest(instance, SNAPSHOT)
-    assert get_stale_status_resolver(instance, [*defs.assets]).get_status(dg.AssetKey(MODEL)) == StaleStatus.FRESH
+    assert get_stale_status_resolver(instance, [*defs.assets]).get_status(dg.AssetKey.from_user_string(MODEL)) == StaleStatus.FRESH
 
     drop(settings.drop_folder, [events.daily_batch(DOMAIN, "transactions", OUTSIDE)])
-    assert run(["raw_transactions", "canonical_transactions"], partition_key=OUTSIDE.isoformat()).success
+    assert run(["raw/transactions", "canonical/transactions"], partition_key=OUTSIDE.isoformat()).success
     status = get_stale_status_resolver(instance, [*defs.assets])  # new canonical data: the dataset reading it is unsynced
-    assert status.get_status(dg.AssetKey(SNAPSHOT)) == StaleStatus.STALE
-    causes = status.get_stale_causes(dg.AssetKey(SNAPSHOT))
-    assert [c.dependency.asset_key for c in causes if c.dependency] == [head_key("transactions")], causes
-    assert status.get_status(dg.AssetKey("fraud_training_set_v5_snapshot")) in (StaleStatus.MISSING, StaleStatus.STALE)
+    assert status.get_status(dg.AssetKey.from_user_string(SNAPSHOT)) == StaleStatus.STALE
+    causes = status.get_stale_causes(dg.AssetKey.from_user_string(SNAPSHOT))
+    assert [c.dependency.asset_key for c in causes if c.dependency] == [keys.head("transactions")], causes
+    assert status.get_status(dg.AssetKey.from_user_string("datasets/fraud_training_set/v5")) in (StaleStatus.MISSING, StaleStatus.STALE)
     assert run([SNAPSHOT]).success
     after = _latest(instance, SNAPSHOT)
     assert after.metadata["manifest_hash"].value != before.metadata["manifest_hash"].value, "the new pin is a new manifest"
@@ -66,9 +65,9 @@ def test_an_append_outside_the_window_re_pins_but_keeps_the_model_in_sync(chain)
     assert after.tags["dagster/data_version"] == before.tags["dagster/data_version"] == f"{before.metadata['content_hash'].value}+fraud:v6"
 
     status = get_stale_status_resolver(instance, [*defs.assets])
-    assert status.get_status(dg.AssetKey(SNAPSHOT)) == StaleStatus.FRESH, status.get_stale_causes(dg.AssetKey(SNAPSHOT))
-    assert status.get_status(dg.AssetKey(SPLITS)) == StaleStatus.FRESH, status.get_stale_causes(dg.AssetKey(SPLITS))
-    assert status.get_status(dg.AssetKey(MODEL)) == StaleStatus.FRESH, status.get_stale_causes(dg.AssetKey(MODEL))
+    assert status.get_status(dg.AssetKey.from_user_string(SNAPSHOT)) == StaleStatus.FRESH, status.get_stale_causes(dg.AssetKey.from_user_string(SNAPSHOT))
+    assert status.get_status(dg.AssetKey.from_user_string(SPLITS)) == StaleStatus.FRESH, status.get_stale_causes(dg.AssetKey.from_user_string(SPLITS))
+    assert status.get_status(dg.AssetKey.from_user_string(MODEL)) == StaleStatus.FRESH, status.get_stale_causes(dg.AssetKey.from_user_string(MODEL))
 
 
 def test_code_versions_are_the_recipe_the_schema_and_the_label_module(tmp_path):
@@ -77,10 +76,10 @@ def test_code_versions_are_the_recipe_the_schema_and_the_label_module(tmp_path):
     config = load_config(settings.config_dir)
     versions = {k.to_user_string(): graph.get(k).code_version for k in graph.get_all_asset_keys()}
     for d in config.datasets:
-        assert versions[f"{d.asset_prefix}_snapshot"] == code_version(d.recipe_hash, d.contract.schema_hash)
-    assert versions["fraud_training_set_v5_snapshot"] != versions["fraud_training_set_v6_snapshot"]  # different recipes
-    assert all(versions[f"canonical_{s}"] for s in FRAUD_SOURCES) and versions["fraud_training_set_v6_splits"]
-    label = versions["labels_fraud"]
+        assert versions[f"datasets/{d.name}/{d.version}"] == code_version(d.recipe_hash, d.contract.schema_hash)
+    assert versions["datasets/fraud_training_set/v5"] != versions["datasets/fraud_training_set/v6"]  # different recipes
+    assert all(versions[f"canonical/{s}"] for s in FRAUD_SOURCES) and versions["datasets/fraud_training_set/v6/splits"]
+    label = versions["labels/fraud"]
     source = module_source_hash("dsv_platform.examples.fraud.labels")
     assert source is not None and label is not None and len(label) == 16
     assert module_source_hash("no_such_module_anywhere") is None
@@ -88,10 +87,10 @@ def test_code_versions_are_the_recipe_the_schema_and_the_label_module(tmp_path):
 
 def test_observing_a_head_reads_the_tables_current_snapshot(chain):
     settings, defs, instance, _ = chain
-    [head] = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and head_key("transactions") in a.keys]
+    [head] = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition) and keys.head("transactions") in a.keys]
     from dagster._core.definitions.observe import observe  # the UI's Observe button, in process
 
-    loaded = instance.fetch_observations(head_key("transactions"), limit=1).records  # the one the canonical load logged
+    loaded = instance.fetch_observations(keys.head("transactions"), limit=1).records  # the one the canonical load logged
     result = observe([head], instance=instance, resources=defs.resources)
     assert result.success
     [observation] = result.asset_observations_for_node(head.node_def.name)

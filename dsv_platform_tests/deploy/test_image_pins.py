@@ -231,12 +231,12 @@ defs = build_defs(settings)
 with dg.DagsterInstance.ephemeral() as instance:
     run = {"instance": instance, "resources": defs.resources}
     assert dg.materialize(defs.assets, selection="group:raw or group:canonical", tags={RANGE_START: days[0], RANGE_END: days[-1]}, **run).success
-    assert dg.materialize(defs.assets, selection="labels_fraud", partition_key="v6", **run).success
-    done = dg.materialize(defs.assets, selection=["fraud_training_set_v6_snapshot", "fraud_training_set_v6_splits", "fraud_model"], **run)
+    assert dg.materialize(defs.assets, selection="labels/fraud", partition_key="v6", **run).success
+    done = dg.materialize(defs.assets, selection=["datasets/fraud_training_set/v6", "datasets/fraud_training_set/v6/splits", "models/fraud_model"], **run)
     assert done.success
 mats = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in done.get_asset_materialization_events()}
 with build_platform(settings) as platform:
-    doc = json.loads(platform.store.get(mats["fraud_model"]["run_manifest_object"].value))
+    doc = json.loads(platform.store.get(mats["models/fraud_model"]["run_manifest_object"].value))
 print(json.dumps({"code": doc["code"], "environment": doc["environment"]}))
 """
 

@@ -141,14 +141,14 @@ def test_no_secret_in_the_snapshot_runs_logs_lineage_or_errors(
     (tmp_path / "dagster").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
         done = dg.materialize(
-            defs.assets, selection="key:raw_transactions or key:canonical_transactions", partition_key=DAY, instance=instance, resources=defs.resources
+            defs.assets, selection='key:"raw/transactions" or key:"canonical/transactions"', partition_key=DAY, instance=instance, resources=defs.resources
         )
         assert done.success
-        assert {e.asset_key.to_user_string() for e in done.get_asset_materialization_events()} >= {"raw_transactions", "canonical_transactions"}
+        assert {e.asset_key.to_user_string() for e in done.get_asset_materialization_events()} >= {"raw/transactions", "canonical/transactions"}
         # the same deployment with its registry gone: the failure (message and stack) is stored in the run's events
         gone = dataclasses.replace(settings, registry_url=_with_password("postgresql+psycopg2://dsv@127.0.0.1:9/dsv", SECRETS[0]))
         failed = dg.materialize(
-            defs.assets, selection="raw_transactions", partition_key=DAY, instance=instance, resources=build_defs(gone).resources, raise_on_error=False
+            defs.assets, selection="raw/transactions", partition_key=DAY, instance=instance, resources=build_defs(gone).resources, raise_on_error=False
         )
         assert not failed.success
         failure = next(e for e in failed.all_events if e.is_step_failure)

@@ -38,7 +38,7 @@ from dsv_platform_tests.deploy.run_storage import instance_runs, query, why
 pytestmark = [pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
 DAYS = [(START + dt.timedelta(days=i)).isoformat() for i in range(3)]
-INGEST = [f"{layer}_{s}" for s in SOURCES for layer in ("raw", "canonical")]
+INGEST = [(layer, s) for s in SOURCES for layer in ("raw", "canonical")]  # asset key paths: raw/<source>, canonical/<source>
 PUBLISH = ("fraud_training_set_v5", "fraud_training_set_v6")
 TERMINAL = {"SUCCESS", "FAILURE", "CANCELED"}
 IN_PROCESS = {"execution": {"config": {"in_process": {}}}}  # one process per run: a step subprocess costs seconds on a loaded machine
@@ -71,15 +71,15 @@ def _settled(env: dict[str, str], run_ids: set[str] | None = None, tag: tuple[st
     return runs
 
 
-def _materialized(env: dict[str, str]) -> set[tuple[str, str | None]]:
+def _materialized(env: dict[str, str]) -> set[tuple[tuple[str, ...], str | None]]:
     rows = query(env, "SELECT DISTINCT asset_key, partition FROM event_logs WHERE dagster_event_type = 'ASSET_MATERIALIZATION'")
-    return {(json.loads(key)[0], partition) for key, partition in rows}
+    return {(tuple(json.loads(key)), partition) for key, partition in rows}
 
 
 def _launch(cluster: Deployment, job: str, *, assets: list[str] | None = None, tags: dict[str, str] | None = None) -> str:
     selector: dict[str, Any] = {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY, "jobName": job}
     if assets:
-        selector["assetSelection"] = [{"path": [a]} for a in assets]
+        selector["assetSelection"] = [{"path": a.split("/")} for a in assets]
     meta = {"tags": [{"key": k, "value": v} for k, v in (tags or {}).items()]}
     out = cluster.graphql(LAUNCH_RUN, p={"selector": selector, "runConfigData": IN_PROCESS, "executionMetadata": meta})["launchRun"]
     assert out["__typename"] == "LaunchRunSuccess", out
@@ -133,13 +133,13 @@ def _check_instance(env: dict[str, str]) -> None:
 
 def _run_everything(cluster: Deployment, env: dict[str, str]) -> tuple[set[str], set[str]]:
     """The ingest backfill, the two label versions, then both publication runs queued at once; their run ids."""
-    params = {"partitionNames": DAYS, "assetSelection": [{"path": [a]} for a in INGEST], "title": "fraud ingest", "runConfigData": IN_PROCESS}
+    params = {"partitionNames": DAYS, "assetSelection": [{"path": list(a)} for a in INGEST], "title": "fraud ingest", "runConfigData": IN_PROCESS}
     backfill = cluster.graphql(LAUNCH_BACKFILL, p=params)["launchPartitionBackfill"]
     assert backfill["__typename"] == "LaunchBackfillSuccess", backfill
     wanted, t0 = {(a, d) for a in INGEST for d in DAYS}, time.monotonic()
     cluster.wait_for("the ingest backfill", lambda: wanted <= _materialized(env) and _settled(env, tag=("dagster/backfill", backfill["backfillId"])), 420, 2)
     t1 = time.monotonic()
-    labels = {_launch(cluster, "__ASSET_JOB", assets=["labels_fraud"], tags={"dagster/partition": v}) for v in ("v5", "v6")}
+    labels = {_launch(cluster, "__ASSET_JOB", assets=["labels/fraud"], tags={"dagster/partition": v}) for v in ("v5", "v6")}
     cluster.wait_for("the label runs", lambda: _settled(env, labels), 300, 2)
     t2 = time.monotonic()
     publications = {_launch(cluster, f"publish_{p}") for p in PUBLISH}

@@ -108,16 +108,16 @@ def _ingest_a_day(env: dict[str, str], batches: dict[str, Path]) -> dict[str, st
             ids[source] = doc["run_id"]
             assert (doc["first_day"], doc["last_day"], doc["files"][0]["rows_accepted"]) == (START.isoformat(), START.isoformat(), ROWS_PER_DAY), doc
         else:
-            ids[source] = _run_id(out, rf"ingested 1 file\(s\) of {source} in run RUN \(raw_{source}, canonical_{source} over ")
-            assert f"  check raw_{source}.batch_is_readable: passed" in out, out
+            ids[source] = _run_id(out, rf"ingested 1 file\(s\) of {source} in run RUN \(raw/{source}, canonical/{source} over ")
+            assert f"  check raw/{source}.batch_is_readable: passed" in out, out
         _followed(err, ids[source])
-        assert f"dsv: {source}: landing: 1/1 files" in err and f"dsv: materialized canonical_{source}" in err, err
+        assert f"dsv: {source}: landing: 1/1 files" in err and f"dsv: materialized canonical/{source}" in err, err
     return ids
 
 
 def _labels(cluster: Deployment, env: dict[str, str]) -> None:
     """The v6 label version, launched as the UI would (the build pins its table)."""
-    run_id = Webserver(cluster.base).launch_run("__ASSET_JOB", tags={PARTITION_TAG: "v6"}, assets=["labels_fraud"])
+    run_id = Webserver(cluster.base).launch_run("__ASSET_JOB", tags={PARTITION_TAG: "v6"}, assets=[["labels", "fraud"]])
     run = _settle(cluster, env, run_id)
     assert run["status"] == "SUCCESS", why(env, run_id)
 
@@ -162,10 +162,10 @@ def test_submit_ingests_and_builds_on_the_production_instance(tmp_path: Path, pr
             assert code == 0, err[-3000:]
             builds.append(_run_id(out, r"built fraud_training_set:v6 in run RUN\n"))
             _followed(err, builds[-1])
-            assert "dsv: fraud_training_set_v6_snapshot: done" in err, err
+            assert "dsv: datasets__fraud_training_set__v6: done" in err, err
             published_here.append("dsv: fraud_training_set:v6: publish: " in err)  # the other reused it (pin, no publish stage)
             summaries.append(dict(re.findall(r"^  (ref|manifest_hash|content_hash|rows) +(\S+)", out, re.M)))
-            assert re.search(r"^  check fraud_training_set_v6_splits\.\w+: passed$", out, re.M), out
+            assert re.search(r"^  check datasets/fraud_training_set/v6/splits\.\w+: passed$", out, re.M), out
         summary = summaries[0]
         assert sorted(published_here) == [False, True], published_here
         assert summaries[1] == summary and summary["ref"].startswith("fraud_training_set:v6@") and int(summary["rows"]) >= 100, summaries
@@ -173,7 +173,7 @@ def test_submit_ingests_and_builds_on_the_production_instance(tmp_path: Path, pr
 
         # A run that fails: the in-process command's typed exit code (FAILED: no v5 labels), naming the run.
         code, out, err = _done(_dsv(cli, "build", "fraud_training_set:v5", "--submit"))
-        failed = _run_id(err, r"dsv: error: run RUN failed: fraud_training_set_v5_snapshot: ")
+        failed = _run_id(err, r"dsv: error: run RUN failed: datasets__fraud_training_set__v5: ")
         assert code == FailureKind.FAILED.exit_code and "labels_fraud_v5 has no snapshot yet" in err.splitlines()[-1], err
         assert f"{cluster.base}/runs/{failed}" in err.splitlines()[-1] and out == "", err
 

@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DAYS = ["2026-06-01", "2026-06-02", "2026-06-03"]
 ROWS_PER_DAY = 120
 INGEST = "group:raw or group:canonical"
-DATASET = "fraud_training_set_v6"
+DATASET = "fraud_training_set_v6"  # the publication job is publish_<DATASET>; the asset keys:
+SNAPSHOT, SPLITS = "datasets/fraud_training_set/v6", "datasets/fraud_training_set/v6/splits"
 CONTENT_KEYS = ("format", "encoding", "dataset", "version", "contract", "schema_hash", "content_hash", "rows", "partitions", "splits", "labels")
 
 
@@ -106,7 +107,7 @@ def run_on_celery(env: dict[str, str], folder: Path) -> tuple[dict[str, tuple[st
     """The three runs through the CLI with two workers: step placement per run, and the latest metadata per asset."""
     with celery_workers(2, env, folder / "workers") as workers:
         dagster_cli(env, "asset", "materialize", "--select", INGEST, "--partition-range", f"{DAYS[0]}...{DAYS[-1]}")  # the backfill
-        dagster_cli(env, "asset", "materialize", "--select", "labels_fraud", "--partition", "v6")
+        dagster_cli(env, "asset", "materialize", "--select", "labels/fraud", "--partition", "v6")
         dagster_cli(env, "job", "execute", "-j", f"publish_{DATASET}")  # snapshot and splits, tagged dsv/publication
         with dg.DagsterInstance.local_temp(env["DAGSTER_HOME"]) as instance:
             runs = instance.get_runs()
@@ -133,8 +134,8 @@ def run_in_process(env: dict[str, str], home: Path) -> tuple[dict[str, dict[str,
     with dg.DagsterInstance.ephemeral() as instance:
         for selection, partition, tags in (
             (INGEST, None, range_tags(DAYS[0], DAYS[-1])),
-            ("labels_fraud", "v6", {}),
-            ([f"{DATASET}_snapshot", f"{DATASET}_splits"], None, {}),
+            ("labels/fraud", "v6", {}),
+            ([SNAPSHOT, SPLITS], None, {}),
         ):
             result = dg.materialize(assets, selection=selection, partition_key=partition, tags=tags, instance=instance, resources=defs.resources)
             assert result.success
@@ -154,19 +155,19 @@ def test_backfill_and_build_on_two_celery_workers_match_an_in_process_run(world,
     assert all(worker == named for worker, named, *_ in placement.values()), placement  # pid lineage agrees with Dagster's record
     assert len(workers_used) == 2 and not any(w.startswith("not a worker") for w in workers_used), placement
     steps = {k.split(":", 1)[1] for k in placement}
-    ingest = [v for k, v in placement.items() if ":raw_" in k or ":canonical_" in k]
+    ingest = [v for k, v in placement.items() if ":raw__" in k or ":canonical__" in k]  # step keys: raw__<source>, canonical__<source>
     overlapping = [(a, b) for a in ingest for b in ingest if a[0] < b[0] and a[2] < b[3] and b[2] < a[3]]
     assert overlapping, ingest  # the backfill's steps ran at the same time on the two workers
-    assert {f"raw_{s}" for s in FRAUD_SOURCES} | {f"canonical_{s}" for s in FRAUD_SOURCES} | {"labels_fraud", f"{DATASET}_snapshot"} <= steps
+    assert {f"raw__{s}" for s in FRAUD_SOURCES} | {f"canonical__{s}" for s in FRAUD_SOURCES} | {"labels__fraud", "datasets__fraud_training_set__v6"} <= steps
 
     local, local_settings = run_in_process(world, tmp_path / "in-process")
     for source in FRAUD_SOURCES:
-        assert celery[f"raw_{source}"]["partition_version"] == local[f"raw_{source}"]["partition_version"]
-        assert celery[f"canonical_{source}"]["content_hash"] == local[f"canonical_{source}"]["content_hash"]
-    assert celery["labels_fraud"]["content_hash"] == local["labels_fraud"]["content_hash"]
-    snap, local_snap = celery[f"{DATASET}_snapshot"], local[f"{DATASET}_snapshot"]
+        assert celery[f"raw/{source}"]["partition_version"] == local[f"raw/{source}"]["partition_version"]
+        assert celery[f"canonical/{source}"]["content_hash"] == local[f"canonical/{source}"]["content_hash"]
+    assert celery["labels/fraud"]["content_hash"] == local["labels/fraud"]["content_hash"]
+    snap, local_snap = celery[SNAPSHOT], local[SNAPSHOT]
     assert snap["content_hash"] == local_snap["content_hash"] and snap["split_counts"] == local_snap["split_counts"]
-    assert celery[f"{DATASET}_splits"]["assignment_hash"] == local[f"{DATASET}_splits"]["assignment_hash"]
+    assert celery[SPLITS]["assignment_hash"] == local[SPLITS]["assignment_hash"]
     # The whole content identity of the manifest agrees; only the pins (snapshot ids), code/environment and attachments are per store.
     shared = content_document(str(snap["ref"]), load_settings(world))
     assert shared == content_document(str(local_snap["ref"]), local_settings)
@@ -185,6 +186,6 @@ def test_a_fanned_out_build_prepares_on_both_celery_workers_and_equals_the_singl
     single_config = tmp_path / "single-step-config"
     shutil.copytree(CONFIG_DIR, single_config)  # the same definition without fan_out: one build step
     local, local_settings = run_in_process(world | {"DSV_CONFIG_DIR": str(single_config)}, tmp_path / "in-process")
-    snap, local_snap = celery[f"{DATASET}_snapshot"], local[f"{DATASET}_snapshot"]
+    snap, local_snap = celery[SNAPSHOT], local[SNAPSHOT]
     assert snap["content_hash"] == local_snap["content_hash"] and snap["partitions"] == local_snap["partitions"]
     assert content_document(str(snap["ref"]), load_settings(world)) == content_document(str(local_snap["ref"]), local_settings)

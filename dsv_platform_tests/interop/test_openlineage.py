@@ -34,7 +34,7 @@ from dsv_platform_tests.scenarios.support import definition
 DAYS = ["2026-06-01", "2026-06-02"]
 KINDS = ("raw_batch", "iceberg_snapshot", "realization", "model_run")
 RELATIONS = {"loaded_into", "derived_from", "pinned_by", "trained", "succeeded_by"}
-MODEL_ASSETS = ["fraud_training_set_v6_snapshot", "fraud_training_set_v6_splits", "fraud_model"]
+MODEL_ASSETS = ["datasets/fraud_training_set/v6", "datasets/fraud_training_set/v6/splits", "models/fraud_model"]
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -71,11 +71,11 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Setting
         with dg.DagsterInstance.ephemeral() as instance:
             run = {"instance": instance, "resources": defs.resources}
             assert dg.materialize(assets, selection="group:raw or group:canonical", tags=range_tags(DAYS[0], DAYS[-1]), **run).success
-            assert dg.materialize(assets, selection="labels_fraud", partition_key="v6", **run).success
+            assert dg.materialize(assets, selection="labels/fraud", partition_key="v6", **run).success
             result = dg.materialize(assets, selection=MODEL_ASSETS, **run)
             assert result.success
         mats = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in result.get_asset_materialization_events()}
-        yield settings, found, {k: v.value for k, v in mats["fraud_model"].items()} | {"snapshot": mats["fraud_training_set_v6_snapshot"]}
+        yield settings, found, {k: v.value for k, v in mats["models/fraud_model"].items()} | {"snapshot": mats["datasets/fraud_training_set/v6"]}
         ol.EMITTER.reset()
 
 

@@ -103,7 +103,7 @@ def test_ingest_reports_each_file_with_its_days(built):
     assert files["meters-b.parquet"]["days"] == ["2026-01-02", "2026-01-03"] and files["meters-b.parquet"]["rows_rejected"] == 0
     assert (ingested["first_day"], ingested["last_day"]) == ("2025-12-31", "2026-01-03")
     assert all(len(f["digest"]) == 64 and f["batch_ids"] for f in files.values())
-    assert "calibration.parquet" in calibrated and "check raw_calibration.batch_is_readable: passed" in calibrated
+    assert "calibration.parquet" in calibrated and "check raw/calibration.batch_is_readable: passed" in calibrated
 
 
 def test_build_content_hash_equals_dsv_hash_of_the_expected_rows(world, built, tmp_path):
@@ -124,8 +124,8 @@ def test_the_runs_and_their_checks_are_recorded_on_the_instance(world, built):
     with dg.DagsterInstance.from_config(str(root / "home" / "dagster")) as instance:
         runs = instance.get_runs()
         assert len(runs) >= 3 and all(r.is_success for r in runs)
-        for key in ("raw_meters", "canonical_meters", "canonical_calibration", "meter_readings_v1_snapshot", "meter_readings_v1_splits"):
-            assert instance.fetch_materializations(dg.AssetKey(key), limit=10).records, key
+        for key in ("raw/meters", "canonical/meters", "canonical/calibration", "datasets/meter_readings/v1", "datasets/meter_readings/v1/splits"):
+            assert instance.fetch_materializations(dg.AssetKey.from_user_string(key), limit=10).records, key
         checks = [e for r in runs for e in instance.all_logs(r.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)]
         names = {e.dagster_event.event_specific_data.check_name for e in checks}
         assert {"batch_is_readable", "rows_satisfy_contract", "splits_are_entity_disjoint"} <= names

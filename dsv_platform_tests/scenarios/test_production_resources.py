@@ -83,7 +83,7 @@ def test_core_scenario_on_postgresql_and_s3(production_env, s3_env):
     # One Dagster asset with the production resources built from the same Settings, on an ephemeral instance.
     defs = build_defs(settings)
     with dg.DagsterInstance.ephemeral() as instance:
-        snap = dg.materialize([*defs.assets], selection="fraud_training_set_v6_snapshot", instance=instance, resources=defs.resources)
+        snap = dg.materialize([*defs.assets], selection="datasets/fraud_training_set/v6", instance=instance, resources=defs.resources)
     assert snap.success
     meta = next(e.materialization.metadata for e in snap.get_asset_materialization_events())
     ds = open_dataset(meta["ref"].value, settings=settings)

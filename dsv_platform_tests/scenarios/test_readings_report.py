@@ -71,8 +71,8 @@ def materialized(tmp_path_factory):
     defs = build_defs(settings)
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     with dg.DagsterInstance.ephemeral() as instance:
-        snapshot = dg.materialize([*defs.assets], selection="readings_hourly_v1_snapshot", instance=instance, resources=defs.resources)
-        report = dg.materialize([*defs.assets], selection="quarterly_consumption_report", instance=instance, resources=defs.resources)
+        snapshot = dg.materialize([*defs.assets], selection="datasets/readings_hourly/v1", instance=instance, resources=defs.resources)
+        report = dg.materialize([*defs.assets], selection="artifacts/quarterly_consumption_report", instance=instance, resources=defs.resources)
     with build_platform(settings) as platform:
         yield platform, keys, snapshot, report
 
@@ -84,14 +84,14 @@ def _metadata(result: dg.ExecuteInJobResult, key: str) -> dict:
 
 def test_the_factory_builds_a_snapshot_without_splits_and_the_report_asset(materialized):
     _, keys, snapshot, report = materialized
-    assert {"raw_meter_readings", "canonical_meters", "readings_hourly_v1_snapshot", "quarterly_consumption_report"} <= keys
-    assert "readings_hourly_v1_splits" not in keys
+    assert {"raw/meter_readings", "canonical/meters", "datasets/readings_hourly/v1", "artifacts/quarterly_consumption_report"} <= keys
+    assert "datasets/readings_hourly/v1/splits" not in keys
     assert snapshot.success and report.success
 
 
 def test_the_report_prints_its_manifest_hash_and_its_numbers_match_the_realization(materialized):
     platform, _, snapshot, report = materialized
-    ref, meta = _metadata(snapshot, "readings_hourly_v1_snapshot")["ref"], _metadata(report, "quarterly_consumption_report")
+    ref, meta = _metadata(snapshot, "datasets/readings_hourly/v1")["ref"], _metadata(report, "artifacts/quarterly_consumption_report")
     record = locate_artifact(platform, meta["manifest_hash"][:12])
     assert record.manifest_hash == meta["manifest_hash"] and meta["footer"] == footer(record.manifest_hash)
     assert record.manifest["inputs"][0]["ref"] == ref and record.manifest["parameters"] == PARAMETERS
@@ -116,7 +116,7 @@ def test_the_report_prints_its_manifest_hash_and_its_numbers_match_the_realizati
 def test_rendering_the_report_again_gives_the_same_bytes(materialized):
     platform, _, snapshot, _ = materialized
     record = locate_artifact(platform, "quarterly_consumption_report")
-    with open_dataset(platform, _metadata(snapshot, "readings_hourly_v1_snapshot")["ref"]) as ds:
+    with open_dataset(platform, _metadata(snapshot, "datasets/readings_hourly/v1")["ref"]) as ds:
         inputs: dict[str, pa.Table] = {DATASET: ds.to_arrow()}
     assert PRODUCER.compute(inputs, PARAMETERS, 0) == record.manifest["results"]
     again = PRODUCER.render(inputs, record.manifest["results"], footer(record.manifest_hash))

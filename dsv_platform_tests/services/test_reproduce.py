@@ -32,13 +32,13 @@ def test_reproduce_fresh_build_bit_for_bit(lab: Lab) -> None:
     run = lab.model(build)
     report = reproduce(lab.platform, run.run_hash)
     assert report.outcome is Outcome.REPRODUCED, report.reason
-    assert report.kind == "model" and report.asset_key == "fraud_model" and report.rebuilt == ()
+    assert report.kind == "model" and report.asset_key == "models/fraud_model" and report.rebuilt == ()
     assert report.output is not None and report.output.exact
     details = recorded(lab, report)
     assert details["tolerance_needed"] == "exact"
     assert {"code", "environment", "inputs", "training_rerun"} <= set(details["matched"])  # type: ignore[arg-type]
     by_ref = reproduce(lab.platform, build.ref)
-    assert by_ref.outcome is Outcome.REPRODUCED and by_ref.kind == "realization" and by_ref.asset_key == "fraud_training_set_v6_snapshot"
+    assert by_ref.outcome is Outcome.REPRODUCED and by_ref.kind == "realization" and by_ref.asset_key == "datasets/fraud_training_set/v6"
 
 
 def test_reproduce_dirty_build_is_not_reproducible_by_construction(lab: Lab) -> None:

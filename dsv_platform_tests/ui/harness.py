@@ -24,7 +24,23 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-SNAPSHOT, SPLITS, MODEL, REHEARSAL = "fraud_training_set_v6_snapshot", "fraud_training_set_v6_splits", "fraud_model", "reconstructability"
+SNAPSHOT, SPLITS, MODEL, REHEARSAL = "datasets/fraud_training_set/v6", "datasets/fraud_training_set/v6/splits", "models/fraud_model", "reconstructability"
+
+def shown(key: str) -> str:
+    """How the catalog and an asset's page write a key: ``datasets / fraud_training_set / v6``."""
+    return key.replace("/", " / ")
+
+
+def node(key: str) -> str:
+    """How a lineage graph labels its node: the key's last component (``v6``, ``splits``)."""
+    return key.rsplit("/", 1)[-1]
+
+
+def step(key: str) -> str:
+    """The asset's step on a run's page: ``datasets__fraud_training_set__v6``."""
+    return key.replace("/", "__")
+
+
 FULL_REHEARSAL = "full_reproducibility"  # the weekly full rehearsal's asset (fully_reproduced_fraction)
 CHECK_OUTCOME = {"SUCCEEDED": "Passed", "FAILED": "Failed"}  # GraphQL execution status -> the check page's "Evaluation result"
 HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -156,7 +172,7 @@ RUN = """query($id: ID!) { runOrError(runId: $id) { __typename ... on Run { stat
 
 def materializations(base: str, asset: str, limit: int | None = None) -> list[dict[str, Any]]:
     """Newest first: run id, timestamp and metadata values of each materialization of ``asset``."""
-    mats = graphql(base, MATERIALIZATIONS, key={"path": [asset]}, limit=limit)["assetOrError"]["assetMaterializations"]
+    mats = graphql(base, MATERIALIZATIONS, key={"path": asset.split("/")}, limit=limit)["assetOrError"]["assetMaterializations"]
     return [{"run_id": m["runId"], "metadata": {e["label"]: _entry_value(e) for e in m["metadataEntries"]}} for m in mats]
 
 
@@ -175,7 +191,7 @@ def latest_metadata(base: str, asset: str) -> dict[str, Any]:
 
 def check_outcomes(base: str, asset: str) -> dict[str, tuple[str, str | None]]:
     """Check name -> (status of its execution for the latest materialization, that execution's run id)."""
-    checks = graphql(base, CHECKS, key={"path": [asset]})["assetNodeOrError"]["assetChecksOrError"]["checks"]
+    checks = graphql(base, CHECKS, key={"path": asset.split("/")})["assetNodeOrError"]["assetChecksOrError"]["checks"]
     out = {}
     for c in checks:
         execution = c["executionForLatestMaterialization"] or {}

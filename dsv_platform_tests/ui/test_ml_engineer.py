@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from dsv_platform_tests.ui.harness import HEX64, MODEL, SNAPSHOT, SPLITS, latest_metadata, materializations
+from dsv_platform_tests.ui.harness import HEX64, MODEL, SNAPSHOT, SPLITS, latest_metadata, materializations, node
 from dsv_platform_tests.ui.steps import Steps
 
 pytestmark = [pytest.mark.ui, pytest.mark.xdist_group("ui")]
@@ -39,12 +39,12 @@ def test_ml_engineer_follows_the_model_lineage_to_its_pinned_snapshots(steps: St
     steps.wait("Upstream", "Graph depth", shot="model-lineage")
     steps.button("Upstream").click()
     steps.button("All").click()
-    steps.wait(SNAPSHOT, SPLITS, "canonical_transactions", "canonical_account_features", shot="model-upstream", settle=2.0)
+    steps.wait(node(SNAPSHOT), node(SPLITS), "transactions", "account_features", shot="model-upstream", settle=2.0)  # nodes: last key component
     assert "lineageScope=upstream" in page.url, page.url
 
-    page.get_by_text(SNAPSHOT, exact=True).first.click()  # the snapshot node in the upstream graph
+    page.get_by_text(node(SNAPSHOT), exact=True).first.click()  # the snapshot node in the upstream graph
     page.wait_for_url(re.compile(rf"/assets/{SNAPSHOT}\b"), timeout=30_000)
-    steps.wait(SNAPSHOT, "Graph depth", shot="snapshot-lineage")
+    steps.wait(*SNAPSHOT.split("/"), "Graph depth", shot="snapshot-lineage")  # its breadcrumbs: datasets, fraud_training_set, v6
     page.set_viewport_size({"width": 1600, "height": 1600})
     page.get_by_role("tab", name="Overview").click()
     text = steps.wait("manifest_hash", trained_on, "pinned_snapshots", "snapshot id", *pinned, *pinned.values(), shot="snapshot-pinned")

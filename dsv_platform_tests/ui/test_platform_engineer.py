@@ -12,7 +12,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from dsv_platform_tests.ui.harness import CHECK_OUTCOME, HEX64, SNAPSHOT, SPLITS, check_outcomes, materializations, run_status
+from dsv_platform_tests.ui.harness import CHECK_OUTCOME, HEX64, SNAPSHOT, SPLITS, check_outcomes, materializations, node, run_status, shown, step
 from dsv_platform_tests.ui.steps import Steps
 
 pytestmark = [pytest.mark.ui, pytest.mark.xdist_group("ui")]
@@ -28,7 +28,7 @@ def _launch_from_graph(steps: Steps) -> str:
     page.locator(".CodeMirror").first.click()  # "Search and filter assets"
     page.keyboard.type(SELECTION)
     page.keyboard.press("Enter")
-    steps.wait(SNAPSHOT, SPLITS, "Materialize all", shot="graph-filtered", settle=1.5)
+    steps.wait(node(SNAPSHOT), node(SPLITS), "Materialize all", shot="graph-filtered", settle=1.5)
     steps.button("Materialize all").click()
     launched = page.locator("a[href^='/runs/']").filter(has_text=re.compile(r"^\s*View\s*$"))
     dialog = page.get_by_role("dialog")
@@ -46,7 +46,7 @@ def _launch_from_graph(steps: Steps) -> str:
 
 
 def _follow_run(steps: Steps, run_id: str) -> None:
-    steps.wait(run_id[:8], SNAPSHOT, SPLITS, shot="run-page")
+    steps.wait(run_id[:8], step(SNAPSHOT), step(SPLITS), shot="run-page")
     header = steps.page.get_by_text(re.compile(r"^(Success|Failure|Canceled)$")).first
     expect(header).to_be_visible(timeout=RUN_TIMEOUT * 1000)
     status = run_status(steps.base, run_id)
@@ -70,7 +70,8 @@ def test_platform_engineer_materializes_the_dataset_from_the_ui_and_reads_hash_a
 
     # The snapshot's page: that run's manifest and content hashes, its reference, and its place in the lineage.
     needles = ("manifest_hash", snapshot["manifest_hash"], "content_hash", snapshot["content_hash"], str(snapshot["ref"]))
-    text = steps.open(f"/assets/{SNAPSHOT}", *needles, "canonical_transactions", "labels_fraud", SPLITS, "fraud_model", shot="snapshot-overview")
+    keys = (shown(k) for k in ("canonical/transactions", "labels/fraud", SPLITS, "models/fraud_model"))
+    text = steps.open(f"/assets/{SNAPSHOT}", *needles, *keys, shot="snapshot-overview")
     assert re.search(rf"manifest_hash\s+(?:\S.*\n\s*)?{snapshot['manifest_hash']}", text), text[:3000]
     steps.open(f"/assets/{SNAPSHOT}?view=events", "Materialized in run", run_id[:8], *needles[:4], shot="snapshot-events")
 

@@ -144,12 +144,12 @@ class Webserver:
                 return str(node["location"]["name"]), str(node["name"])
         raise WebserverError(f"Dagster webserver {self.shown}: no code location serves job {job!r} (its jobs: {jobs}); deploy this configuration there")
 
-    def launch_run(self, job: str, *, tags: dict[str, str], run_config: dict[str, Any] | None = None, assets: list[str] | None = None) -> str:
-        """Submit one run of ``job`` (only ``assets`` of it, if given) to the instance's run queue; its run id."""
+    def launch_run(self, job: str, *, tags: dict[str, str], run_config: dict[str, Any] | None = None, assets: list[list[str]] | None = None) -> str:
+        """Submit one run of ``job`` (only ``assets`` of it, given as key paths, if given) to the instance's run queue; its run id."""
         location, repository = self.find_job(job)
         selector: dict[str, Any] = {"repositoryLocationName": location, "repositoryName": repository, "jobName": job}
         if assets:
-            selector["assetSelection"] = [{"path": [a]} for a in assets]
+            selector["assetSelection"] = [{"path": list(path)} for path in assets]
         params = {"selector": selector, "runConfigData": run_config or {}, "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]}}
         out = self.query(queries.LAUNCH_RUN, p=params)["launchRun"]
         if out["__typename"] != "LaunchRunSuccess":

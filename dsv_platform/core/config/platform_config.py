@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dsv_platform.core.config import asset_keys
 from dsv_platform.core.config.dataset_definition import AsOfJoin, DatasetDefinition, load_definition
 from dsv_platform.core.config.labels import LabelFile, LabelVersion, load_label_versions, parse_label_file
 from dsv_platform.core.config.platform_options import PlatformOptions, load_options
@@ -86,6 +87,7 @@ def _load_datasets(folder: Path) -> list[DatasetDefinition]:
         definition = load_definition(path)
         if path.stem != definition.asset_prefix:
             raise ConfigError(f"the file of {definition.ref} must be named {definition.asset_prefix}.yaml", file=path, key="version")
+        asset_keys.component(definition.version, "version", file=path)  # datasets/<name>/<version> is its asset key
         found.append(definition)
     return sorted(found, key=lambda d: (d.name, d.version))
 

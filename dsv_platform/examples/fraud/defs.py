@@ -3,13 +3,14 @@
 import dagster as dg
 
 from dsv_platform.core.config.platform_config import PlatformConfig
+from dsv_platform.defs import keys
 from dsv_platform.defs.datasets import REF, upstream_ref
 from dsv_platform.defs.metadata import AssetResult, table
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.examples.fraud import model
 from dsv_platform.services.reproduction.model_run import ModelRun, train_model
 
-TRAINING_SET = dg.AssetKey("fraud_training_set_v6_snapshot")
+TRAINING_SET = keys.snapshot_of("fraud_training_set", "v6")
 MODEL_NAME = "fraud_model"
 SEED = 42
 
@@ -32,12 +33,12 @@ def model_result(run: ModelRun) -> AssetResult:
 
 
 @dg.asset(
-    name=MODEL_NAME,
+    key=keys.model(MODEL_NAME),
     group_name="models",
     kinds={"numpy"},
-    deps=[TRAINING_SET, dg.AssetKey("fraud_training_set_v6_splits")],
+    deps=[TRAINING_SET, keys.splits_of("fraud_training_set", "v6")],
     description="Fraud model (numpy logistic regression, seed 42) trained on the train split of the realization the latest "
-    "`fraud_training_set_v6_snapshot` published, evaluated on its validation split. Data version = run manifest hash; "
+    "`datasets/fraud_training_set/v6` published, evaluated on its validation split. Data version = run manifest hash; "
     "the run manifest (realization ref and hash, code, environment, parameters, seed, metrics) is stored as an object "
     "and linked to the realization in the registry lineage; the model version is a retention root keeping that realization. "
     "Its source snapshots are tagged model-fraud_model-<hash12> (model_pins), kept while the model is retained.",

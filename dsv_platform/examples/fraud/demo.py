@@ -23,6 +23,7 @@ from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import open_platform
 from dsv_platform.cli.runs import Runner
 from dsv_platform.core.ingest.batch import RawBatch
+from dsv_platform.defs import keys
 from dsv_platform.examples.fraud import events
 from dsv_platform.examples.fraud.demo_diff import label_diff
 from dsv_platform.examples.fraud.demo_home import prepare_home
@@ -36,7 +37,8 @@ from dsv_platform.services.publication.datasets import open_dataset
 
 START = dt.date(2026, 6, 1)
 BUGGY_FEATURE_DAYS = 3  # the feature job ran with the cents bug for three days mid-month
-MAIN = "fraud_training_set_v6_snapshot"
+MAIN, V5 = "datasets/fraud_training_set/v6", "datasets/fraud_training_set/v5"  # asset keys (user strings)
+MODEL = "models/fraud_model"
 SOURCES = ("transactions", "chargebacks", "account_features")
 
 
@@ -62,16 +64,16 @@ class Demo:
         return paths
 
     def land(self, batches: Sequence[RawBatch], step: str) -> None:
-        """One run landing (raw_*) and loading (canonical_*) every batch, over the days they cover.
+        """One run landing (raw/*) and loading (canonical/*) every batch, over the days they cover.
 
         The story's arrival times are a historical load (each file's recorded time named: operator, audited; docs/trust.md).
         """
         paths = self.write(batches, step)
         sources = sorted({b.source for b in batches})
         days = sorted({b.day for b in batches})
-        ops = {f"raw_{s}": {"config": _historical(paths, batches, s)} for s in sources}
+        ops = {keys.op_name(keys.raw(s)): {"config": _historical(paths, batches, s)} for s in sources}
         try:
-            self.runner.run([a for s in sources for a in (f"raw_{s}", f"canonical_{s}")], days=(days[0], days[-1]), run_config={"ops": ops})
+            self.runner.run([a for s in sources for a in (keys.raw(s), keys.canonical(s))], days=(days[0], days[-1]), run_config={"ops": ops})
         finally:  # landed sealed (crypto-erasable); a plaintext copy under the home would outlive a privacy deletion
             shutil.rmtree(self.folder / step, ignore_errors=True)
 
@@ -81,12 +83,12 @@ class Demo:
 
     def labels(self) -> None:
         for version in ("v5", "v6"):
-            self.runner.run(["labels_fraud"], partition=version)
+            self.runner.run([keys.label("fraud")], partition=version)
 
     def publish(self) -> dict[str, dict[str, Any]]:
         result = self.runner.run("group:datasets or group:models")
         meta = {e.materialization.asset_key.to_user_string(): e.materialization.metadata for e in result.get_asset_materialization_events()}
-        return {name: {k: v.value for k, v in meta[name].items()} for name in (MAIN, "fraud_training_set_v5_snapshot", "fraud_model")}
+        return {name: {k: v.value for k, v in meta[name].items()} for name in (MAIN, V5, MODEL)}
 
     def show(self, title: str, old: dict[str, Any], new: dict[str, Any], *, expect_change: bool, replayed: bool = True) -> None:
         reread = open_dataset(self.platform, old["ref"]).verify_content()
@@ -148,7 +150,7 @@ def _base(demo: Demo) -> dict[str, dict[str, Any]]:
     _timed("built labels fraud:v5 and fraud:v6", demo.labels)
     base: dict[str, dict[str, Any]] = _timed("published fraud_training_set:v5 and :v6, checked splits, trained fraud_model", demo.publish)
     print(f"  fraud_training_set:v6 -> {base[MAIN]['ref']}")
-    _lineage(base["fraud_model"], base[MAIN])
+    _lineage(base[MODEL], base[MAIN])
     return base
 
 
@@ -165,7 +167,7 @@ def _failure_modes(demo: Demo, base: dict[str, dict[str, Any]]) -> dict[str, dic
     demo.show(f"backfill: corrected account features for {first}..{last}", late[MAIN], backfill[MAIN], expect_change=True)
 
     title = "label definition v5 -> v6 applied to history (fraud_training_set:v5 vs :v6)"
-    demo.show(title, backfill["fraud_training_set_v5_snapshot"], backfill[MAIN], expect_change=True, replayed=False)
+    demo.show(title, backfill[V5], backfill[MAIN], expect_change=True, replayed=False)
 
     renamed_day = demo.days[len(demo.days) // 2]
     demo.ingest([events.renamed_column_batch(demo.domain, renamed_day)], "renamed-column")
@@ -211,14 +213,14 @@ def main(argv: Sequence[str]) -> int:
             demo = Demo(platform, runner, days=args.days, rows_per_day=args.rows_per_day, reused=reused)
             final = _failure_modes(demo, _base(demo))
             final = label_diff(demo)  # later chargebacks arrive; dsv diff v5 -> v6 shows the label flips
-            release(platform, final["fraud_model"], why="the model trained after the failure modes")
+            release(platform, final[MODEL], why="the model trained after the failure modes")
             _incident(demo)  # which datasets included the bad batch, which models trained on them, which deployment serves them
             final = play_privacy(platform, demo.domain, START, demo.publish)  # a deletion's obligation closed by a retrain
             demo.failures += play_semantic(platform)  # cents and test-account leaks, blocked at publication (a scratch home)
             rehearse_once(runner)  # a point of the reconstructability time series in the UI
         finally:
             runner.close()
-    _lineage(final["fraud_model"], final[MAIN])
+    _lineage(final[MODEL], final[MAIN])
     print(f"\ndone in {time.perf_counter() - t0:.0f} s; {'all checks ok' if not demo.failures else f'{demo.failures} check(s) NOT OK'}")
     print(f"open the same instance in the UI: make ui   (or DAGSTER_HOME={settings.dagster_home} .venv/bin/dagster dev -w workspace.yaml)")
     return 0 if not demo.failures else 1

@@ -23,7 +23,7 @@ from dsv_platform.services.publication.diff import diff_realizations
 if TYPE_CHECKING:
     from dsv_platform.examples.fraud.demo import Demo
 
-V5, V6 = "fraud_training_set_v5_snapshot", "fraud_training_set_v6_snapshot"
+V5, V6 = "datasets/fraud_training_set/v5", "datasets/fraud_training_set/v6"  # asset keys (user strings)
 
 
 def later_chargeback_rows(domain: FraudDomain, days: Sequence[dt.date]) -> pa.Table:

@@ -111,7 +111,7 @@ def play(platform: Platform, domain: FraudDomain, day: dt.date, publish: Callabl
     _delete(coordinator, subject)
     obligations = _status(coordinator, platform, subject)
     retrain = publish()
-    model = retrain["fraud_model"]
+    model = retrain["models/fraud_model"]  # the model asset's key
     run = str(model["run_manifest_hash"])
     print(f"  rebuilt without it: fraud_training_set:v6 -> {model['ref']}\n  retrained {MODEL} on it: run {run[:12]}…")
     _close(coordinator, subject, obligations, run)

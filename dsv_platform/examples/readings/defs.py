@@ -5,13 +5,14 @@ import base64
 import dagster as dg
 
 from dsv_platform.core.config.platform_config import PlatformConfig
+from dsv_platform.defs import keys
 from dsv_platform.defs.datasets import REF, upstream_ref
 from dsv_platform.defs.metadata import AssetResult, table
 from dsv_platform.defs.resources import PlatformResource
 from dsv_platform.examples.readings.quarterly import produce_report
 from dsv_platform.services.reproduction.artifacts import ArtifactRun
 
-READINGS = dg.AssetKey("readings_hourly_v1_snapshot")
+READINGS = keys.snapshot_of("readings_hourly", "v1")
 
 
 def report_result(run: ArtifactRun) -> AssetResult:
@@ -35,12 +36,12 @@ def report_result(run: ArtifactRun) -> AssetResult:
 
 
 @dg.asset(
-    name="quarterly_consumption_report",
+    key=keys.artifact("quarterly_consumption_report"),
     group_name="reports",
     kinds={"html", "png"},
     deps=[READINGS],
     description="Q1 2026 consumption: total kWh per region and the p99 hourly load (nearest rank, exact decimals) of the realization "
-    "the latest `readings_hourly_v1_snapshot` published, with a figure (PNG) and an HTML page. Every file prints the footer "
+    "the latest `datasets/readings_hourly/v1` published, with a figure (PNG) and an HTML page. Every file prints the footer "
     "`manifest sha256:<hash>`; `dsv reproduce <hash>` reruns it from that manifest. Data version = the manifest hash.",
 )
 def quarterly_consumption_report(context: dg.AssetExecutionContext, platform: PlatformResource) -> AssetResult:

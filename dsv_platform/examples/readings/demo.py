@@ -41,7 +41,7 @@ from dsv_platform.services.retention import gc
 
 PRODUCED_AT = dt.datetime(2026, 4, 3, 9, 0, tzinfo=dt.UTC)  # the quarter closed; late readings and the correction not yet in
 SIX_MONTHS_LATER = PRODUCED_AT + timedelta(days=183)
-SNAPSHOT = "readings_hourly_v1_snapshot"
+SNAPSHOT = "datasets/readings_hourly/v1"  # its asset key (user string)
 
 
 class Story:

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dsv_platform.core.config import asset_keys
 from dsv_platform.core.errors import CorruptError, NotFoundError
 from dsv_platform.core.reproduction.reproduction import PRECEDENCE, Outcome
 from dsv_platform.core.reproduction.reproduction_steps import Step, failed, passed
@@ -56,6 +57,6 @@ def resolve_artifact(platform: Platform, target: str, *, actor: str) -> Reproduc
         target=target, kind="artifact", ref=f"artifact {target}" if record is None else f"artifact {record.name}",
         manifest_hash=target if record is None else record.manifest_hash, run_hash=None, outcome=_verdict(steps), checks=(), rebuilt=(),
         environment=None, output=None, procedure="rehearsal", actor=actor, at=dt.datetime.now(dt.UTC).isoformat(),
-        asset_key=None if record is None else record.name, record_id=0, steps=tuple(steps),
+        asset_key=None if record is None else asset_keys.user_string_of(asset_keys.artifact, record.name), record_id=0, steps=tuple(steps),
     )  # fmt: skip
     return write_record(platform.registry, report)

@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dsv_platform.core.config import asset_keys
 from dsv_platform.core.errors import CorruptError, NotFoundError
 from dsv_platform.core.reproduction.artifact_manifest import EXACT, compare_results, describe_rule, rule_of
 from dsv_platform.core.reproduction.reproduction import Outcome
@@ -157,7 +158,8 @@ def _record(
     report = ReproductionReport(
         target=target, kind="artifact", ref=f"artifact {target}" if record is None else f"artifact {record.name}", manifest_hash=mh, run_hash=None,
         outcome=outcome, checks=tuple(), rebuilt=rebuilt, environment=None, output=None, procedure=procedure, actor=actor,
-        at=dt.datetime.now(dt.UTC).isoformat(), asset_key=None if record is None else record.name, record_id=0, steps=tuple(steps), extra=extra,
+        at=dt.datetime.now(dt.UTC).isoformat(), record_id=0, steps=tuple(steps), extra=extra,
+        asset_key=None if record is None else asset_keys.user_string_of(asset_keys.artifact, record.name),
     )  # fmt: skip
     report = write_record(platform.registry, report)
     if record is not None:

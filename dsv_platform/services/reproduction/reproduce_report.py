@@ -12,6 +12,7 @@ from typing import Any
 
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core import canonical_json
+from dsv_platform.core.config import asset_keys
 from dsv_platform.core.publication.records import Realization
 from dsv_platform.core.reproduction.model_run import model_of
 from dsv_platform.core.reproduction.reproduction import Check, EnvironmentDiff, Outcome, OutputComparison, decide
@@ -28,10 +29,11 @@ class Target:
     run_hash: str | None = None
 
     @property
-    def asset_key(self) -> str:
+    def asset_key(self) -> str | None:
+        """The user string of the asset a reproduction is observed on (core/config/asset_keys.py)."""
         if self.kind == "model" and self.run is not None:
-            return model_of(self.run)
-        return f"{self.realization.dataset}_{self.realization.version}_snapshot"
+            return asset_keys.user_string_of(asset_keys.model, model_of(self.run))
+        return asset_keys.user_string_of(asset_keys.snapshot, self.realization.dataset, self.realization.version)
 
 
 @dataclass(frozen=True)
