@@ -57,7 +57,7 @@ def dsv_env(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch)
     """``dsv_env(env, *args)``: ``dsv`` in this process with the ambient ``DSV_*`` and ``AWS_*`` variables replaced by ``env``."""
 
     def run(env: dict[str, str], *args: str) -> Result:
-        return DsvCli(capsys, monkeypatch, env, clear=("AWS_",))(*args)
+        return DsvCli(capsys, monkeypatch, env, clear=("DSV_", "AWS_"))(*args)
 
     return run
 
