@@ -1,7 +1,7 @@
 """Issue 11 items 7-9: every bad input is refused with ONE line naming the file, key, partition or URL; never a traceback, never exit 0.
 
-Commands that only read their arguments run in-process through ``main(argv)``; the cases that
-are about the environment (``DSV_*`` variables) run the installed ``dsv`` in a subprocess.
+Commands run in-process through ``main(argv)``, the cases about the environment (``DSV_*`` and ``AWS_*`` variables)
+too, with the ambient ones cleared (:class:`DsvCli`); one of them also runs the installed ``dsv`` as its own process.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,11 +20,13 @@ import pytest
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.cli.main import main
+from dsv_platform_tests.fixtures.cli_runner import DsvCli, Result
 from dsv_platform_tests.services import gc_support as gs
 
 DSV = str(Path(sys.executable).with_name("dsv"))
 CONTRACT = "name: t\nkey: [id]\ncolumns:\n  - {name: id, type: int64}\n  - {name: s, type: string}\n"
 BAD_UTF8 = pa.array([b"a", b"b", b"\xff\xfe", b"c"], pa.binary()).view(pa.string())
+DsvEnv = Callable[..., Result]
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -43,9 +47,19 @@ def refused(code: int, err: str, *names: str, exit_code: int | None = None) -> s
     return lines[0]
 
 
-def dsv_env(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def dsv_process(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("DSV_", "AWS_"))}
     return subprocess.run([DSV, *args], env={**clean, **env}, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def dsv_env(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> DsvEnv:
+    """``dsv_env(env, *args)``: ``dsv`` in this process with the ambient ``DSV_*`` and ``AWS_*`` variables replaced by ``env``."""
+
+    def run(env: dict[str, str], *args: str) -> Result:
+        return DsvCli(capsys, monkeypatch, env, clear=("DSV_", "AWS_"))(*args)
+
+    return run
 
 
 @pytest.fixture
@@ -188,32 +202,42 @@ def test_malformed_alias_hash_is_usage_not_not_found(home: tuple[Path, str], cap
     refused(code, err, exit_code=3)  # well formed but unknown: NOT_FOUND
 
 
-# ---------------------------------------------------------------- 9 environment (subprocess: DSV_* variables)
+# ---------------------------------------------------------------- 9 environment (DSV_* and AWS_* variables)
 
 
-def test_malformed_registry_url(tmp_path: Path) -> None:
+def test_malformed_registry_url(tmp_path: Path, dsv_env: DsvEnv) -> None:
     r = dsv_env({"DSV_HOME": str(tmp_path), "DSV_REGISTRY_URL": "not a url"}, "versions", "x")
-    refused(r.returncode, r.stderr, "DSV_REGISTRY_URL", "'not a url'", exit_code=18)  # ENVIRONMENT (was 9)
+    refused(r.code, r.err, "DSV_REGISTRY_URL", "'not a url'", exit_code=18)  # ENVIRONMENT (was 9)
     r = dsv_env({"DSV_HOME": str(tmp_path), "DSV_REGISTRY_URL": "mysql://u:hunter2@h/x"}, "versions", "x")
+    line = refused(r.code, r.err, "mysql://u:***@h/x", exit_code=18)
+    assert "hunter2" not in line
+
+
+def test_malformed_registry_url_in_a_process_of_its_own(tmp_path: Path) -> None:
+    """The real process too: in this one every module is imported already, so a variable read at import time (a
+    traceback before ``main`` runs) would go unseen in process."""
+    r = dsv_process({"DSV_HOME": str(tmp_path), "DSV_REGISTRY_URL": "mysql://u:hunter2@h/x"}, "versions", "x")
     line = refused(r.returncode, r.stderr, "mysql://u:***@h/x", exit_code=18)
-    assert "hunter2" not in line
+    assert "hunter2" not in r.stdout + r.stderr and line
 
 
-def test_unreachable_postgres_fails_fast_with_the_url_masked(tmp_path: Path) -> None:
+def test_unreachable_postgres_fails_fast_with_the_url_masked(tmp_path: Path, dsv_env: DsvEnv) -> None:
     url = "postgresql+psycopg2://u:hunter2@127.0.0.1:1/x"
-    r = dsv_env({"DSV_HOME": str(tmp_path), "DSV_REGISTRY_URL": url}, "versions", "x", timeout=60)
-    line = refused(r.returncode, r.stderr, "postgresql+psycopg2://u:***@127.0.0.1:1/x", exit_code=10)
+    started = time.monotonic()
+    r = dsv_env({"DSV_HOME": str(tmp_path), "DSV_REGISTRY_URL": url}, "versions", "x")
+    assert time.monotonic() - started < 60, "not fast"
+    line = refused(r.code, r.err, "postgresql+psycopg2://u:***@127.0.0.1:1/x", exit_code=10)
     assert "hunter2" not in line
 
 
-def test_unwritable_home(tmp_path: Path) -> None:
+def test_unwritable_home(tmp_path: Path, dsv_env: DsvEnv) -> None:
     (tmp_path / "afile").write_text("x")
     home = tmp_path / "afile" / "home"  # under a regular file: cannot be created, even as root
     r = dsv_env({"DSV_HOME": str(home)}, "gc", "plan")
-    refused(r.returncode, r.stderr, "DSV_HOME", str(home), exit_code=18)
+    refused(r.code, r.err, "DSV_HOME", str(home), exit_code=18)
 
 
-def test_s3_without_credentials(tmp_path: Path) -> None:
+def test_s3_without_credentials(tmp_path: Path, dsv_env: DsvEnv) -> None:
     env = {
         "DSV_HOME": str(tmp_path),
         "DSV_OBJECT_STORE": "s3://bucket/x",
@@ -223,10 +247,10 @@ def test_s3_without_credentials(tmp_path: Path) -> None:
         "AWS_EC2_METADATA_DISABLED": "true",
     }
     r = dsv_env(env, "gc", "plan")
-    refused(r.returncode, r.stderr, "s3://bucket/x", "credentials", exit_code=18)
+    refused(r.code, r.err, "s3://bucket/x", "credentials", exit_code=18)
 
 
-def test_unreachable_s3_endpoint_is_exit_10_naming_it(tmp_path: Path) -> None:
+def test_unreachable_s3_endpoint_is_exit_10_naming_it(tmp_path: Path, dsv_env: DsvEnv) -> None:
     """Was an internal error (exit 70, botocore's EndpointConnectionError); the secret key never appears."""
     env = {
         "DSV_HOME": str(tmp_path),
@@ -236,6 +260,6 @@ def test_unreachable_s3_endpoint_is_exit_10_naming_it(tmp_path: Path) -> None:
         "AWS_SECRET_ACCESS_KEY": "hunter2",
         "AWS_EC2_METADATA_DISABLED": "true",
     }
-    r = dsv_env(env, "gc", "plan", timeout=120)
-    line = refused(r.returncode, r.stderr, "s3://bucket/x", "http://127.0.0.1:1", "does not answer", exit_code=10)
+    r = dsv_env(env, "gc", "plan")
+    line = refused(r.code, r.err, "s3://bucket/x", "http://127.0.0.1:1", "does not answer", exit_code=10)
     assert "hunter2" not in line

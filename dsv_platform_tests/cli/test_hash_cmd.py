@@ -1,4 +1,7 @@
-"""`dsv hash` and `dsv canonical` through the installed entry point: layout never changes the identity."""
+"""`dsv hash` and `dsv canonical`: layout never changes the identity.
+
+``dsv hash`` runs in this process (:class:`DsvCli`, in the data's folder); ``dsv canonical`` runs the installed entry
+point, whose stdout bytes on a pipe are what ``sha256sum`` hashes."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import pytest
 
 from dsv_platform.core.contracts.contract import load_contract
 from dsv_platform.core.identity.hashing import hash_table
+from dsv_platform_tests.fixtures.cli_runner import DsvCli
 
 DSV = str(Path(sys.executable).with_name("dsv"))
 CONTRACT_YAML = """\
@@ -33,8 +37,11 @@ columns:
 """
 
 
-def dsv(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([DSV, *args], capture_output=True, text=True, cwd=cwd)
+@pytest.fixture
+def dsv(dataset: tuple[Path, pa.Table], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> DsvCli:
+    """``dsv`` in this process, in the dataset's folder."""
+    monkeypatch.chdir(dataset[0])
+    return DsvCli(capsys, monkeypatch, {})
 
 
 @pytest.fixture(scope="module")
@@ -82,41 +89,41 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pa.Table]:
     return root, table
 
 
-def test_hash_cmd_reordered_rechunked_copy_prints_the_same_hash(dataset: tuple[Path, pa.Table]) -> None:
+def test_hash_cmd_reordered_rechunked_copy_prints_the_same_hash(dataset: tuple[Path, pa.Table], dsv: DsvCli) -> None:
     root, table = dataset
-    original = dsv("hash", "original.parquet", "--contract", "contract.yaml", cwd=root)
-    copy = dsv("hash", "copy", "--contract", "contract.yaml", cwd=root)
-    assert original.returncode == 0 and copy.returncode == 0, original.stderr + copy.stderr
-    assert original.stdout == copy.stdout
-    assert original.stderr == ""
+    original = dsv("hash", "original.parquet", "--contract", "contract.yaml")
+    copy = dsv("hash", "copy", "--contract", "contract.yaml")
+    assert original.code == 0 and copy.code == 0, original.err + copy.err
+    assert original.out == copy.out
+    assert original.err == ""
     expected = hash_table(table, load_contract(root / "contract.yaml"), partition_by="day")
-    assert f"content_hash  {expected.content_hash}" in original.stdout
-    assert f"schema_hash   {expected.schema_hash}" in original.stdout
+    assert f"content_hash  {expected.content_hash}" in original.out
+    assert f"schema_hash   {expected.schema_hash}" in original.out
 
 
-def test_hash_cmd_json_output(dataset: tuple[Path, pa.Table]) -> None:
+def test_hash_cmd_json_output(dataset: tuple[Path, pa.Table], dsv: DsvCli) -> None:
     root, table = dataset
-    out = dsv("hash", "copy", "--contract", "contract.yaml", "--json", cwd=root)
-    assert out.returncode == 0, out.stderr
-    doc = json.loads(out.stdout)
+    out = dsv("hash", "copy", "--contract", "contract.yaml", "--json")
+    assert out.code == 0, out.err
+    doc = json.loads(out.out)
     expected = hash_table(table, load_contract(root / "contract.yaml"), partition_by="day")
     assert doc == expected.to_document()
     assert [p["key"] for p in doc["partitions"]] == ["day=2026-03-12", "day=2026-03-13", "day=2026-03-14", "day=2026-03-15"]
     assert sum(p["rows"] for p in doc["partitions"]) == doc["rows"] == table.num_rows
 
 
-def test_hash_cmd_partition_by_override(dataset: tuple[Path, pa.Table]) -> None:
+def test_hash_cmd_partition_by_override(dataset: tuple[Path, pa.Table], dsv: DsvCli) -> None:
     root, table = dataset
-    out = dsv("hash", "copy", "--contract", "contract.yaml", "--partition-by", "user", "--json", cwd=root)
-    assert out.returncode == 0, out.stderr
-    doc = json.loads(out.stdout)
+    out = dsv("hash", "copy", "--contract", "contract.yaml", "--partition-by", "user", "--json")
+    assert out.code == 0, out.err
+    doc = json.loads(out.out)
     assert doc == hash_table(table, load_contract(root / "contract.yaml"), partition_by="user").to_document()
     assert "user=bob\\tby" in [p["key"] for p in doc["partitions"]]
 
 
-def test_hash_cmd_canonical_text_hashes_to_the_partition_hash(dataset: tuple[Path, pa.Table]) -> None:
+def test_hash_cmd_canonical_text_hashes_to_the_partition_hash(dataset: tuple[Path, pa.Table], dsv: DsvCli) -> None:
     root, _ = dataset
-    digest = json.loads(dsv("hash", "copy", "--contract", "contract.yaml", "--json", cwd=root).stdout)
+    digest = json.loads(dsv("hash", "copy", "--contract", "contract.yaml", "--json").out)
     leaf = digest["partitions"][1]
     text = subprocess.run(
         [DSV, "canonical", "copy", "--contract", "contract.yaml", "--partition", leaf["key"]], capture_output=True, cwd=root, check=True

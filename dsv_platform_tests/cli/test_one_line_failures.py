@@ -16,6 +16,9 @@ from dsv_platform_tests.fixtures.cli_runner import run_dsv
 
 
 def _dsv(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real ``dsv`` process, not :class:`DsvCli`: the point is the whole of stderr as a terminal gets it. In the test
+    process a logging handler bound to an earlier stream (set up at import, or by an earlier test) writes past capsys,
+    so an in-process run could miss the 84 lines of Dagster ERROR events this test is about and pass anyway."""
     return run_dsv({"DSV_HOME": str(home)}, *args)
 
 

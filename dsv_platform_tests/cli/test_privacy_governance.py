@@ -29,6 +29,7 @@ from dsv_platform.services.privacy.privacy import PrivacyCoordinator
 from dsv_platform.services.privacy.privacy_key import load_subject_key
 from dsv_platform.services.publication.publisher import Publisher
 from dsv_platform.settings import Settings, load_settings
+from dsv_platform_tests.fixtures.cli_runner import DsvCli
 from dsv_platform_tests.services import publisher_worker as pw
 from dsv_platform_tests.services.test_privacy import PARTS, SUBJECT
 from dsv_platform_tests.services.test_publisher import backend_url, cli_env, dsv
@@ -82,6 +83,11 @@ def coordinator(reg: Registry, store: EncryptingObjectStore, settings: Settings)
 def json_of(result) -> dict:  # type: ignore[no-untyped-def]
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
+
+
+def in_process(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> DsvCli:
+    """``dsv`` in this process on ``env``'s ``DSV_*`` configuration (a :func:`cli_env`)."""
+    return DsvCli(capsys, monkeypatch, {k: v for k, v in env.items() if k.startswith("DSV_")})
 
 
 def by_family(doc: dict) -> dict[str, dict]:
@@ -164,7 +170,7 @@ def test_deletion_obligations_through_the_cli(backend_url: str, tmp_path: Path) 
         assert close["identity"] == "admin" and close["detail"]["retrained_run"] == retrained and SUBJECT not in json.dumps(audit)
 
 
-def test_a_grace_period_that_ended_is_overdue(backend_url: str, tmp_path: Path) -> None:
+def test_a_grace_period_that_ended_is_overdue(backend_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     env = cli_env(tmp_path, backend_url, DSV_CONFIG_DIR=str(config_dir(tmp_path)), DSV_SUBJECT_KEY_FILE=str(tmp_path / "subject-key"))
     settings = load_settings(env)
     store = build_encrypted_store(settings)
@@ -174,16 +180,21 @@ def test_a_grace_period_that_ended_is_overdue(backend_url: str, tmp_path: Path) 
         ref = publish(reg, store, "r-old", PARTS)
         run = train(reg, store, "fraud_scorer", ref)
         coordinator(reg, store, settings).delete(SUBJECT, "GDPR #31")
-    status = json_of(dsv("privacy", "status", "--subject", SUBJECT, "--json", env=env))
-    (obligation,) = status["model_obligations"]
+    cli = in_process(capsys, monkeypatch, env)
+    done = cli("privacy", "status", "--subject", SUBJECT, "--json")
+    assert done.code == 0, done.err
+    (obligation,) = json.loads(done.out)["model_obligations"]
     assert obligation["model_run"] == run and obligation["state"] == "overdue"
     assert dt.datetime.fromisoformat(obligation["due_at"]) < dt.datetime.now(dt.UTC)
-    text = dsv("privacy", "status", "--subject", SUBJECT, env=env)
-    assert "0 open, 1 overdue, 0 closed" in text.stdout and "OVERDUE" in text.stdout, text.stdout
+    text = cli("privacy", "status", "--subject", SUBJECT)
+    assert "0 open, 1 overdue, 0 closed" in text.out and "OVERDUE" in text.out, text.out
 
 
-def test_a_bad_policy_is_a_configuration_error_naming_file_key_and_value(tmp_path: Path) -> None:
+def test_a_bad_policy_is_a_configuration_error_naming_file_key_and_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = with_governance(tmp_path / "config", "model_governance: {families: {fraud_scorer: keep_serving}}\n")  # more: core/test_model_governance.py
-    out = dsv("privacy", "status", "--subject", "x", env=cli_env(tmp_path, f"sqlite:///{tmp_path / 'r.db'}", DSV_CONFIG_DIR=str(folder)))
-    assert out.returncode == 2 and f"{folder / 'platform.yaml'}: key 'model_governance.families.fraud_scorer'" in out.stderr, out.stderr
-    assert "'keep_serving'" in out.stderr and "retrain_required, stop_serving or {continue_until_retrain: 30d}" in out.stderr, out.stderr
+    cli = in_process(capsys, monkeypatch, cli_env(tmp_path, f"sqlite:///{tmp_path / 'r.db'}", DSV_CONFIG_DIR=str(folder)))
+    out = cli("privacy", "status", "--subject", "x")
+    assert out.code == 2 and f"{folder / 'platform.yaml'}: key 'model_governance.families.fraud_scorer'" in out.err, out.err
+    assert "'keep_serving'" in out.err and "retrain_required, stop_serving or {continue_until_retrain: 30d}" in out.err, out.err

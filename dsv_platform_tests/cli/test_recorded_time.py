@@ -3,6 +3,8 @@
 Before: ``--recorded-at 2099-01-01`` was accepted; the row beat every later honest correction and the manifest's
 watermark became 2099. By default the recorded time was the file's modification time: a file touched to 2001 was
 recorded in 2001, one touched ahead beat every later batch.
+
+``dsv`` runs in this process (:class:`DsvCli`); its exit codes and lines are the process's (stderr is no terminal either way).
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -24,11 +25,11 @@ from dsv_platform.core.errors import FailureKind
 from dsv_platform.core.ingest.batch import RawBatch
 from dsv_platform.services.trust import trust
 from dsv_platform.settings import load_settings
-from dsv_platform_tests.cli.test_ingest_rejected_rows import _setup
-from dsv_platform_tests.fixtures.cli_runner import run_dsv, without_progress
+from dsv_platform_tests.cli.test_ingest_rejected_rows import _setup, labs
+from dsv_platform_tests.fixtures.cli_runner import DsvCli, Result, without_progress
 from dsv_platform_tests.services.test_publisher import backend_url
 
-__all__ = ["backend_url"]
+__all__ = ["backend_url", "labs"]
 
 
 def test_a_batch_recorded_in_the_future_is_refused_before_anything_lands(tmp_path: Path) -> None:
@@ -51,21 +52,22 @@ def _records(env: dict[str, str]) -> list[LandingRecord]:
         return p.landing.records("labs")
 
 
-def test_dsv_ingest_refuses_a_future_recorded_at_and_audits_a_historical_one(tmp_path: Path) -> None:
-    env, batch = _setup(tmp_path)
+def test_dsv_ingest_refuses_a_future_recorded_at_and_audits_a_historical_one(labs: tuple[DsvCli, Path]) -> None:
+    dsv, batch = labs
+    env = dict(dsv.env)
     batch.write_text("result_id,day,analyte,value\n1,2026-06-01,Na,140.0\n")
 
-    def ingest(*args: str) -> subprocess.CompletedProcess[str]:
-        return run_dsv(env, "ingest", "labs", str(batch), *args)
+    def ingest(*args: str) -> Result:
+        return dsv("ingest", "labs", str(batch), *args)
 
     future = ingest("--recorded-at", "2099-01-01T00:00:00+00:00")
-    assert future.returncode == FailureKind.INVALID.exit_code, future.stderr
-    [line] = without_progress(future.stderr)  # one typed line, before anything is validated or landed
+    assert future.code == FailureKind.INVALID.exit_code, future.err
+    [line] = without_progress(future.err)  # one typed line, before anything is validated or landed
     assert line.startswith("dsv: error: --recorded-at for labs: recorded time 2099-01-01T00:00:00+00:00 is in the future"), line
     assert _records(env) == []
     past = ingest("--recorded-at", "2026-06-02T08:00:00+00:00", "--json")
-    assert past.returncode == 0, past.stderr
-    assert json.loads(past.stdout)["files"][0]["rows_accepted"] == 1
+    assert past.code == 0, past.err
+    assert json.loads(past.out)["files"][0]["rows_accepted"] == 1
     with build_platform(load_settings(env)) as p:
         refused, entry = [e for e in trust.records(p).audit_entries() if e["action"] == "ingest.recorded_at"]  # the refused attempt too
     assert refused["detail"]["recorded_at"] == "2099-01-01T00:00:00+00:00" and "in the future" in refused["detail"]["refused"]
@@ -76,39 +78,42 @@ def test_dsv_ingest_refuses_a_future_recorded_at_and_audits_a_historical_one(tmp
     assert record.recorded_at == dt.datetime(2026, 6, 2, 8, tzinfo=dt.UTC) and record.writer == "dagster"
 
 
-def test_a_historical_load_by_a_non_operator_is_refused_naming_the_identity(backend_url: str, tmp_path: Path) -> None:
+def test_a_historical_load_by_a_non_operator_is_refused_naming_the_identity(
+    backend_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     env, batch = _setup(tmp_path)
     env["DSV_REGISTRY_URL"] = backend_url
+    dsv = DsvCli(capsys, monkeypatch, env)
     batch.write_text("result_id,day,analyte,value\n1,2026-06-01,Na,140.0\n")
-    assert run_dsv(env, "identity", "create", "wanda").returncode == 0
-    assert run_dsv(env, "grants", "add", "wanda", "source_writer", "--source", "labs").returncode == 0
-    as_wanda = env | {"DSV_IDENTITY": "wanda"}
-    done = run_dsv(as_wanda, "ingest", "labs", str(batch), "--recorded-at", "2026-06-02T08:00:00+00:00")
-    assert done.returncode == FailureKind.ACCESS_DENIED.exit_code, done.stderr
-    [line] = without_progress(done.stderr)
+    assert dsv("identity", "create", "wanda").code == 0
+    assert dsv("grants", "add", "wanda", "source_writer", "--source", "labs").code == 0
+    done = dsv("ingest", "labs", str(batch), "--recorded-at", "2026-06-02T08:00:00+00:00", identity="wanda")
+    assert done.code == FailureKind.ACCESS_DENIED.exit_code, done.err
+    [line] = without_progress(done.err)
     assert line.startswith("dsv: error: ACCESS_DENIED: identity 'wanda' has no grant for role 'operator'"), line
     assert _records(env) == []
-    landed = run_dsv(as_wanda, "ingest", "labs", str(batch))  # without a claimed time the writer lands, at the platform's clock
-    assert landed.returncode == 0, landed.stderr
+    landed = dsv("ingest", "labs", str(batch), identity="wanda")  # without a claimed time the writer lands, at the platform's clock
+    assert landed.code == 0, landed.err
     assert [r.writer for r in _records(env)] == ["wanda"]
 
 
-def test_the_recorded_time_is_the_platform_clock_at_landing_not_the_file_time(tmp_path: Path) -> None:
-    env, batch = _setup(tmp_path)
+def test_the_recorded_time_is_the_platform_clock_at_landing_not_the_file_time(labs: tuple[DsvCli, Path]) -> None:
+    dsv, batch = labs
+    env = dict(dsv.env)
     batch.write_text("result_id,day,analyte,value\n1,2026-06-01,Na,140.0\n")
     ahead = batch.with_name("labs-ahead.csv")
     ahead.write_text("result_id,day,analyte,value\n2,2026-06-01,K,4.1\n")
     os.utime(batch, (dt.datetime(2001, 1, 1, tzinfo=dt.UTC).timestamp(),) * 2)  # whoever writes the file sets these
     os.utime(ahead, ((dt.datetime.now(dt.UTC) + dt.timedelta(days=30)).timestamp(),) * 2)
     before = dt.datetime.now(dt.UTC)
-    done = run_dsv(env, "ingest", "labs", str(batch), str(ahead))
+    done = dsv("ingest", "labs", str(batch), str(ahead))
     after = dt.datetime.now(dt.UTC)
-    assert done.returncode == 0, done.stderr
+    assert done.code == 0, done.err
     records = _records(env)
     assert len(records) == 2 and all(before <= r.recorded_at == r.landed_at <= after for r in records), records
     with build_platform(load_settings(env)) as p:
         assert not [e for e in trust.records(p).audit_entries() if e["action"] == "ingest.recorded_at"], "no claimed time: no historical load"
-    again = run_dsv(env, "ingest", "labs", str(batch), "--json")  # the same bytes, later: already landed, not a new batch
-    assert again.returncode == 0, again.stderr
-    assert json.loads(again.stdout)["files"][0]["batch_ids"] == ["labs-2026-06-01"]
+    again = dsv("ingest", "labs", str(batch), "--json")  # the same bytes, later: already landed, not a new batch
+    assert again.code == 0, again.err
+    assert json.loads(again.out)["files"][0]["batch_ids"] == ["labs-2026-06-01"]
     assert _records(env) == records

@@ -1,10 +1,11 @@
 """`dsv schema diff` and `dsv consumers` through the real CLI on an orders contract: exit 0 compatible,
-9 breaking, the exact JSON shape, typed one-line errors for bad files and unknown columns."""
+9 breaking, the exact JSON shape, typed one-line errors for bad files and unknown columns.
+
+``dsv schema diff`` runs in this process (:class:`DsvCli`); the consumer commands (slow set) run as processes."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import yaml
 
 from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.contracts.contract import load_contract
+from dsv_platform_tests.fixtures.cli_runner import DsvCli
 from dsv_platform_tests.services.test_publisher import backend_url, cli_env, dsv
 
 __all__ = ["backend_url"]
@@ -46,16 +48,17 @@ def write(folder: Path, name: str, text: str) -> str:
     return str(path)
 
 
-def plain_env(tmp_path: Path) -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("DSV_")} | {"DSV_HOME": str(tmp_path / "unused-home")}
+@pytest.fixture
+def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> DsvCli:
+    """``dsv`` in this process, its home a folder that must stay absent."""
+    return DsvCli(capsys, monkeypatch, {"DSV_HOME": str(tmp_path / "unused-home")})
 
 
-def test_schema_diff_json_shape_and_exit_codes(tmp_path: Path) -> None:
+def test_schema_diff_json_shape_and_exit_codes(tmp_path: Path, cli: DsvCli) -> None:
     old, new, ok = write(tmp_path, "old.yaml", OLD), write(tmp_path, "new.yaml", NEW), write(tmp_path, "ok.yaml", COMPATIBLE)
-    env = plain_env(tmp_path)
-    result = dsv("schema", "diff", old, new, "--json", env=env)
-    assert result.returncode == 9, result.stderr
-    doc = json.loads(result.stdout)
+    result = cli("schema", "diff", old, new, "--json")
+    assert result.code == 9, result.err
+    doc = json.loads(result.out)
     assert set(doc) == {"verdict", "changes", "consumers"} and doc["verdict"] == "breaking" and doc["consumers"] == []
     assert all(set(c) == {"column", "kind", "old", "new", "breaking"} for c in doc["changes"])
     assert [(c["column"], c["kind"], c["breaking"]) for c in doc["changes"]] == [
@@ -65,39 +68,36 @@ def test_schema_diff_json_shape_and_exit_codes(tmp_path: Path) -> None:
         ("status", "semantic", True),
         ("coupon", "additive", False),
     ]
-    compatible = dsv("schema", "diff", old, ok, "--json", env=env)
-    assert compatible.returncode == 0 and json.loads(compatible.stdout)["verdict"] == "compatible"
-    text = dsv("schema", "diff", old, new, env=env)
-    assert text.returncode == 9 and "BREAKING" in text.stdout and "total: unit_change EUR -> USD (breaking)" in text.stdout
+    compatible = cli("schema", "diff", old, ok, "--json")
+    assert compatible.code == 0 and json.loads(compatible.out)["verdict"] == "compatible"
+    text = cli("schema", "diff", old, new)
+    assert text.code == 9 and "BREAKING" in text.out and "total: unit_change EUR -> USD (breaking)" in text.out
     assert not (tmp_path / "unused-home").exists()  # a diff without --definition touches no registry
 
 
-def test_schema_diff_reads_source_and_dataset_files(tmp_path: Path) -> None:
+def test_schema_diff_reads_source_and_dataset_files(tmp_path: Path, cli: DsvCli) -> None:
     config = Path(__file__).resolve().parents[2] / "dsv_platform" / "examples" / "fraud" / "config"
     v5, v6 = config / "datasets" / "fraud_training_set_v5.yaml", config / "datasets" / "fraud_training_set_v6.yaml"
-    same = dsv("schema", "diff", str(v5), str(v6), "--json", env=plain_env(tmp_path))
-    assert same.returncode == 0 and json.loads(same.stdout)["verdict"] == "compatible", same.stdout + same.stderr
+    same = cli("schema", "diff", str(v5), str(v6), "--json")
+    assert same.code == 0 and json.loads(same.out)["verdict"] == "compatible", same.out + same.err
     source = config / "sources" / "transactions.yaml"
     doc = yaml.safe_load(source.read_text())
     doc["columns"] = [c for c in doc["columns"] if c["name"] != "note"]
     trimmed = write(tmp_path, "transactions.yaml", yaml.safe_dump(doc))
-    removed = dsv("schema", "diff", str(source), trimmed, "--json", env=plain_env(tmp_path))
-    assert removed.returncode == 9 and json.loads(removed.stdout)["changes"] == [
-        {"column": "note", "kind": "removal", "old": "string", "new": None, "breaking": True}
-    ]
+    removed = cli("schema", "diff", str(source), trimmed, "--json")
+    assert removed.code == 9 and json.loads(removed.out)["changes"] == [{"column": "note", "kind": "removal", "old": "string", "new": None, "breaking": True}]
 
 
-def test_bad_files_are_one_line_typed_errors(tmp_path: Path) -> None:
+def test_bad_files_are_one_line_typed_errors(tmp_path: Path, cli: DsvCli) -> None:
     old = write(tmp_path, "old.yaml", OLD)
-    env = plain_env(tmp_path)
     for bad, expected in [
         (write(tmp_path, "typo.yaml", OLD.replace("type: int32", "type: int33")), "typo.yaml: column 'qty': unknown type 'int33'"),
         (write(tmp_path, "rename.yaml", NEW.replace("renamed_from: customer_id", "renamed_from: client")), "names no column of"),
         (str(tmp_path / "missing.yaml"), "missing.yaml"),
     ]:
-        result = dsv("schema", "diff", old, bad, "--json", env=env)
-        assert result.returncode == 2 and result.stdout == "", (result.returncode, result.stdout)
-        assert result.stderr.count("\n") == 1 and result.stderr.startswith("dsv: error:") and expected in result.stderr, result.stderr
+        result = cli("schema", "diff", old, bad, "--json")
+        assert result.code == 2 and result.out == "", (result.code, result.out)
+        assert result.err.count("\n") == 1 and result.err.startswith("dsv: error:") and expected in result.err, result.err
 
 
 @pytest.mark.slow  # every consumer command as its own dsv process, per backend (~20 s each)

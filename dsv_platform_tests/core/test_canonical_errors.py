@@ -135,13 +135,27 @@ def _args(argv: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize(("argv", "mention"), CLI_CASES.values(), ids=list(CLI_CASES))
-def test_canonical_cli_hash_error_is_one_line_on_stderr(bad_inputs: Path, argv: list[str], mention: str) -> None:
-    proc = subprocess.run([DSV, "hash", *_args(argv)], cwd=bad_inputs, capture_output=True, text=True)
-    assert proc.returncode != 0, proc
-    assert proc.stdout == "", "partial output on error"
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
+def test_canonical_cli_hash_error_is_one_line_on_stderr(
+    bad_inputs: Path, argv: list[str], mention: str, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsv_platform.cli.main import main
+
+    monkeypatch.chdir(bad_inputs)
+    code = main(["hash", *_args(argv)])  # in process; one case below also runs the installed dsv
+    out, err = capfd.readouterr()
+    assert code != 0 and out == "", "partial output on error"
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
     assert lines[0].startswith("dsv: error: ") and mention in lines[0]
+
+
+def test_a_file_that_is_not_parquet_is_one_line_from_the_installed_dsv(bad_inputs: Path) -> None:
+    """The whole process, not ``main``: a crash in native code or anything printed at interpreter exit shows only there."""
+    argv, mention = CLI_CASES["not-parquet"]
+    proc = subprocess.run([DSV, "hash", *_args(argv)], cwd=bad_inputs, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == "", proc
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("dsv: error: ") and mention in line
 
 
 @pytest.mark.parametrize(("argv", "mention"), CLI_CASES.values(), ids=list(CLI_CASES))

@@ -6,8 +6,6 @@ import copy
 import datetime as dt
 import hashlib
 import json
-import subprocess
-import sys
 import unicodedata
 from decimal import Context, Decimal
 from importlib import resources
@@ -18,6 +16,7 @@ import numpy as np
 import pytest
 
 from dsv_platform.core.identity.conformance import FORMAT, build_vectors, check_vectors, dumps_vectors
+from dsv_platform_tests.fixtures.cli_runner import DsvCli
 
 DOC = build_vectors()
 VECTORS = {v["id"]: v for v in DOC["vectors"]}
@@ -25,7 +24,6 @@ ROW_VECTORS = [v for v in DOC["vectors"] if v["kind"] == "rows"]
 GOOD_ROW_VECTORS = [v for v in ROW_VECTORS if not v["id"].startswith("error-")]
 SPLIT_VECTORS = [v for v in DOC["vectors"] if v["kind"] == "hash-split/1"]
 ID_VECTORS = [v for v in DOC["vectors"] if v["kind"] == "example-id"]
-DSV = str(Path(sys.executable).with_name("dsv"))
 
 
 # --- an independent reference encoder, written from docs/canonical-encoding.md alone --
@@ -393,24 +391,26 @@ def test_conformance_check_rejects_non_documents() -> None:
     assert any("cannot evaluate" in f for f in check_vectors(doc))
 
 
-def test_conformance_command_prints_writes_and_checks(tmp_path: Path) -> None:
-    out = subprocess.run([DSV, "conformance"], capture_output=True, text=True, check=True)
-    assert out.stdout == dumps_vectors(DOC)
+def test_conformance_command_prints_writes_and_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    dsv = DsvCli(capsys, monkeypatch, {})  # in process
+    out = dsv("conformance")
+    assert out.code == 0, out.err
+    assert out.out == dumps_vectors(DOC)
     target = tmp_path / "v.json"
-    subprocess.run([DSV, "conformance", "--write", str(target)], check=True)
-    assert target.read_text(encoding="utf-8") == out.stdout
-    ok = subprocess.run([DSV, "conformance", "--check", str(target)], capture_output=True, text=True)
-    assert ok.returncode == 0, ok.stderr
+    assert dsv("conformance", "--write", str(target)).code == 0
+    assert target.read_text(encoding="utf-8") == out.out
+    ok = dsv("conformance", "--check", str(target))
+    assert ok.code == 0, ok.err
 
-    doc = json.loads(out.stdout)
+    doc = json.loads(out.out)
     doc["vectors"][0]["expected"]["content_hash"] = "0" * 64
     target.write_text(json.dumps(doc), encoding="utf-8")
-    bad = subprocess.run([DSV, "conformance", "--check", str(target)], capture_output=True, text=True)
-    assert bad.returncode == 1
-    assert "content_hash" in bad.stdout and doc["vectors"][0]["id"] in bad.stdout
-    assert "1 mismatch" in bad.stderr
+    bad = dsv("conformance", "--check", str(target))
+    assert bad.code == 1
+    assert "content_hash" in bad.out and doc["vectors"][0]["id"] in bad.out
+    assert "1 mismatch" in bad.err
 
     target.write_text("{not json", encoding="utf-8")
-    broken = subprocess.run([DSV, "conformance", "--check", str(target)], capture_output=True, text=True)
-    assert broken.returncode == 2 and broken.stdout == ""
-    assert len(broken.stderr.strip().splitlines()) == 1 and str(target) in broken.stderr
+    broken = dsv("conformance", "--check", str(target))
+    assert broken.code == 2 and broken.out == ""
+    assert len(broken.err.strip().splitlines()) == 1 and str(target) in broken.err

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pyarrow as pa
 import pytest
@@ -13,6 +10,7 @@ import pytest
 from dsv_platform.adapters.iceberg import duckdb_iceberg as di
 from dsv_platform.examples.fraud.events import daily_batch, late_transactions
 from dsv_platform.examples.fraud.specs import SOURCES
+from dsv_platform_tests.fixtures.cli_runner import DsvCli
 from dsv_platform_tests.scenarios.support import World
 
 DAYS = 3
@@ -127,16 +125,17 @@ def test_unknown_table_and_tag_are_typed_errors(pinned: tuple[World, dict[str, p
         di.table_location(world.tables, "transactions", ref="missing-tag")
 
 
-def test_dsv_table_location_prints_the_query_a_user_types(pinned: tuple[World, dict[str, pa.Table], list[tuple[str, int, str]]]) -> None:
+def test_dsv_table_location_prints_the_query_a_user_types(
+    pinned: tuple[World, dict[str, pa.Table], list[tuple[str, int, str]]], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     world, _, pins = pinned
     table, snapshot_id, tag = pins[0]
-    env = {**os.environ, "DSV_HOME": str(world.settings.home)}
-    cli = [sys.executable, "-m", "dsv_platform.cli.main", "table-location"]
-    out = subprocess.run([*cli, table, "--tag", tag, "--json"], capture_output=True, text=True, env=env)
-    assert out.returncode == 0, out.stderr
-    doc = json.loads(out.stdout)
+    dsv = DsvCli(capsys, monkeypatch, {"DSV_HOME": str(world.settings.home)})  # in process
+    out = dsv("table-location", table, "--tag", tag, "--json")
+    assert out.code == 0, out.err
+    doc = json.loads(out.out)
     assert doc["snapshot_id"] == snapshot_id and f"snapshot_from_id={snapshot_id}" in doc["query"]
     rows = di.connect().sql(doc["query"]).to_arrow_table()
     assert normalized(rows).equals(normalized(pyiceberg_rows(world, table, snapshot_id)))
-    missing = subprocess.run([*cli, "nope"], capture_output=True, text=True, env=env)
-    assert missing.returncode == 3 and missing.stderr.startswith("dsv: error:") and "Traceback" not in missing.stderr
+    missing = dsv("table-location", "nope")
+    assert missing.code == 3 and missing.err.startswith("dsv: error:") and "Traceback" not in missing.err

@@ -11,9 +11,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -29,6 +26,7 @@ from dsv_platform.examples.fraud.specs import SOURCES
 from dsv_platform.services.privacy.privacy_canonical import delete_canonical
 from dsv_platform.services.reproduction.artifacts import produce_artifact
 from dsv_platform.services.reproduction.model_run import ModelRun, train_model
+from dsv_platform_tests.fixtures.cli_runner import DsvCli
 from dsv_platform_tests.scenarios.support import World
 from dsv_platform_tests.services.artifact_support import DATASET, PRODUCER
 
@@ -36,21 +34,23 @@ CODE = {"repo": "/srv/reports", "commit": "ab" * 20, "dirty": False}
 NO_LOCK = {"lockfile_sha256": "unknown"}
 
 
-def dsv(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DSV_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"), "DAGSTER_DISABLE_TELEMETRY": "1"}
-    return subprocess.run([sys.executable, "-m", "dsv_platform.cli.main", *args], env=env, capture_output=True, text=True, timeout=300)
-
-
-def gc_json(home: Path, *args: str) -> dict[str, object]:
-    out = dsv(home, "gc", *args, "--json", "--safety-window-hours", "0")
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    doc: dict[str, object] = json.loads(out.stdout)
+def gc_json(dsv: DsvCli, *args: str) -> dict[str, object]:
+    out = dsv("gc", *args, "--json", "--safety-window-hours", "0")
+    assert out.code == 0, out.out[-2000:] + out.err[-2000:]
+    doc: dict[str, object] = json.loads(out.out)
     return doc
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     return World.create(tmp_path_factory.mktemp("pins") / "home", days=3)
+
+
+@pytest.fixture
+def dsv(world: World, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> DsvCli:
+    """``dsv`` in this process on the world's home."""
+    home = world.settings.home
+    return DsvCli(capsys, monkeypatch, {"DSV_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"), "DAGSTER_DISABLE_TELEMETRY": "1"})
 
 
 def _model_root(world: World, run: ModelRun) -> int:
@@ -80,25 +80,24 @@ def test_pins_are_named_for_the_model_and_the_report_and_the_realization_pins_st
     assert world.reverify(build) == build.manifest.content_hash
 
 
-def test_gc_keeps_retained_pins_removes_scratch_ages_out_released_ones(world: World) -> None:
-    home = world.settings.home
+def test_gc_keeps_retained_pins_removes_scratch_ages_out_released_ones(world: World, dsv: DsvCli) -> None:
     build = world.build()
     run = train_model(world.platform, build.ref, model_name=MODEL_NAME, trainer=TRAINER, seed=8, environment=NO_LOCK)
     table, sid = run.pins[0].table, run.pins[0].snapshot_id
     tag = run.pins[0].tag
     forged = f"report-{PRODUCER.name}-{'0' * 12}"  # named like a report's pin; the registry records no such pin
     pin_snapshot(world.tables, table, forged, sid, max_ref_age_ms=RETAINED_REF_AGE_MS)
-    plan = gc_json(home, "plan")
+    plan = gc_json(dsv, "plan")
     collectable = {c["node"]: c for c in plan["collectable"]}  # type: ignore[union-attr, index]
     assert f"iceberg_tag:{table}#{tag}" not in collectable
     assert "registry records no such pin (scratch)" in collectable[f"iceberg_tag:{table}#{forged}"]["reason"]
-    applied = gc_json(home, "apply", "--yes")
+    applied = gc_json(dsv, "apply", "--yes")
     assert f"{table}#{forged}" in applied["tags_removed"] and not applied["ref_ages_set"]  # type: ignore[operator]
     assert ref_ages(world.tables, table)[tag] == RETAINED_REF_AGE_MS
 
     root = _model_root(world, run)
     world.registry.release_retention_root(root, "tester", "model retired")
-    applied = gc_json(home, "apply", "--yes")
+    applied = gc_json(dsv, "apply", "--yes")
     assert f"{table}#{tag}" in applied["ref_ages_set"] and f"{table}#{tag}" not in applied["tags_removed"]  # type: ignore[operator]
     snap = world.tables.load(table).snapshot_by_id(sid)
     assert snap is not None
@@ -106,21 +105,21 @@ def test_gc_keeps_retained_pins_removes_scratch_ages_out_released_ones(world: Wo
     assert age is not None and age < RETAINED_REF_AGE_MS
     until = datetime.fromtimestamp((snap.timestamp_ms + age) / 1000, UTC)
     assert abs(until - (datetime.now(UTC) + DEFAULT_MAX_REF_AGE)) < timedelta(minutes=5), "Iceberg's ref age: max_ref_age_days from now"
-    why = json.loads(dsv(home, "gc", "why", f"iceberg_tag:{table}#{tag}", "--json", "--safety-window-hours", "0").stdout)
+    why = json.loads(dsv("gc", "why", f"iceberg_tag:{table}#{tag}", "--json", "--safety-window-hours", "0").out)
     assert why[0]["keep"] and why[0]["root"]["kind"] == "ageing_pin" and "no longer retained" in why[0]["reason"]
 
     world.registry.add_retention_root("model_version", f"model_run:{run.run_hash}", "back in service", "ml")
-    applied = gc_json(home, "apply", "--yes")
+    applied = gc_json(dsv, "apply", "--yes")
     assert f"{table}#{tag}" in applied["ref_ages_set"] and ref_ages(world.tables, table)[tag] == RETAINED_REF_AGE_MS
     for r in world.registry.list_retention_roots(datetime.now(UTC)):
         if r.ref == f"model_run:{run.run_hash}":
             world.registry.release_retention_root(r.id, "tester", "retired for good")
-    gc_json(home, "apply", "--yes")
+    gc_json(dsv, "apply", "--yes")
     later = (datetime.now(UTC) + DEFAULT_MAX_REF_AGE + timedelta(days=1)).isoformat()
-    plan = gc_json(home, "plan", "--now", later)
+    plan = gc_json(dsv, "plan", "--now", later)
     reasons = {c["node"]: c["reason"] for c in plan["collectable"]}  # type: ignore[union-attr, index]
     assert "past its max ref age" in reasons[f"iceberg_tag:{table}#{tag}"]
-    applied = gc_json(home, "apply", "--yes", "--now", later)
+    applied = gc_json(dsv, "apply", "--yes", "--now", later)
     assert f"{table}#{tag}" in applied["tags_removed"]  # type: ignore[operator]
     assert tag not in ref_ages(world.tables, table)
 

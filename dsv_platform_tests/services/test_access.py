@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
@@ -27,9 +23,9 @@ from dsv_platform.examples.fraud import CONFIG_DIR
 from dsv_platform.services.publication.datasets import open_dataset
 from dsv_platform.services.trust import trust
 from dsv_platform.settings import load_settings
+from dsv_platform_tests.fixtures.cli_runner import DsvCli
 from dsv_platform_tests.scenarios.support import World
 
-DSV = str(Path(sys.executable).with_name("dsv"))
 DEFINITION = "fraud_training_set:v6"
 ACCESS = {"purposes": ["training", "analysis"], "restricted_columns": ["account_id"], "row_filter": {"column": "currency", "not_in": ["CAD"]}}
 
@@ -52,6 +48,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
 
 def as_analyst(world: World):  # type: ignore[no-untyped-def]
     return build_platform(dataclasses.replace(world.settings, identity="analyst"))
+
+
+@pytest.fixture
+def dsv(world: World, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> DsvCli:
+    """``dsv`` in this process on the world's home (call it with ``identity=``)."""
+    return DsvCli(capsys, monkeypatch, {"DSV_HOME": str(world.settings.home), "DSV_CONFIG_DIR": str(world.settings.config_dir)})
 
 
 def test_the_access_block_parses_and_names_bad_keys() -> None:
@@ -94,19 +96,13 @@ def test_a_consumer_reads_only_for_the_purpose_it_was_granted(world: World) -> N
             open_dataset(platform, DEFINITION)
 
 
-def test_dsv_resolve_purpose_exit_codes(world: World) -> None:
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("DSV_")},
-        "DSV_HOME": str(world.settings.home),
-        "DSV_CONFIG_DIR": str(world.settings.config_dir),
-        "DSV_IDENTITY": "analyst",
-    }
-    ok = subprocess.run([DSV, "resolve", DEFINITION, "--purpose", "analysis", "--json"], env=env, capture_output=True, text=True, timeout=300)
-    assert ok.returncode == 0, ok.stderr
-    doc = json.loads(ok.stdout)
+def test_dsv_resolve_purpose_exit_codes(dsv: DsvCli) -> None:
+    ok = dsv("resolve", DEFINITION, "--purpose", "analysis", "--json", identity="analyst")
+    assert ok.code == 0, ok.err
+    doc = json.loads(ok.out)
     assert doc["access"] == {"identity": "analyst", "purpose": "analysis", "withheld_columns": [], "row_filter": "currency not_in <1 value(s)>"}
-    denied = subprocess.run([DSV, "resolve", DEFINITION, "--purpose", "training"], env=env, capture_output=True, text=True, timeout=300)
-    assert denied.returncode == 7 and denied.stderr.strip().count("\n") == 0 and "ACCESS_DENIED" in denied.stderr, denied.stderr
+    denied = dsv("resolve", DEFINITION, "--purpose", "training", identity="analyst")
+    assert denied.code == 7 and denied.err.strip().count("\n") == 0 and "ACCESS_DENIED" in denied.err, denied.err
 
 
 def test_consumption_records_keep_identity_and_purpose_never_filter_values(world: World) -> None:
@@ -135,25 +131,18 @@ def test_the_fraud_model_asset_is_refused_without_a_training_grant(world: World)
     assert cause is not None and cause.cls_name == "AccessDeniedError" and "purpose=training" in cause.message
 
 
-def test_dsv_table_location_needs_a_grant_on_the_table_and_is_audited(world: World) -> None:
+def test_dsv_table_location_needs_a_grant_on_the_table_and_is_audited(world: World, dsv: DsvCli) -> None:
     """A purpose-scoped consumer reads through open_dataset only: the table's location would give every row and column."""
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("DSV_")},
-        "DSV_HOME": str(world.settings.home),
-        "DSV_CONFIG_DIR": str(world.settings.config_dir),
-        "DSV_IDENTITY": "analyst",
-    }
-    denied = subprocess.run([DSV, "table-location", "transactions"], env=env, capture_output=True, text=True, timeout=300)
-    assert denied.returncode == 7 and denied.stderr.strip().count("\n") == 0, denied.stderr
-    assert "'analyst' may not read canonical table 'transactions' directly" in denied.stderr and "source=transactions" in denied.stderr
+    denied = dsv("table-location", "transactions", identity="analyst")
+    assert denied.code == 7 and denied.err.strip().count("\n") == 0, denied.err
+    assert "'analyst' may not read canonical table 'transactions' directly" in denied.err and "source=transactions" in denied.err
     engineer, _ = trust.create_identity(world.platform, "table_reader", by="test")
     trust.change_grant(world.platform, Grant(engineer.name, Role.CONSUMER, source="transactions"), add=True, reason="feature engineering")
-    reader = env | {"DSV_IDENTITY": "table_reader"}
-    ok = subprocess.run([DSV, "table-location", "transactions", "--json"], env=reader, capture_output=True, text=True, timeout=300)
-    assert ok.returncode == 0, ok.stderr
-    assert "metadata_location" in json.loads(ok.stdout)
-    other = subprocess.run([DSV, "table-location", "chargebacks"], env=reader, capture_output=True, text=True, timeout=300)
-    assert other.returncode == 7, "a grant on one source is not a grant on another"
+    ok = dsv("table-location", "transactions", "--json", identity="table_reader")
+    assert ok.code == 0, ok.err
+    assert "metadata_location" in json.loads(ok.out)
+    other = dsv("table-location", "chargebacks", identity="table_reader")
+    assert other.code == 7, "a grant on one source is not a grant on another"
     with world.registry.engine.connect() as conn:
         log = st.audit_log
         rows = conn.execute(select(log.c.identity, log.c.action, log.c.target).where(log.c.action == "table.location")).all()

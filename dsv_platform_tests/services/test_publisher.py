@@ -20,6 +20,7 @@ from dsv_platform.core.publication.gates import GateResult
 from dsv_platform.core.publication.records import PublishResult
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.services.publication.publisher import Publisher
+from dsv_platform_tests.fixtures.cli_runner import DsvCli
 from dsv_platform_tests.services import publisher_worker as pw
 
 S = RealizationState
@@ -134,7 +135,9 @@ def test_two_parts_claiming_one_partition_are_refused(reg: Registry, store: Loca
         reg.resolve(pw.NAME, pw.VERSION)
 
 
-def test_alias_moves_only_to_published_versions_by_cas(reg: Registry, store: LocalObjectStore, backend_url: str, tmp_path: Path) -> None:
+def test_alias_moves_only_to_published_versions_by_cas(
+    reg: Registry, store: LocalObjectStore, backend_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     first = pw.build(reg, store, "req-a1", logical_key="day-1")
     second = pw.build(reg, store, "req-a2", logical_key="day-2", parts=pw.partitions(seed=11))
     h1, h2 = first.manifest.manifest_hash, second.manifest.manifest_hash
@@ -148,31 +151,31 @@ def test_alias_moves_only_to_published_versions_by_cas(reg: Registry, store: Loc
     failed = reg.find_by_request_id("req-a3")
     assert failed is not None and failed.manifest_hash is not None
 
-    env = cli_env(tmp_path, backend_url)
+    dsv = DsvCli(capsys, monkeypatch, {k: v for k, v in cli_env(tmp_path, backend_url).items() if k.startswith("DSV_")})  # in process
     ref = f"{pw.NAME}:{pw.VERSION}@production"
     for digest in (h1, h2):  # production is protected: approve first, as a release manager would
-        approved = dsv("approve", f"{pw.NAME}:{pw.VERSION}@sha256:{digest}", "--reason", "reviewed", env=env)
-        assert approved.returncode == 0, approved.stderr
-    assert dsv("alias", "set", ref, h1, env=env).returncode == 0
-    refused = dsv("alias", "set", ref, failed.manifest_hash, "--expect", h1, env=env)
-    assert refused.returncode != 0 and refused.returncode in (2, 3)
+        approved = dsv("approve", f"{pw.NAME}:{pw.VERSION}@sha256:{digest}", "--reason", "reviewed")
+        assert approved.code == 0, approved.err
+    assert dsv("alias", "set", ref, h1).code == 0
+    refused = dsv("alias", "set", ref, failed.manifest_hash, "--expect", h1)
+    assert refused.code != 0 and refused.code in (2, 3)
     assert reg.get_alias(pw.NAME, pw.VERSION, "production").target == h1  # type: ignore[union-attr]
-    moved = dsv("alias", "set", ref, h2, "--expect", h1, env=env)
-    assert moved.returncode == 0, moved.stderr
-    stale = dsv("alias", "set", ref, h1, "--expect", h1, env=env)
-    assert stale.returncode == 2, stale
-    assert stale.stderr.count("\n") == 1 and stale.stderr.startswith("dsv: error:")
+    moved = dsv("alias", "set", ref, h2, "--expect", h1)
+    assert moved.code == 0, moved.err
+    stale = dsv("alias", "set", ref, h1, "--expect", h1)
+    assert stale.code == 2, stale
+    assert stale.err.count("\n") == 1 and stale.err.startswith("dsv: error:")
     assert reg.get_alias(pw.NAME, pw.VERSION, "production").target == h2  # type: ignore[union-attr]
-    hist = dsv("alias", "history", ref, "--json", env=env)
-    assert hist.returncode == 0, hist.stderr
-    moves = json.loads(hist.stdout)
+    hist = dsv("alias", "history", ref, "--json")
+    assert hist.code == 0, hist.err
+    moves = json.loads(hist.out)
     assert [(m["old_target"], m["new_target"]) for m in moves] == [(None, h1), (h1, h2)]
     assert [m["generation"] for m in moves] == sorted(m["generation"] for m in moves)
     assert len({m["generation"] for m in moves}) == 2
     # each successful move is audited in its own transaction; the refused and stale ones are not
-    audit = dsv("audit", "--ref", ref, "--json", env=env)
-    assert audit.returncode == 0, audit.stderr
-    moved_in_audit = [(e["detail"]["from"], e["detail"]["to"]) for e in json.loads(audit.stdout) if e["action"] == "alias.move"]
+    audit = dsv("audit", "--ref", ref, "--json")
+    assert audit.code == 0, audit.err
+    moved_in_audit = [(e["detail"]["from"], e["detail"]["to"]) for e in json.loads(audit.out) if e["action"] == "alias.move"]
     assert moved_in_audit == [(None, h1), (h1, h2)]
     assert reg.resolve(pw.NAME, pw.VERSION, alias="production").manifest_hash == h2
 

@@ -19,7 +19,7 @@ from dsv_platform.defs import build_defs
 from dsv_platform.defs.rehearsal import SLOS_MET, dataset_observability
 from dsv_platform.services.publication.status import platform_status
 from dsv_platform.settings import load_settings
-from dsv_platform_tests.fixtures.cli_runner import run_dsv
+from dsv_platform_tests.fixtures.cli_runner import DsvCli
 from dsv_platform_tests.scenarios.support import CONFIG_DIR, World
 
 V6 = CONFIG_DIR / "datasets" / "fraud_training_set_v6.yaml"
@@ -67,12 +67,12 @@ def test_the_observability_asset_fails_its_check_naming_what_is_missed(world: Wo
     ]
 
 
-def test_dsv_status_prints_the_objectives(world: World) -> None:
+def test_dsv_status_prints_the_objectives(world: World, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     env = {"DSV_HOME": str(world.settings.home), "DSV_CONFIG_DIR": str(world.settings.config_dir)}
-    out = run_dsv(env, "status")
-    assert out.returncode == 0, out.stderr
-    assert "  slo usable_freshness <= 26.0 h: 0.0 h, met" in out.stdout, out.stdout
-    assert "  slo usable_freshness <= 48.0 h: no usable realization, MISSED" in out.stdout and "slo publication_lag <= 6.0 h" in out.stdout
+    out = DsvCli(capsys, monkeypatch, env)("status")
+    assert out.code == 0, out.err
+    assert "  slo usable_freshness <= 26.0 h: 0.0 h, met" in out.out, out.out
+    assert "  slo usable_freshness <= 48.0 h: no usable realization, MISSED" in out.out and "slo publication_lag <= 6.0 h" in out.out
 
 
 def test_an_slo_is_not_part_of_the_recipe_and_a_bad_one_names_the_key() -> None:
