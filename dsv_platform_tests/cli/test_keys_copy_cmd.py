@@ -23,6 +23,7 @@ from dsv_platform.settings import load_settings
 from dsv_platform_tests.fixtures.cli_runner import DsvCli
 from dsv_platform_tests.fixtures.postgres_server import PostgresServer
 
+SECRET = "k3y-st0re-pw"
 LIVE, GONE = b"subject acct_00042: kept", b"subject acct_00043: erased"
 
 
@@ -88,13 +89,14 @@ def test_a_target_holding_other_keys_is_refused_and_left_unchanged(
     dsv = DsvCli(capsys, monkeypatch, {"DSV_HOME": str(home)})
     with build_platform(load_settings({"DSV_HOME": str(home)})) as p:
         p.store.put(LIVE)
-    url = postgres_server.url(postgres_server.create_database())
+    scheme, rest = postgres_server.url(postgres_server.create_database()).split("://", 1)
+    url = f"{scheme}://{rest.replace('@', ':' + SECRET + '@', 1)}"  # a password on the command line: never printed
     other = PostgresKeyStore(url)
     other.create("f" * 64)
     held = read_set(other)
     refused = dsv("keys", "copy", "--to", url)
     assert refused.code == 2 and "already holds entries" in refused.err and "keys (1, first " + "f" * 64 in refused.err, refused
-    assert refused.err.count("\n") == 1 and read_set(other) == held
+    assert refused.err.count("\n") == 1 and SECRET not in refused.err and "***" in refused.err and read_set(other) == held
     same = dsv("keys", "copy", "--to", str(home / "keys"))
     assert same.code == 2 and "configured key store itself" in same.err, same
     other.close()
