@@ -48,6 +48,7 @@ COMMAND_MODULES = (
     "dsv_platform.cli.grants_cmd",
     "dsv_platform.cli.audit_cmd",
     "dsv_platform.cli.home_cmd",
+    "dsv_platform.cli.keys_cmd",
     "dsv_platform.cli.card_cmd",
 )
 
@@ -108,6 +109,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "the audit log: grants, publications, approvals, alias moves, quarantines, deletions, GC; --verify checks the chain",
     ),
     "home": ("dsv_platform.cli.home_cmd", "the embedded home: relocate a moved or copied home's canonical tables (docs/reliability.md)"),
+    "keys": ("dsv_platform.cli.keys_cmd", "the crypto-erasure key store: copy it to another one (a key folder to PostgreSQL), verified"),
     "card": ("dsv_platform.cli.card_cmd", "the dataset card of a realization: purpose, composition, collection, quality, privacy, uses, maintenance"),
 }
 

@@ -214,6 +214,12 @@ class ObjectErasedError(ObjectStoreError):
     """The object was crypto-erased for a privacy deletion: its key is destroyed and its bytes can never be read again."""
 
 
+class KeyCopyMismatchError(DsvError):
+    """``dsv keys copy`` copied, but the target key store, read back, differs from the source (what differs is named)."""
+
+    kind = FailureKind.FAILED
+
+
 class RedactionNotReconciledError(DsvError):
     """The object/key store and the registry disagree on the redaction generation (a restored backup): reads are refused.
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dsv_platform.adapters.objects.object_store import check_digest, is_digest
-from dsv_platform.core.errors import ObjectErasedError, ObjectStoreError, RedactionNotReconciledError
+from dsv_platform.core.errors import ObjectConflictError, ObjectErasedError, ObjectStoreError, RedactionNotReconciledError
 
 KEY_BYTES = 32
 KeyBinding = tuple[str, str | None, datetime | None]
@@ -82,6 +82,29 @@ class KeyStore(abc.ABC):
     def deletions(self) -> list[tuple[int, str, str]]:
         """Every recorded deletion as (generation, request id, subject hash), by generation."""
 
+    @abc.abstractmethod
+    def erased(self) -> list[str]:
+        """Every digest with an erasure tombstone, sorted."""
+
+    @abc.abstractmethod
+    def stored_salt(self) -> bytes | None:
+        """The salt if it was made, without making it (a read that never writes: `dsv keys copy`'s source)."""
+
+    @abc.abstractmethod
+    def import_entry(self, digest: str, *, key: bytes | None = None, sealed: str | None = None, erased: bool = False) -> bool:
+        """Write one digest's entry copied from another key store (`dsv keys copy`); True if anything was written now.
+
+        Idempotent: what this store already holds identically is kept. Fail closed: a different key or binding already here,
+        or a key for a digest erased on either side, is ObjectConflictError (or ObjectErasedError) and nothing of it is written.
+        """
+
+    @abc.abstractmethod
+    def import_salt(self, salt: bytes) -> bool:
+        """Take another store's salt (subject hashes depend on it); True if written now, a no-op when identical.
+
+        A different salt that may have been used here is ObjectConflictError.
+        """
+
     def bindings(self) -> list[KeyBinding]:
         """Every entry with a live key or a ciphertext binding, sorted by digest (the integrity scan's view)."""
         return [(d, self.sealed(d), None) for d in self.digests()]
@@ -102,6 +125,16 @@ class KeyStore(abc.ABC):
                 f"the registry is at redaction generation {registry_generation} but the key store has applied {mine}: "
                 "an older registry backup was restored; run `dsv privacy reconcile` before reading"
             )
+
+
+def check_import(digest: str, key: bytes | None, sealed: str | None, erased: bool, where: object) -> None:
+    """An entry to import is well formed: a key of KEY_BYTES non-zero bytes, never with an erasure; a ciphertext digest."""
+    check_digest(digest)
+    if sealed is not None:
+        check_digest(sealed)
+    if key is not None and (erased or len(key) != KEY_BYTES or key == bytes(len(key))):
+        why = "erased" if erased else f"{len(key)} bytes" if len(key) != KEY_BYTES else "a destroyed (zero) key"
+        raise ObjectStoreError(f"refusing to import a key for {digest} into the key store {where}: {why}")
 
 
 def _fsync_dir(path: Path) -> None:
@@ -224,6 +257,51 @@ class LocalKeyStore(KeyStore):
         for path in sorted((self.root / "keys").glob("*/*.key")):
             yield path.parent.name + path.name[: -len(".key")]
 
+    def erased(self) -> list[str]:
+        return sorted(p.parent.name + p.name for p in (self.root / "erased").glob("*/*") if is_digest(p.parent.name + p.name))
+
+    def stored_salt(self) -> bytes | None:
+        try:
+            return (self.root / "salt").read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def import_entry(self, digest: str, *, key: bytes | None = None, sealed: str | None = None, erased: bool = False) -> bool:
+        check_import(digest, key, sealed, erased, self.root)
+        key_path, held = self._key_path(digest, ".key"), self.sealed(digest)
+        if erased and key_path.exists():
+            raise ObjectConflictError(f"object {digest} is erased in the source but has a key in the key store {self.root}: refused")
+        if key is not None and self.is_erased(digest):
+            raise ObjectErasedError(f"object {digest} was crypto-erased in the key store {self.root}: its key is not imported")
+        if sealed is not None and held not in (None, sealed):
+            raise ObjectConflictError(f"object {digest} is bound to ciphertext {held} in the key store {self.root}, not {sealed}: refused")
+        if key is not None and key_path.exists() and key_path.read_bytes() != key:
+            raise ObjectConflictError(f"object {digest} has a different key in the key store {self.root}: refused")
+        wrote = False
+        if erased and not self.is_erased(digest):
+            self._replace(self._tombstone(digest), b"")
+            wrote = True
+        if key is not None and not key_path.exists():
+            if self._create_if_absent(key_path, key) != key:  # a concurrent writer: nothing here may differ
+                raise ObjectConflictError(f"object {digest} has a different key in the key store {self.root}: refused")
+            wrote = True
+        if sealed is not None and held is None:
+            self._replace(self._key_path(digest, ".sealed"), sealed.encode())
+            wrote = True
+        return wrote
+
+    def import_salt(self, salt: bytes) -> bool:
+        if len(salt) != KEY_BYTES:
+            raise ObjectStoreError(f"refusing to import a salt of {len(salt)} bytes into the key store {self.root} (expected {KEY_BYTES})")
+        held = self.stored_salt()
+        if held is None:
+            held = self._create_if_absent(self.root / "salt", salt)
+            if held == salt:
+                return True
+        if held != salt:
+            raise ObjectConflictError(f"the key store {self.root} already has a different salt (its subject hashes depend on it): refused")
+        return False
+
     def bindings(self) -> list[KeyBinding]:
         """Live keys and every binding file (an erased key's too), each with its file's modification time."""
         times: dict[str, datetime] = {}
@@ -263,4 +341,4 @@ class LocalKeyStore(KeyStore):
         return out
 
 
-__all__ = ["KEY_BYTES", "KeyBinding", "KeyStore", "LocalKeyStore"]
+__all__ = ["KEY_BYTES", "KeyBinding", "KeyStore", "LocalKeyStore", "check_import"]

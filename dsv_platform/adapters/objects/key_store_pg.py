@@ -20,11 +20,11 @@ from sqlalchemy import BigInteger, Column, Integer, LargeBinary, MetaData, Strin
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import Connection, Engine
 
-from dsv_platform.adapters.objects.key_store import KEY_BYTES, KeyBinding, KeyStore
+from dsv_platform.adapters.objects.key_store import KEY_BYTES, KeyBinding, KeyStore, check_import
 from dsv_platform.adapters.objects.object_store import check_digest
 from dsv_platform.adapters.registry.engine import create_postgres_engine
 from dsv_platform.adapters.registry.schema import UtcDateTime
-from dsv_platform.core.errors import ObjectErasedError, ObjectStoreError, mask_url
+from dsv_platform.core.errors import ObjectConflictError, ObjectErasedError, ObjectStoreError, mask_url
 
 SETTING = "DSV_KEY_STORE"
 _LOCK_CLASS = 0x64736B73  # "dsks"
@@ -173,6 +173,50 @@ class PostgresKeyStore(KeyStore):
             times = [t for t in (made.get(digest), at) if t is not None]
             out.append((digest, sealed, min(times) if times else None))
         return out
+
+    def erased(self) -> list[str]:
+        with self._tx() as conn:
+            return [str(d) for d in conn.execute(select(tombstones.c.digest).order_by(tombstones.c.digest)).scalars()]
+
+    def stored_salt(self) -> bytes | None:
+        return self.salt()  # made with the state row when the store was first opened
+
+    def import_entry(self, digest: str, *, key: bytes | None = None, sealed: str | None = None, erased: bool = False) -> bool:
+        check_import(digest, key, sealed, erased, self.location)
+        with self._tx(digest) as conn:  # one transaction: a refused entry leaves nothing of it
+            has_key = conn.execute(select(keys.c.key).where(keys.c.digest == digest)).scalar()
+            held = conn.execute(select(binds.c.sealed).where(binds.c.digest == digest)).scalar()
+            tomb = self._erased(conn, digest)
+            if erased and has_key is not None:
+                raise ObjectConflictError(f"object {digest} is erased in the source but has a key in the key store {self.location}: refused")
+            if key is not None and tomb:
+                raise ObjectErasedError(f"object {digest} was crypto-erased in the key store {self.location}: its key is not imported")
+            if key is not None and has_key is not None and bytes(has_key) != key:
+                raise ObjectConflictError(f"object {digest} has a different key in the key store {self.location}: refused")
+            if sealed is not None and held not in (None, sealed):
+                raise ObjectConflictError(f"object {digest} is bound to ciphertext {held} in the key store {self.location}, not {sealed}: refused")
+            wrote = False
+            if erased and not tomb:
+                wrote = conn.execute(insert(tombstones).values(digest=digest, erased_at=_now())).rowcount > 0
+            if key is not None and has_key is None:
+                wrote = conn.execute(insert(keys).values(digest=digest, key=key, created_at=_now())).rowcount > 0 or wrote
+            if sealed is not None and held is None:
+                wrote = conn.execute(insert(binds).values(digest=digest, sealed=sealed, bound_at=_now())).rowcount > 0 or wrote
+        return wrote
+
+    def import_salt(self, salt: bytes) -> bool:
+        if len(salt) != KEY_BYTES:
+            raise ObjectStoreError(f"refusing to import a salt of {len(salt)} bytes into the key store {self.location} (expected {KEY_BYTES})")
+        with self._tx(_SCHEMA_LOCK) as conn:
+            row = conn.execute(select(state.c.generation, state.c.salt).where(state.c.id == 1).with_for_update()).one()
+            if bytes(row.salt) == salt:
+                return False
+            # The salt is made when the store is first opened: it may be replaced only while nothing here can depend on it.
+            used = row.generation != 0 or any(conn.execute(select(t.c[0]).limit(1)).first() is not None for t in (keys, binds, tombstones, deletions))
+            if used:
+                raise ObjectConflictError(f"the key store {self.location} already has a different salt (its subject hashes depend on it): refused")
+            conn.execute(update(state).where(state.c.id == 1).values(salt=salt))
+        return True
 
     def generation(self) -> int:
         with self._tx() as conn:

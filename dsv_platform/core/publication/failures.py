@@ -42,7 +42,8 @@ FAILURES: tuple[Failure, ...] = (
         1,
         "the command ran and what it ran failed: a reproduction or rehearsal that is not reconstructable (`dsv reproduce`, `dsv rehearse`), "
         "a Dagster run (`dsv ingest`, `dsv build`, also with `--submit`: run and failing steps named), a demo check, "
-        "`dsv conformance --check` vectors that differ",
+        "`dsv conformance --check` vectors that differ, a `dsv keys copy` whose target key store, read back, differs from the source "
+        "(what differs named)",
     ),
     Failure(
         K.INVALID,

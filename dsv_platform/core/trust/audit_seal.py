@@ -26,7 +26,7 @@ CHECKPOINT_EVERY = 50
 CHECKPOINT_ACTIONS = frozenset(
     {"publish", "grant.add", "grant.remove", "trust.certify", "approve", "revoke", "alias.move", "quarantine", "release", "release.approve",
      "privacy.delete", "privacy.model_obligation.close", "privacy.reconcile.canonical", "gc.apply", "canonical.seal", "model.approve",
-     "model.revoke", "model.alias.move", "deploy.record"}
+     "model.revoke", "model.alias.move", "deploy.record", "keys.copy"}
 )  # fmt: skip
 """Privileged actions: each one's entry is followed by a checkpoint of the head."""
 BOOTSTRAP = "bootstrap"
