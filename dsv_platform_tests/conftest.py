@@ -86,6 +86,7 @@ settings.load_profile(os.environ.get("DSV_HYPOTHESIS_PROFILE", "default"))  # ma
 LONGEST_FIRST = (
     "services/test_build_memory.py",
     "deploy/test_production_instance.py",
+    "deploy/test_local_trial.py",
     "deploy/test_submit.py",
     "distributed/test_celery.py",
     "defs/test_fanout.py",

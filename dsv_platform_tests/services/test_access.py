@@ -117,7 +117,7 @@ def test_consumption_records_keep_identity_and_purpose_never_filter_values(world
 def test_the_fraud_model_asset_is_refused_without_a_training_grant(world: World) -> None:
     import dagster as dg
 
-    from dsv_platform.defs import build_defs
+    from dsv_platform.defs import build_defs, keys
     from dsv_platform.examples.fraud.defs import MODEL_NAME as ASSET
     from dsv_platform.examples.fraud.defs import TRAINING_SET
 
@@ -125,7 +125,7 @@ def test_the_fraud_model_asset_is_refused_without_a_training_grant(world: World)
     defs = build_defs(dataclasses.replace(world.settings, identity="analyst"))  # the resource runs as an identity granted analysis only
     with dg.DagsterInstance.ephemeral() as instance:
         instance.report_runless_asset_event(dg.AssetMaterialization(TRAINING_SET, metadata={"ref": ref}))
-        result = dg.materialize([*defs.assets], selection=ASSET, instance=instance, resources=defs.resources, raise_on_error=False)
+        result = dg.materialize([*defs.assets], selection=[keys.model(ASSET)], instance=instance, resources=defs.resources, raise_on_error=False)
     assert not result.success
     cause = next(e for e in result.all_events if e.is_step_failure).step_failure_data.error.cause  # type: ignore[union-attr]
     assert cause is not None and cause.cls_name == "AccessDeniedError" and "purpose=training" in cause.message
