@@ -88,7 +88,7 @@ def test_a_reference_source_lands_corrects_and_joins(tmp_path, capsys, monkeypat
     fix = _write(tmp_path / f"cal-2.{ext}", CORRECTION, fmt)
     second = dsv("ingest", "calibration", str(fix), "--recorded-at", "2026-01-06T00:00:00+00:00")
     assert second.code == 0, second.err
-    assert "canonical_calibration over all..all" in second.out and "days all  rows accepted 2, rejected 0" in second.out, second.out
+    assert "canonical/calibration over all..all" in second.out and "days all  rows accepted 2, rejected 0" in second.out, second.out
 
     settings = load_settings(env)
     with build_platform(settings) as p:

@@ -196,7 +196,7 @@ def test_dsv_verify_names_builder_publisher_approver_and_the_signature(world: Wo
 def test_the_fraud_model_asset_fails_untrusted_on_a_forged_upstream(world: World, published: Realization) -> None:
     import dagster as dg
 
-    from dsv_platform.defs import build_defs
+    from dsv_platform.defs import build_defs, keys
     from dsv_platform.examples.fraud.defs import MODEL_NAME as ASSET
     from dsv_platform.examples.fraud.defs import TRAINING_SET
 
@@ -204,7 +204,7 @@ def test_the_fraud_model_asset_fails_untrusted_on_a_forged_upstream(world: World
     defs = build_defs(world.settings)
     with dg.DagsterInstance.ephemeral() as instance:  # the upstream snapshot "published" the forged ref (as a moved pointer would say)
         instance.report_runless_asset_event(dg.AssetMaterialization(TRAINING_SET, metadata={"ref": ref_of(forged)}))
-        result = dg.materialize([*defs.assets], selection=ASSET, instance=instance, resources=defs.resources, raise_on_error=False)
+        result = dg.materialize([*defs.assets], selection=[keys.model(ASSET)], instance=instance, resources=defs.resources, raise_on_error=False)
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)
     cause = failure.step_failure_data.error.cause  # type: ignore[union-attr]  # Dagster wraps the asset's own exception
