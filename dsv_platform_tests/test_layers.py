@@ -41,9 +41,10 @@ ONLY_IN = {
         "adapters/iceberg/iceberg_stream.py",
         "adapters/iceberg/iceberg_wap.py",
     ),
-    # s3_lock.py: the Object Lock writes and versioned reads of audit exports (issue 24), kept out of the 400-line s3_store.py
-    # drop_prefix.py: the S3 drop location the drop sensor lists and a landing run downloads from (issue 26 item 11)
-    "boto3": ("adapters/objects/s3_store.py", "adapters/objects/s3_lock.py", "adapters/objects/drop_prefix.py"),
+    # s3_client.py makes every S3 client (session, credential check, retries); botocore's errors are also read by
+    # s3_lock.py (the Object Lock writes and versioned reads of audit exports, issue 24) and drop_prefix.py (the S3 drop
+    # location the drop sensor lists and a landing run downloads from, issue 26 item 11)
+    "boto3": ("adapters/objects/s3_client.py",),
     "botocore": ("adapters/objects/s3_store.py", "adapters/objects/s3_client.py", "adapters/objects/s3_lock.py", "adapters/objects/drop_prefix.py"),
     "openlineage": ("adapters/lineage/openlineage.py",),
     "duckdb": ("adapters/iceberg/duckdb_iceberg.py", "adapters/engine/duckdb_engine.py"),

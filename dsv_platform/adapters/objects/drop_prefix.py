@@ -11,12 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dsv_platform.adapters.objects.s3_client import ReachableClient
-from dsv_platform.core.errors import ConfigurationError, EnvironmentSetupError, ObjectNotFoundError, ObjectStoreError
+from dsv_platform.adapters.objects.s3_client import s3_client, s3_session
+from dsv_platform.core.errors import ConfigurationError, ObjectNotFoundError, ObjectStoreError
 
 _CHUNK = 1 << 20
 _NAME_BYTES = 255  # the longest file name a local file system takes
@@ -57,13 +55,7 @@ class S3DropPrefix:
             raise ConfigurationError(f"drop location {url!r} is not s3://BUCKET/PREFIX")
         self.bucket = bucket
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
-        session = boto3.session.Session(region_name=region)
-        if session.get_credentials() is None:
-            raise EnvironmentSetupError(
-                f"drop location {self.location}: no S3 credentials (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or an AWS profile)"
-            )
-        config = Config(retries={"max_attempts": 5, "mode": "standard"}, s3={"addressing_style": "path"} if endpoint_url else {})
-        self.client: Any = ReachableClient(session.client("s3", endpoint_url=endpoint_url, config=config), self.location)
+        self.client: Any = s3_client(s3_session(f"drop location {self.location}", region=region), self.location, endpoint_url=endpoint_url)
 
     @property
     def location(self) -> str:

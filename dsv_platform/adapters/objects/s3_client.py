@@ -1,4 +1,5 @@
-"""The S3 client the object store uses, with a connection failure typed: :class:`ServiceUnreachableError` (exit 10).
+"""The S3 client every S3 adapter uses (object store, object lock, drop prefix), with a connection failure typed:
+:class:`ServiceUnreachableError` (exit 10).
 
 botocore raises ``EndpointConnectionError`` (a ``ConnectionError``; timeouts are ``HTTPClientError``) when the endpoint does not answer; left
 alone it reached the CLI as an internal error (exit 70). The message names the endpoint, never the credentials.
@@ -9,10 +10,29 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import boto3
+from botocore.config import Config
 from botocore.exceptions import ConnectionError as BotoConnectionError
 from botocore.exceptions import HTTPClientError
 
-from dsv_platform.core.errors import ServiceUnreachableError
+from dsv_platform.core.errors import EnvironmentSetupError, ServiceUnreachableError
+
+
+def s3_session(
+    location: str, *, region: str, access_key: str | None = None, secret_key: str | None = None, session_token: str | None = None
+) -> boto3.session.Session:
+    """A boto3 session with these credentials, else the default chain (``AWS_*``, a profile); none at all fails here, naming ``location``."""
+    session = boto3.session.Session(aws_access_key_id=access_key, aws_secret_access_key=secret_key, aws_session_token=session_token, region_name=region)
+    if session.get_credentials() is None:
+        raise EnvironmentSetupError(f"{location}: no S3 credentials (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or an AWS profile)")
+    return session
+
+
+def s3_client(session: boto3.session.Session, location: str, *, endpoint_url: str | None = None) -> ReachableClient:
+    """The session's S3 client for ``location``: standard retries (5 attempts), path-style addressing at an ``endpoint_url`` (a
+    loopback or on-premises server), and an endpoint that does not answer raised as :class:`ServiceUnreachableError`."""
+    config = Config(retries={"max_attempts": 5, "mode": "standard"}, s3={"addressing_style": "path"} if endpoint_url else {})
+    return ReachableClient(session.client("s3", endpoint_url=endpoint_url, config=config), location)
 
 
 class ReachableClient:

@@ -15,11 +15,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from dsv_platform.adapters.objects.s3_client import ReachableClient
+from dsv_platform.adapters.objects.s3_client import s3_client, s3_session
 from dsv_platform.core.errors import EnvironmentSetupError, FileAccessError, ObjectLockMissingError
 
 LOCK_MODE = "COMPLIANCE"
@@ -54,11 +52,7 @@ class LockedObjects:
 
     def __init__(self, bucket: str, *, endpoint_url: str | None = None, region: str = "us-east-1") -> None:
         self.bucket = bucket
-        session = boto3.session.Session(region_name=region)
-        if session.get_credentials() is None:
-            raise EnvironmentSetupError(f"s3://{bucket}: no S3 credentials (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or an AWS profile)")
-        config = Config(retries={"max_attempts": 5, "mode": "standard"}, s3={"addressing_style": "path"} if endpoint_url else {})
-        self.client: Any = ReachableClient(session.client("s3", endpoint_url=endpoint_url, config=config), f"s3://{bucket}")
+        self.client: Any = s3_client(s3_session(f"s3://{bucket}", region=region), f"s3://{bucket}", endpoint_url=endpoint_url)
 
     def _fail(self, what: str, key: str, exc: Exception) -> FileAccessError:
         detail = exc.response.get("Error", {}).get("Code", exc) if isinstance(exc, ClientError) else exc

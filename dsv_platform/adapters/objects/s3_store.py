@@ -14,9 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, cast
 from urllib.parse import urlparse
 
-import boto3
 import pyarrow.fs as pafs
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from dsv_platform.adapters.objects.object_store import (
@@ -33,8 +31,8 @@ from dsv_platform.adapters.objects.object_store import (
     hash_stream,
     object_key,
 )
-from dsv_platform.adapters.objects.s3_client import ReachableClient
-from dsv_platform.core.errors import EnvironmentSetupError, ObjectConflictError, ObjectNotFoundError, ObjectStoreError
+from dsv_platform.adapters.objects.s3_client import s3_client, s3_session
+from dsv_platform.core.errors import ObjectConflictError, ObjectNotFoundError, ObjectStoreError
 from dsv_platform.core.publication.retry import retry
 
 MiB = 1024 * 1024
@@ -96,13 +94,8 @@ class S3ObjectStore(ObjectStore):
         self.multipart_threshold = multipart_threshold
         self.part_size = part_size
         self.conditional_writes = True  # cleared when the server answers 501 to If-None-Match
-        self._session = boto3.session.Session(
-            aws_access_key_id=access_key, aws_secret_access_key=secret_key, aws_session_token=session_token, region_name=region
-        )
-        if self._session.get_credentials() is None:
-            raise EnvironmentSetupError(f"object store {self.location}: no S3 credentials (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or an AWS profile)")
-        config = Config(retries={"max_attempts": 5, "mode": "standard"}, s3={"addressing_style": "path"} if endpoint_url else {})
-        self.client: Any = ReachableClient(self._session.client("s3", endpoint_url=endpoint_url, config=config), self.location)
+        self._session = s3_session(f"object store {self.location}", region=region, access_key=access_key, secret_key=secret_key, session_token=session_token)
+        self.client: Any = s3_client(self._session, self.location, endpoint_url=endpoint_url)
 
     @property
     def location(self) -> str:
