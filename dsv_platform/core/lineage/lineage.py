@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-class NodeKind(str, enum.Enum):
+class NodeKind(enum.StrEnum):
     RAW_BATCH = "raw_batch"
     ICEBERG_SNAPSHOT = "iceberg_snapshot"
     ICEBERG_TAG = "iceberg_tag"
@@ -34,7 +34,7 @@ class NodeKind(str, enum.Enum):
     RETENTION_ROOT = "retention_root"
 
 
-class Relation(str, enum.Enum):
+class Relation(enum.StrEnum):
     LOADED_INTO = "loaded_into"  # raw_batch -> iceberg_snapshot
     SUCCEEDED_BY = "succeeded_by"  # parent iceberg_snapshot -> child (the child holds the parent's rows)
     DERIVED_FROM = "derived_from"  # input iceberg_snapshot -> label table snapshot computed from it
@@ -61,19 +61,6 @@ REVERSED = frozenset({Relation.REPORTS_ON.value})
 NOT_DEPENDENCIES = frozenset({Relation.RELEASED.value})
 
 Node = tuple[str, str]
-_K_ICEBERG_SNAPSHOT = NodeKind.ICEBERG_SNAPSHOT.value
-_K_ICEBERG_TAG = NodeKind.ICEBERG_TAG.value
-_K_LABEL_VERSION = NodeKind.LABEL_VERSION.value
-_K_MANIFEST = NodeKind.MANIFEST.value
-_K_OBJECT = NodeKind.OBJECT.value
-_K_REALIZATION = NodeKind.REALIZATION.value
-_K_SPLIT_ASSIGNMENT = NodeKind.SPLIT_ASSIGNMENT.value
-_R_DESCRIBES = Relation.DESCRIBES.value
-_R_LABELS = Relation.LABELS.value
-_R_PART_OF = Relation.PART_OF.value
-_R_PINNED_BY = Relation.PINNED_BY.value
-_R_RELEASED = Relation.RELEASED.value
-_R_REPORTS_ON = Relation.REPORTS_ON.value
 
 
 @dataclass(frozen=True)
@@ -139,23 +126,23 @@ def manifest_edges(manifest_hash: str, doc: Mapping[str, Any]) -> list[Edge]:
     Works on the plain document (``json.loads`` of the stored canonical JSON)
     so that planning over many manifests does not validate each one again.
     """
-    dst = (_K_REALIZATION, manifest_hash)
-    edges = [Edge(_K_MANIFEST, manifest_hash, *dst, _R_DESCRIBES)]
+    dst = (NodeKind.REALIZATION, manifest_hash)
+    edges = [Edge(NodeKind.MANIFEST, manifest_hash, *dst, Relation.DESCRIBES)]
     for part in doc.get("partitions") or ():
-        edges.append(Edge(_K_OBJECT, part["object"], *dst, _R_PART_OF, {"partition": part["key"], "bytes": part.get("bytes")}))
+        edges.append(Edge(NodeKind.OBJECT, part["object"], *dst, Relation.PART_OF, {"partition": part["key"], "bytes": part.get("bytes")}))
     splits = doc.get("splits")
     if splits:
-        edges.append(Edge(_K_SPLIT_ASSIGNMENT, splits["assignment_object"], *dst, _R_PART_OF, {"assignment_hash": splits.get("assignment_hash")}))
+        edges.append(Edge(NodeKind.SPLIT_ASSIGNMENT, splits["assignment_object"], *dst, Relation.PART_OF, {"assignment_hash": splits.get("assignment_hash")}))
     for source in doc.get("sources") or ():
         attrs = {"tag": source.get("tag"), "table": source["table"], "snapshot_id": str(source["snapshot_id"])}
-        edges.append(Edge(_K_ICEBERG_SNAPSHOT, f"{source['table']}@{source['snapshot_id']}", *dst, _R_PINNED_BY, attrs))
+        edges.append(Edge(NodeKind.ICEBERG_SNAPSHOT, f"{source['table']}@{source['snapshot_id']}", *dst, Relation.PINNED_BY, attrs))
         if source.get("tag"):
-            edges.append(Edge(_K_ICEBERG_TAG, f"{source['table']}#{source['tag']}", *dst, _R_PINNED_BY, attrs))
+            edges.append(Edge(NodeKind.ICEBERG_TAG, f"{source['table']}#{source['tag']}", *dst, Relation.PINNED_BY, attrs))
     labels = doc.get("labels")
     if labels:
-        edges.append(Edge(_K_LABEL_VERSION, f"{labels['name']}@{labels['version']}", *dst, _R_LABELS))
+        edges.append(Edge(NodeKind.LABEL_VERSION, f"{labels['name']}@{labels['version']}", *dst, Relation.LABELS))
     for name, digest in sorted((doc.get("attachments") or {}).items()):
-        edges.append(Edge(_K_OBJECT, digest, *dst, _R_PART_OF, {"attachment": name}))
+        edges.append(Edge(NodeKind.OBJECT, digest, *dst, Relation.PART_OF, {"attachment": name}))
     return edges
 
 

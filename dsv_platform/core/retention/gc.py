@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dsv_platform.core.lineage.lineage import LineageGraph, Node, node_label
+from dsv_platform.core.lineage.lineage import LineageGraph, Node, NodeKind, node_label
 from dsv_platform.core.retention.dependent_pins import AGEING, ageing_pins, dependent_pins
 from dsv_platform.core.retention.gc_decide import IN_FLIGHT, TERMINAL_DONE, Decider
-from dsv_platform.core.retention.gc_graph import K_DATA_FILE, K_OBJECT, build_graph
+from dsv_platform.core.retention.gc_graph import build_graph
 from dsv_platform.core.retention.gc_inventory import (  # re-exported
     AliasInfo,
     DataFileInfo,
@@ -84,9 +84,9 @@ def root_costs(inv: Inventory, plan: GcPlan, graph: LineageGraph | None = None) 
     graph = graph or build_graph(inv)
     sizes: dict[Node, int] = {}
     for o in inv.objects:
-        sizes[(K_OBJECT, o.digest)] = o.size
+        sizes[(NodeKind.OBJECT, o.digest)] = o.size
     for f in inv.data_files:
-        sizes[(K_DATA_FILE, f.path)] = f.size
+        sizes[(NodeKind.DATA_FILE, f.path)] = f.size
     reach_of: dict[str, set[Node]] = {}
     counts: dict[Node, int] = {}
     for spec in plan.roots:

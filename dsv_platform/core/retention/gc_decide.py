@@ -10,20 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from dsv_platform.core.lineage.lineage import Node, node_label
+from dsv_platform.core.lineage.lineage import Node, NodeKind, node_label
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.core.retention.dependent_pins import AGEING, RETAINED_REF_AGE_MS, Ageing, DependentPin, parse_dependent_tag
-from dsv_platform.core.retention.gc_graph import (
-    K_DATA_FILE,
-    K_ICEBERG_SNAPSHOT,
-    K_ICEBERG_TAG,
-    K_MANIFEST,
-    K_OBJECT,
-    K_RAW_BATCH,
-    K_REALIZATION,
-    K_STAGING,
-    GcGraph,
-)
+from dsv_platform.core.retention.gc_graph import GcGraph
 from dsv_platform.core.retention.gc_inventory import Inventory, RealizationInfo, TagInfo
 from dsv_platform.core.retention.gc_plan import Action, Decision
 
@@ -71,7 +61,7 @@ class Decider:
 
     def realization(self, r: RealizationInfo, sizes: dict[str, int]) -> None:
         append, manifest_hash = self.decisions.append, r.manifest_hash
-        node = (K_REALIZATION, manifest_hash or f"candidate-{r.id}")
+        node = (NodeKind.REALIZATION, manifest_hash or f"candidate-{r.id}")
         size = sizes.get(manifest_hash or "", 0)
         rid = self.reached_by.get(node) if manifest_hash else None
         if rid is not None:
@@ -83,13 +73,13 @@ class Decider:
         else:
             append(Decision(node[0], node[1], False, "no root reaches it", None, _EXPIRE_REALIZATION, size, f"realization {r.id}, state {r.state}"))
         if manifest_hash:
-            root = self.reached_by.get((K_MANIFEST, manifest_hash))
-            append(Decision(K_MANIFEST, manifest_hash, True, "audit metadata (kept after expiry)", root, None, 0))
+            root = self.reached_by.get((NodeKind.MANIFEST, manifest_hash))
+            append(Decision(NodeKind.MANIFEST, manifest_hash, True, "audit metadata (kept after expiry)", root, None, 0))
 
     def objects(self) -> None:
         """The hot loop (one pass over every stored object): locals only, decisions built with ``tuple.__new__``."""
         append, reached, new = self.decisions.append, self.reached_by.get, tuple.__new__
-        downstream, horizon, kind, delete = self.graph.downstream, self.horizon, K_OBJECT, _DELETE_OBJECT
+        downstream, horizon, kind, delete = self.graph.downstream, self.horizon, NodeKind.OBJECT, _DELETE_OBJECT
         for digest, size, modified_at in self.inv.objects:
             node = (kind, digest)
             rid = reached(node)
@@ -103,7 +93,7 @@ class Decider:
 
     def staging(self) -> None:
         for st in self.inv.staging:
-            node = (K_STAGING, st.attempt_id)
+            node = (NodeKind.STAGING, st.attempt_id)
             if self.recent(st.last_modified):
                 self.decisions.append(Decision(node[0], node[1], True, "within the safety window (build may be in flight)", None, None, st.size))
             else:
@@ -115,7 +105,7 @@ class Decider:
         snap_time = {(s.table, s.snapshot_id): s.timestamp for s in inv.snapshots}
         in_flight_keys = {f"{r.dataset}-{r.version}-{r.logical_key}" for r in inv.realizations if r.state in IN_FLIGHT}
         for tag in inv.tags:
-            node = (K_ICEBERG_TAG, f"{tag.table}#{tag.tag}")
+            node = (NodeKind.ICEBERG_TAG, f"{tag.table}#{tag.tag}")
             d = self.kept_by_root(node, 0)
             pin = self.pins.get(node)
             if d is not None:
@@ -148,7 +138,7 @@ class Decider:
     def iceberg_files(self) -> None:
         inv, append = self.inv, self.decisions.append
         for snap in inv.snapshots:
-            node = (K_ICEBERG_SNAPSHOT, f"{snap.table}@{snap.snapshot_id}")
+            node = (NodeKind.ICEBERG_SNAPSHOT, f"{snap.table}@{snap.snapshot_id}")
             d = self.kept_by_root(node, 0)
             if d is not None:
                 append(d)
@@ -157,7 +147,7 @@ class Decider:
             else:
                 append(Decision(node[0], node[1], False, "no kept realization or tag needs it", None, Action.EXPIRE_SNAPSHOT.value, 0, snap.table))
         for f in inv.data_files:
-            node = (K_DATA_FILE, f.path)
+            node = (NodeKind.DATA_FILE, f.path)
             d = self.kept_by_root(node, f.size)
             if d is not None:
                 append(d)
@@ -166,7 +156,7 @@ class Decider:
             else:
                 append(Decision(node[0], node[1], False, "no live snapshot references it", None, Action.DELETE_DATA_FILE.value, f.size, f.table))
         for raw in inv.raw_batches:
-            node = (K_RAW_BATCH, raw.batch_ref)
+            node = (NodeKind.RAW_BATCH, raw.batch_ref)
             d = self.kept_by_root(node, raw.size)
             fallback = Decision(node[0], node[1], False, "no live snapshot holds its rows", None, None, raw.size, "its object is collected with the objects")
             append(d if d is not None else fallback)

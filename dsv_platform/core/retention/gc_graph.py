@@ -18,29 +18,6 @@ from dsv_platform.core.lineage.lineage import LineageGraph, NodeKind, Relation, 
 from dsv_platform.core.retention.dependent_pins import dependent_pins, is_pin_edge
 from dsv_platform.core.retention.gc_inventory import Inventory
 
-K_ARTIFACT = NodeKind.ARTIFACT.value
-K_DATA_FILE = NodeKind.DATA_FILE.value
-K_ICEBERG_SNAPSHOT = NodeKind.ICEBERG_SNAPSHOT.value
-K_ICEBERG_TAG = NodeKind.ICEBERG_TAG.value
-K_MANIFEST = NodeKind.MANIFEST.value
-K_MODEL_RUN = NodeKind.MODEL_RUN.value
-K_OBJECT = NodeKind.OBJECT.value
-K_QUALITY_REPORT = NodeKind.QUALITY_REPORT.value
-K_RAW_BATCH = NodeKind.RAW_BATCH.value
-K_REALIZATION = NodeKind.REALIZATION.value
-K_SPLIT_ASSIGNMENT = NodeKind.SPLIT_ASSIGNMENT.value
-K_STAGING = NodeKind.STAGING.value
-_R_CONTAINS = Relation.CONTAINS.value
-_R_DESCRIBES = Relation.DESCRIBES.value
-_R_LOADED_INTO = Relation.LOADED_INTO.value
-_R_PART_OF = Relation.PART_OF.value
-_R_PINNED_BY = Relation.PINNED_BY.value
-_R_POINTS_TO = Relation.POINTS_TO.value
-_R_PROTECTS = Relation.PROTECTS.value
-_R_REPORTS_ON = Relation.REPORTS_ON.value
-_R_RUN_RECORD = Relation.RUN_RECORD.value
-_R_TRAINED = Relation.TRAINED.value
-_R_USED = Relation.USED.value
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
@@ -93,22 +70,22 @@ def build_graph(inv: Inventory) -> GcGraph:
     _add_dependent_pins(graph, inv)
     for realization in inv.realizations:
         if realization.manifest_hash:
-            graph.add_dependency((K_MANIFEST, realization.manifest_hash), (K_REALIZATION, realization.manifest_hash), _R_DESCRIBES)
+            graph.add_dependency((NodeKind.MANIFEST, realization.manifest_hash), (NodeKind.REALIZATION, realization.manifest_hash), Relation.DESCRIBES)
     for doc in inv.manifests.values():
         splits = doc.get("splits")
         if splits:
-            graph.add_dependency((K_OBJECT, splits["assignment_object"]), (K_SPLIT_ASSIGNMENT, splits["assignment_object"]), _R_PART_OF)
+            graph.add_dependency((NodeKind.OBJECT, splits["assignment_object"]), (NodeKind.SPLIT_ASSIGNMENT, splits["assignment_object"]), Relation.PART_OF)
     _add_iceberg_and_landing(graph, inv)
     for alias in inv.aliases:
-        graph.add_dependency((K_REALIZATION, alias.target), alias.node, _R_POINTS_TO)
+        graph.add_dependency((NodeKind.REALIZATION, alias.target), alias.node, Relation.POINTS_TO)
     return graph
 
 
 def _add_manifests(graph: GcGraph, manifests: Mapping[str, Mapping[str, Any]]) -> None:
     up, down, sizes = graph.upstream, graph.downstream, graph.manifest_bytes
-    obj, part_of, down_get = K_OBJECT, _R_PART_OF, graph.downstream.get
+    obj, part_of, down_get = NodeKind.OBJECT, Relation.PART_OF, graph.downstream.get
     for manifest_hash, doc in manifests.items():
-        realization = (K_REALIZATION, manifest_hash)
+        realization = (NodeKind.REALIZATION, manifest_hash)
         ups = up.setdefault(realization, [])
         link, size = (realization, part_of), 0
         for part in doc.get("partitions") or ():  # the hot path: plain tuples, no Edge objects
@@ -126,7 +103,7 @@ def _add_manifests(graph: GcGraph, manifests: Mapping[str, Mapping[str, Any]]) -
             for edge in manifest_edges(manifest_hash, rest):
                 graph.add(edge)
         else:  # only the describes edge (what manifest_edges gives for a document without those fields)
-            graph.add_dependency((K_MANIFEST, manifest_hash), realization, _R_DESCRIBES)
+            graph.add_dependency((NodeKind.MANIFEST, manifest_hash), realization, Relation.DESCRIBES)
         for digest in set(named_digests(rest)) - {manifest_hash}:  # every other pinned object (environment lock, ...)
             graph.add_dependency((obj, digest), realization, part_of)
 
@@ -134,22 +111,22 @@ def _add_manifests(graph: GcGraph, manifests: Mapping[str, Mapping[str, Any]]) -
 def _add_run_manifests(graph: LineageGraph, inv: Inventory) -> None:
     """A model run depends on every object its run manifest names, and on every known realization it names."""
     for run_hash, doc in inv.run_manifests.items():
-        run = (K_MODEL_RUN, run_hash)
+        run = (NodeKind.MODEL_RUN, run_hash)
         for digest in set(named_digests(doc)) - {run_hash}:
-            graph.add_dependency((K_OBJECT, digest), run, _R_PART_OF)
+            graph.add_dependency((NodeKind.OBJECT, digest), run, Relation.PART_OF)
             if digest in inv.manifests:
-                graph.add_dependency((K_REALIZATION, digest), run, _R_TRAINED)
+                graph.add_dependency((NodeKind.REALIZATION, digest), run, Relation.TRAINED)
 
 
 def _add_artifacts(graph: LineageGraph, inv: Inventory) -> None:
     """An artifact depends on its manifest object, its files, every object its manifest names and the realizations it used."""
     for artifact_hash, entry in inv.artifacts.items():
-        node = (K_ARTIFACT, artifact_hash)
-        graph.add_dependency((K_OBJECT, artifact_hash), node, _R_RUN_RECORD)
+        node = (NodeKind.ARTIFACT, artifact_hash)
+        graph.add_dependency((NodeKind.OBJECT, artifact_hash), node, Relation.RUN_RECORD)
         for digest in set(named_digests(entry)) - {artifact_hash}:
-            graph.add_dependency((K_OBJECT, digest), node, _R_PART_OF)
+            graph.add_dependency((NodeKind.OBJECT, digest), node, Relation.PART_OF)
             if digest in inv.manifests:
-                graph.add_dependency((K_REALIZATION, digest), node, _R_USED)
+                graph.add_dependency((NodeKind.REALIZATION, digest), node, Relation.USED)
 
 
 def _add_recorded_lineage(graph: LineageGraph, inv: Inventory) -> None:
@@ -157,34 +134,34 @@ def _add_recorded_lineage(graph: LineageGraph, inv: Inventory) -> None:
         if is_pin_edge(edge):  # a dependent pin counts only when its record and its tag's name agree
             continue
         graph.add(edge)
-        run_object = edge.attributes.get("run_object") if edge.relation == _R_TRAINED else None
+        run_object = edge.attributes.get("run_object") if edge.relation == Relation.TRAINED else None
         if run_object:
-            graph.add_dependency((K_OBJECT, str(run_object)), (K_MODEL_RUN, edge.dst_id), _R_RUN_RECORD)
-        if edge.relation == _R_REPORTS_ON and edge.src_kind == K_QUALITY_REPORT:
-            graph.add_dependency((K_OBJECT, edge.src_id), edge.src, _R_PART_OF)
-            graph.add_dependency(edge.src, edge.dst, _R_REPORTS_ON)  # a kept realization keeps its quality report too
-        if edge.src_kind == K_SPLIT_ASSIGNMENT:
-            graph.add_dependency((K_OBJECT, edge.src_id), edge.src, _R_PART_OF)
+            graph.add_dependency((NodeKind.OBJECT, str(run_object)), (NodeKind.MODEL_RUN, edge.dst_id), Relation.RUN_RECORD)
+        if edge.relation == Relation.REPORTS_ON and edge.src_kind == NodeKind.QUALITY_REPORT:
+            graph.add_dependency((NodeKind.OBJECT, edge.src_id), edge.src, Relation.PART_OF)
+            graph.add_dependency(edge.src, edge.dst, Relation.REPORTS_ON)  # a kept realization keeps its quality report too
+        if edge.src_kind == NodeKind.SPLIT_ASSIGNMENT:
+            graph.add_dependency((NodeKind.OBJECT, edge.src_id), edge.src, Relation.PART_OF)
 
 
 def _add_dependent_pins(graph: LineageGraph, inv: Inventory) -> None:
     """A report or model depends on the tags recorded for it (named for it) and on the snapshots they pin."""
     for pin in dependent_pins(inv).values():
-        graph.add_dependency(pin.node, pin.owner, _R_PINNED_BY)
-        graph.add_dependency(pin.snapshot_node, pin.owner, _R_PINNED_BY)
+        graph.add_dependency(pin.node, pin.owner, Relation.PINNED_BY)
+        graph.add_dependency(pin.snapshot_node, pin.owner, Relation.PINNED_BY)
 
 
 def _add_iceberg_and_landing(graph: LineageGraph, inv: Inventory) -> None:
     for tag in inv.tags:
-        graph.add_dependency((K_ICEBERG_SNAPSHOT, f"{tag.table}@{tag.snapshot_id}"), (K_ICEBERG_TAG, f"{tag.table}#{tag.tag}"), _R_PROTECTS)
+        graph.add_dependency((NodeKind.ICEBERG_SNAPSHOT, f"{tag.table}@{tag.snapshot_id}"), (NodeKind.ICEBERG_TAG, f"{tag.table}#{tag.tag}"), Relation.PROTECTS)
     for snap in inv.snapshots:
-        node = (K_ICEBERG_SNAPSHOT, f"{snap.table}@{snap.snapshot_id}")
+        node = (NodeKind.ICEBERG_SNAPSHOT, f"{snap.table}@{snap.snapshot_id}")
         for path in snap.data_files:
-            graph.add_dependency((K_DATA_FILE, path), node, _R_CONTAINS)
+            graph.add_dependency((NodeKind.DATA_FILE, path), node, Relation.CONTAINS)
     raw_refs = {b.batch_ref for b in inv.raw_batches}
     for data_file in inv.data_files:
         for batch in data_file.batches:
             if batch in raw_refs:
-                graph.add_dependency((K_RAW_BATCH, batch), (K_DATA_FILE, data_file.path), _R_LOADED_INTO)
+                graph.add_dependency((NodeKind.RAW_BATCH, batch), (NodeKind.DATA_FILE, data_file.path), Relation.LOADED_INTO)
     for raw in inv.raw_batches:
-        graph.add_dependency((K_OBJECT, raw.digest), (K_RAW_BATCH, raw.batch_ref), _R_PART_OF)
+        graph.add_dependency((NodeKind.OBJECT, raw.digest), (NodeKind.RAW_BATCH, raw.batch_ref), Relation.PART_OF)

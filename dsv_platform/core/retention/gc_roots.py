@@ -17,13 +17,11 @@ from dsv_platform.core.errors import DsvError
 from dsv_platform.core.lineage.lineage import LineageGraph, Node, NodeKind, parse_node
 from dsv_platform.core.publication.refs import parse_ref
 from dsv_platform.core.publication.states import READABLE, RealizationState
-from dsv_platform.core.retention.gc_graph import K_ICEBERG_SNAPSHOT, K_ICEBERG_TAG, K_RAW_BATCH, K_REALIZATION
 from dsv_platform.core.retention.gc_inventory import Inventory, RealizationInfo, RootSpec
 from dsv_platform.core.retention.policy import GcPolicy
 
 Published = Mapping[tuple[str, str], list[RealizationInfo]]
 _READABLE = frozenset(s.value for s in READABLE)
-K_MODEL_RUN = NodeKind.MODEL_RUN.value
 
 
 @dataclass
@@ -63,14 +61,14 @@ def resolve_root(ref: str, heads: Published, graph: LineageGraph, aliases: Mappi
     if parsed is None:
         return list(graph.find(ref))
     if parsed.manifest_hash:
-        return [(K_REALIZATION, parsed.manifest_hash)]
+        return [(NodeKind.REALIZATION, parsed.manifest_hash)]
     if parsed.alias:
         alias_node = aliases.get(f"{parsed.name}:{parsed.version}@{parsed.alias}")
         return [alias_node] if alias_node else []
     published = heads.get((parsed.name, parsed.version), [])
     readable = [r for r in published if r.state in _READABLE]
     n = len(readable) if tilde and count == "all" else int(count) if tilde and count.isdigit() else 1  # ~all: a definition_retention root
-    return [(K_REALIZATION, r.manifest_hash) for r in readable[:n] if r.manifest_hash]
+    return [(NodeKind.REALIZATION, r.manifest_hash) for r in readable[:n] if r.manifest_hash]
 
 
 def collect_roots(inv: Inventory, policy: GcPolicy, graph: LineageGraph, published: Published) -> Roots:
@@ -91,7 +89,7 @@ def collect_roots(inv: Inventory, policy: GcPolicy, graph: LineageGraph, publish
             head = next((r for r in rs if r.state in _READABLE), None)
             if head is not None:
                 spec = RootSpec(f"head:{name}:{version}", "head", f"{name}:{version}", "newest readable realization of the definition version", "platform")
-                roots.add(spec, [(K_REALIZATION, head.manifest_hash or "")])
+                roots.add(spec, [(NodeKind.REALIZATION, head.manifest_hash or "")])
     _add_platform_roots(roots, inv)
     return roots
 
@@ -99,22 +97,26 @@ def collect_roots(inv: Inventory, policy: GcPolicy, graph: LineageGraph, publish
 def _add_platform_roots(roots: Roots, inv: Inventory) -> None:
     for r in inv.realizations:
         if r.state == RealizationState.QUARANTINED.value and r.manifest_hash:
-            roots.add(RootSpec(f"review:{r.id}", "review", r.manifest_hash, "quarantined, pending review", "platform"), [(K_REALIZATION, r.manifest_hash)])
+            roots.add(
+                RootSpec(f"review:{r.id}", "review", r.manifest_hash, "quarantined, pending review", "platform"), [(NodeKind.REALIZATION, r.manifest_hash)]
+            )
     for snap in inv.snapshots:
         if snap.is_current:
             ref = f"{snap.table}@{snap.snapshot_id}"
-            roots.add(RootSpec(f"table_head:{snap.table}", "table_head", ref, "current snapshot of a canonical table", "platform"), [(K_ICEBERG_SNAPSHOT, ref)])
+            roots.add(
+                RootSpec(f"table_head:{snap.table}", "table_head", ref, "current snapshot of a canonical table", "platform"), [(NodeKind.ICEBERG_SNAPSHOT, ref)]
+            )
     for pointer in inv.model_pointers:  # a model alias target and a target's current deployment keep the model and what it was trained on
         why = "model alias target" if pointer.kind == "model_alias" else "model version a target serves now (its current deployment)"
-        spec = RootSpec(f"{pointer.kind}:{pointer.name}", pointer.kind, f"{K_MODEL_RUN}:{pointer.run_hash}", why, "platform")
-        roots.add(spec, [(K_MODEL_RUN, pointer.run_hash)])
+        spec = RootSpec(f"{pointer.kind}:{pointer.name}", pointer.kind, f"{NodeKind.MODEL_RUN}:{pointer.run_hash}", why, "platform")
+        roots.add(spec, [(NodeKind.MODEL_RUN, pointer.run_hash)])
     _add_staging_roots(roots, inv)
     published = _published_files(inv)  # a blocked load's rows, only on its staging branch, do not make its raw batch loaded
     loaded = {b for f in inv.data_files if f.path in published for b in f.batches}
     for raw in inv.raw_batches:
         if not raw.loadable or raw.batch_ref not in loaded:
             why = "quarantined raw batch (raw is kept longest)" if not raw.loadable else "raw batch awaiting canonical load"
-            roots.add(RootSpec(f"landing:{raw.batch_ref}", "landing", raw.batch_ref, why, "platform"), [(K_RAW_BATCH, raw.batch_ref)])
+            roots.add(RootSpec(f"landing:{raw.batch_ref}", "landing", raw.batch_ref, why, "platform"), [(NodeKind.RAW_BATCH, raw.batch_ref)])
 
 
 def _add_staging_roots(roots: Roots, inv: Inventory) -> None:
@@ -125,7 +127,7 @@ def _add_staging_roots(roots: Roots, inv: Inventory) -> None:
         ref = f"{tag.table}#{tag.tag}"
         if until > inv.observed_at:
             why = "staging branch of a blocked load, kept for inspection (write-audit-publish)"
-            roots.add(RootSpec(f"staging:{ref}", "staging_branch", ref, why, "platform", until), [(K_ICEBERG_TAG, ref)])
+            roots.add(RootSpec(f"staging:{ref}", "staging_branch", ref, why, "platform", until), [(NodeKind.ICEBERG_TAG, ref)])
 
 
 def _published_files(inv: Inventory) -> set[str]:
