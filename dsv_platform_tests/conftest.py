@@ -115,12 +115,26 @@ def _check_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
         raise pytest.UsageError(f"pytest-xdist did not apply xdist_group to {lost[0]} (and {len(lost) - 1} more): check the pytest pin")
 
 
+_SHARED_SCOPES = frozenset({"module", "class", "package"})
+
+
+def _shares_a_fixture(item: pytest.Item) -> bool:
+    """The test uses a fixture made once per module, class or package (a world several tests read)."""
+    info = getattr(item, "_fixtureinfo", None)
+    return info is not None and any(d.scope in _SHARED_SCOPES for defs in info.name2fixturedefs.values() for d in defs)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the slow set before ``-m`` deselects by marker (tryfirst)."""
+    """Mark the slow set before ``-m`` deselects by marker (tryfirst). A module whose tests share a module-scoped world
+    becomes one xdist group: ``--dist loadgroup`` hands ungrouped tests out one at a time, so both workers built the
+    world (a 14 s fixture ran twice); grouped, one worker builds it once."""
     for item in items:
-        if _module(config, item) in SLOW_MODULES:
+        module = _module(config, item)
+        if module in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+        if module is not None and item.get_closest_marker("xdist_group") is None and _shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(module.removesuffix(".py").replace("/", ".")))
 
 
 class _Order:
