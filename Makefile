@@ -42,7 +42,8 @@ prereqs:
 	.ci/prereqs
 
 # The default set (everything but the slow and ui markers: 9 minutes on 2 quiet cores at the last measure, the goal is 5); `make test-slow` runs the
-# rest (end-to-end demos, deployments, kill-safety and race trials, the UI in Chromium). .ci/run runs both.
+# rest (end-to-end demos, deployments, kill-safety and race trials, the UI in Chromium, the PostgreSQL variants of tests that also run on
+# SQLite). .ci/run runs both.
 test: prereqs $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "not slow and not ui" --durations=15 $(PYTEST_ARGS)
 

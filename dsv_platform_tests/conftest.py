@@ -124,14 +124,39 @@ def _shares_a_fixture(item: pytest.Item) -> bool:
     return info is not None and any(d.scope in _SHARED_SCOPES for defs in info.name2fixturedefs.values() for d in defs)
 
 
+SECOND_BACKEND = "postgres"
+"""A test parametrized over registry or key-store backends runs its PostgreSQL variant in the slow set and its SQLite (or local)
+variant in the default set: about 180 variants, 160 s summed at the last measure. Tests only about PostgreSQL stay."""
+
+
+def _backend_variants(items: list[pytest.Item]) -> set[str]:
+    """Node ids of the PostgreSQL variants of backend-parametrized tests that have a variant on another backend."""
+    by_shape: dict[tuple[object, ...], set[str]] = {}
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", None) or {}
+        for name, value in params.items():
+            if isinstance(value, str):
+                shape = (item.path, getattr(item, "originalname", item.name), name, tuple(sorted((k, repr(v)) for k, v in params.items() if k != name)))
+                by_shape.setdefault(shape, set()).add(value)
+    found = set()
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", None) or {}
+        for name, value in params.items():
+            shape = (item.path, getattr(item, "originalname", item.name), name, tuple(sorted((k, repr(v)) for k, v in params.items() if k != name)))
+            if isinstance(value, str) and value == SECOND_BACKEND and len(by_shape.get(shape, ())) > 1:
+                found.add(item.nodeid)
+    return found
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the slow set before ``-m`` deselects by marker (tryfirst). A module whose tests share a module-scoped world
+    """Mark the slow set (its modules, the PostgreSQL variants) before ``-m`` deselects by marker (tryfirst). A module whose tests share a module-scoped world
     becomes one xdist group: ``--dist loadgroup`` hands ungrouped tests out one at a time, so both workers built the
     world (a 14 s fixture ran twice); grouped, one worker builds it once."""
+    second_backend = _backend_variants(items)
     for item in items:
         module = _module(config, item)
-        if module in SLOW_MODULES:
+        if module in SLOW_MODULES or item.nodeid in second_backend:
             item.add_marker(pytest.mark.slow)
         if module is not None and item.get_closest_marker("xdist_group") is None and _shares_a_fixture(item):
             item.add_marker(pytest.mark.xdist_group(module.removesuffix(".py").replace("/", ".")))
