@@ -15,7 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
-from dsv_platform.adapters.iceberg.iceberg_values import RECORDED_AT, AppendOutcome
+from dsv_platform.adapters.iceberg.iceberg_maintenance import max_recorded_at
+from dsv_platform.adapters.iceberg.iceberg_values import AppendOutcome
 from dsv_platform.core import canonical_json
 from dsv_platform.core.config.labels import LabelVersion
 from dsv_platform.core.config.source import DerivedTableSpec, SourceSpec, TableSpecLike
@@ -69,12 +70,17 @@ def label_table_spec(label: LabelVersion) -> DerivedTableSpec:
 
 
 def watermark(tables: CanonicalTables, *specs: TableSpecLike) -> dt.datetime | None:
-    """The latest ``_recorded_at`` across ``specs``: everything known up to it is in the tables."""
+    """The latest ``_recorded_at`` across ``specs``: everything known up to it is in the tables.
+
+    From each current snapshot's manifest bounds (:func:`max_recorded_at`, one column read only where a file has none):
+    reading every version of every row for one maximum held whole input tables in memory.
+    """
     marks = []
     for spec in specs:
-        hist = tables.read(spec, history=True)
-        if hist.num_rows:
-            marks.append(pc.max(hist.column(RECORDED_AT)).as_py())
+        snapshot_id = tables.current_snapshot_id(spec)
+        mark = max_recorded_at(tables, spec, snapshot_id) if snapshot_id is not None else None
+        if mark is not None:
+            marks.append(mark)
     return max(marks) if marks else None
 
 
