@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
-import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -65,12 +66,36 @@ def seed_world(env: Mapping[str, str], seeds: tuple[int, ...] = SEEDS) -> None:
             Publisher(p.registry, p.store, actor="builder").build(req)
 
 
+_FORKSERVER = multiprocessing.get_context("forkserver")
+_FORKSERVER.set_forkserver_preload([kill_worker.__name__, "dsv_platform.cli.main"])
+"""Kill workers are forked from a server that imported the platform once (about 2 s a worker otherwise); each is still
+its own process, killed by SIGKILL, with only the environment it is given."""
+
+
+def _killed_child(env: Mapping[str, str], args: Sequence[str], output: str, cwd: str) -> None:
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    sys.exit(kill_worker.main(list(args)))
+
+
 def run_killed(env: Mapping[str, str], *args: str) -> None:
-    """Run kill_worker with ``args`` in a real subprocess; it must die of SIGKILL."""
+    """Run kill_worker with ``args`` in a real process of its own (forked from the preloaded server); it must die of SIGKILL."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("DSV_")} | dict(env)
     root = str(Path(kill_worker.__file__).resolve().parents[2])
-    proc = subprocess.run([sys.executable, "-m", kill_worker.__name__, *args], env=full, cwd=root, capture_output=True, text=True, timeout=240)
-    assert proc.returncode == -signal.SIGKILL, f"worker {args} exited {proc.returncode}: {proc.stderr[-3000:]}"
+    with tempfile.TemporaryDirectory(prefix="kill-") as folder:
+        output = os.path.join(folder, "output")
+        proc = _FORKSERVER.Process(target=_killed_child, args=(full, args, output, root))
+        proc.start()
+        proc.join(240)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        text = Path(output).read_text(errors="replace") if os.path.exists(output) else ""
+    assert proc.exitcode == -signal.SIGKILL, f"worker {args} exited {proc.exitcode}: {text[-3000:]}"
 
 
 def use_env(monkeypatch: pytest.MonkeyPatch, env: Mapping[str, str]) -> None:
