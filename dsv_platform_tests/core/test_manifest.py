@@ -134,8 +134,17 @@ def test_manifest_golden_minimal_document() -> None:
     assert doc["format"] == "dsv-manifest/1" and doc["encoding"] == "dsv-canon/1"
     assert doc["partitions"] == [{"key": "all", "hash": h("rows of all"), "rows": 3, "object": h("parquet of all"), "bytes": 100}]
     assert doc["code"] is None and doc["parameters"] == {} and doc["seed"] is None
+    # The whole document derived from docs/canonical-encoding.md without the platform's encoder: the content hash is the
+    # SHA-256 of the partition leaves' lines, the manifest hash the SHA-256 of the document's canonical JSON.
+    expected = {
+        "attachments": {}, "code": None, "content_hash": hashlib.sha256(f"all:{h('rows of all')}".encode()).hexdigest(), "contract": None,
+        "dataset": "d", "encoding": "dsv-canon/1", "environment": None, "feature_versions": {}, "format": "dsv-manifest/1", "labels": None,
+        "observation_window": None, "parameters": {}, "partitions": doc["partitions"], "population_filter": None, "rows": 3,
+        "runner_timezone": None, "schema_hash": SCHEMA, "seed": None, "sources": [], "splits": None, "version": "v1", "watermark": None,
+    }  # fmt: skip
+    assert m.canonical_bytes() == json.dumps(expected, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     # Golden: a change here changes every manifest hash; that is dsv-manifest/2, not an edit.
-    assert m.manifest_hash == GOLDEN_MINIMAL
+    assert m.manifest_hash == hashlib.sha256(m.canonical_bytes()).hexdigest() == GOLDEN_MINIMAL
 
 
 GOLDEN_MINIMAL = "87dea5170317256421b6eaa865353448848d7a6dc07f5f4faf17a8b2e92389b2"

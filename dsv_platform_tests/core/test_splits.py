@@ -180,19 +180,30 @@ GROUP_POLICY = GroupSplitPolicy("customer_id", POLICY)
 RANDOM_POLICY = SeededRandomSplitPolicy.from_parts(42, {"train": 8, "validation": 1, "test": 1})
 
 
-def test_policy_documents_golden_bytes_and_hashes() -> None:
-    assert canonical_json.dumps(POLICY.to_document()) == (
-        b'{"algorithm":"sha256","identifier_encoding":"str:nfc-utf8,int:base10-ascii","modulus":100,'
-        b'"policy":"hash-split/1","salt":"fraud_v6","splits":[{"name":"train","upper":80},'
-        b'{"name":"validation","upper":90},{"name":"test","upper":100}]}'
-    )
-    assert canonical_json.dumps(TIME_POLICY.to_document()) == (
-        b'{"column":"event_time","policy":"time-split/1","train_until":"2026-01-01T00:00:00Z","validation_until":"2026-02-01T00:00:00Z"}'
-    )
-    assert POLICY.policy_hash == "1f5c01aecea9274f49020aa051fa0a9a0c2104fb7bcef2f7636775f83a92b65d"
-    assert GROUP_POLICY.policy_hash == "fbd5a614e6afcbdebb13ec5ab861239254e4a38777138e7c8d65b461236463fa"
-    assert TIME_POLICY.policy_hash == "bcb9946a210c9eb23538e2168a2f379018260edd6dc683c910a15c63363d7140"
-    assert RANDOM_POLICY.policy_hash == "3dc7d38a43efe464b6c679151f5041d7ccc3da04859f08eaa7f2264039c30ef8"
+HASH_DOCUMENT = (
+    b'{"algorithm":"sha256","identifier_encoding":"str:nfc-utf8,int:base10-ascii","modulus":100,'
+    b'"policy":"hash-split/1","salt":"fraud_v6","splits":[{"name":"train","upper":80},'
+    b'{"name":"validation","upper":90},{"name":"test","upper":100}]}'
+)
+GOLDEN_DOCUMENTS = {
+    "hash": (POLICY, HASH_DOCUMENT),
+    "group": (GROUP_POLICY, b'{"group_column":"customer_id","hash_split":' + HASH_DOCUMENT + b',"policy":"group-split/1"}'),
+    "time": (TIME_POLICY, b'{"column":"event_time","policy":"time-split/1","train_until":"2026-01-01T00:00:00Z","validation_until":"2026-02-01T00:00:00Z"}'),
+    "random": (
+        RANDOM_POLICY,
+        b'{"algorithm":"sha256","key_column":null,"parts":[{"name":"train","parts":8},{"name":"validation","parts":1},'
+        b'{"name":"test","parts":1}],"policy":"seeded-random/1","seed":42}',
+    ),
+}
+"""Each policy's canonical document, spelled out (keys sorted, no spaces: docs/canonical-encoding.md); its hash is
+the SHA-256 of exactly these bytes, derived here with hashlib rather than pasted."""
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_DOCUMENTS))
+def test_policy_documents_golden_bytes_and_hashes(name: str) -> None:
+    policy, golden = GOLDEN_DOCUMENTS[name]
+    assert canonical_json.dumps(policy.to_document()) == golden  # type: ignore[attr-defined]
+    assert policy.policy_hash == hashlib.sha256(golden).hexdigest()  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("policy", [POLICY, GROUP_POLICY, TIME_POLICY, RANDOM_POLICY], ids=lambda p: type(p).__name__)
