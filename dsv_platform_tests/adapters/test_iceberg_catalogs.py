@@ -9,6 +9,7 @@ platform.yaml, and one given as ``DSV_CATALOG_*`` reaches neither the Dagster re
 from __future__ import annotations
 
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from dagster._core.remote_representation.external_data import RepositorySnap
 from dagster._serdes import serialize_value
 from pyiceberg.catalog import load_catalog
 
-from dsv_platform.adapters.iceberg.iceberg_catalog import resolved_properties
+from dsv_platform.adapters.iceberg.iceberg_catalog import build_catalog, resolved_properties
 from dsv_platform.bootstrap import build_platform, build_tables
 from dsv_platform.core.config.platform_options import PlatformOptions
 from dsv_platform.core.config_yaml import ConfigError
@@ -115,3 +116,31 @@ def test_catalog_credentials_reach_no_snapshot_and_no_error_line(tmp_path):
     with pytest.raises(EnvironmentSetupError) as info:
         build_tables(settings, PlatformOptions())
     assert secret not in str(info.value) and "\n" not in str(info.value)
+
+
+def _open_at_once(url: str, warehouse: str, count: int) -> list[Exception]:
+    start, errors = threading.Barrier(count), list[Exception]()
+
+    def open_catalog() -> None:
+        start.wait()
+        try:
+            build_catalog(url, warehouse).list_namespaces()
+        except Exception as exc:  # handed to the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_catalog) for _ in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return errors
+
+
+@pytest.mark.postgres
+def test_processes_opening_a_fresh_postgresql_catalog_at_once_all_open_it(tmp_path, postgres_server):
+    """Celery workers (or a webserver and a daemon) starting together on a new catalog database: each creates the catalog's
+    tables if absent, and the ones that lose PostgreSQL's race to create them (a duplicate ``pg_type`` row, or ``already
+    exists``) open the catalog the winner made instead of failing the run."""
+    for attempt in range(3):  # fresh databases: the race is only at creation
+        url = postgres_server.url(postgres_server.create_database())
+        assert _open_at_once(url, (tmp_path / f"warehouse{attempt}").as_uri(), 8) == []

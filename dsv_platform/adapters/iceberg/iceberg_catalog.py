@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import time
 from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
@@ -116,13 +117,38 @@ def build_catalog(
         if moved:
             log.warning("warehouse %s: relocated %d table(s) from %s (the home was moved)", Path(here).resolve(), len(moved), unquote(origin))
     try:
-        return load_catalog(name, **props)
+        return _load(name, props)
     except Exception as exc:  # a URL it cannot parse, a missing driver, a server not there (sqlalchemy's errors: not imported here)
         if not isinstance(exc, (ValueError, ImportError, OSError)) and not type(exc).__module__.startswith("sqlalchemy"):
             raise
         what = "DSV_ICEBERG_CATALOG_URL: not a usable catalog URL" if props.get("uri") == catalog_url else f"Iceberg catalog {name!r}: not usable"
         first = (str(exc).strip().splitlines() or [""])[0]
         raise EnvironmentSetupError(f"{what} ({type(exc).__name__}: {_redacted(first, props)})") from exc
+
+
+CREATION_ATTEMPTS = 5
+
+
+def _load(name: str, props: Mapping[str, str]) -> Catalog:
+    """``load_catalog``; a SQL catalog that lost the race to create its tables in a new database is opened again.
+
+    pyiceberg creates the catalog's tables when they are absent (check, then ``CREATE TABLE``): processes starting together
+    on a new PostgreSQL database (Celery workers, a webserver and a daemon) race, and the losers fail with a duplicate
+    ``pg_type`` row or ``already exists``. Once the winner committed the tables exist and a new attempt just opens them.
+    """
+    for attempt in range(1, CREATION_ATTEMPTS + 1):
+        try:
+            return load_catalog(name, **props)
+        except Exception as exc:
+            if attempt == CREATION_ATTEMPTS or not (_is_sql(props) and _lost_creation_race(exc)):
+                raise
+            time.sleep(0.05 * attempt)
+    raise AssertionError("unreachable")  # the last attempt returns or raises
+
+
+def _lost_creation_race(exc: Exception) -> bool:
+    text = str(exc)
+    return type(exc).__module__.startswith("sqlalchemy") and ("pg_type_typname_nsp_index" in text or "already exists" in text)
 
 
 def _redacted(text: str, props: Mapping[str, str]) -> str:
