@@ -9,14 +9,15 @@ from typing import Any
 import pytest
 
 from dsv_platform_tests.deploy.cluster import dagster_home
+from dsv_platform_tests.fixtures.production_stores import production_stores
 
 
 @pytest.fixture
 def production_env(tmp_path: Path, postgres_server: Any, s3_env: Any) -> dict[str, str]:
     """Only environment variables: Dagster's instance database and log bucket, the platform's PostgreSQL and S3 stores."""
-    data, logs = s3_env.create_bucket(), s3_env.create_bucket()
+    logs = s3_env.create_bucket()
     inherited = {k: v for k, v in os.environ.items() if not k.startswith(("DSV_", "DAGSTER_"))}  # carries s3_env's AWS_*
-    return inherited | {
+    return inherited | production_stores(postgres_server, s3_env) | {
         "DAGSTER_HOME": str(dagster_home(tmp_path)),
         "DAGSTER_PG_HOST": postgres_server.host,
         "DAGSTER_PG_PORT": str(postgres_server.port),
@@ -24,13 +25,7 @@ def production_env(tmp_path: Path, postgres_server: Any, s3_env: Any) -> dict[st
         "DAGSTER_PG_PASSWORD": "unused-trust-auth",
         "DAGSTER_PG_DB": postgres_server.create_database(),
         "DSV_COMPUTE_LOG_BUCKET": logs,
-        "DSV_S3_ENDPOINT_URL": s3_env.endpoint_url,
-        "DSV_S3_REGION": s3_env.region,
         "DSV_HOME": str(tmp_path / "dsv"),
         "DSV_DROP_FOLDER": str(tmp_path / "drop"),
-        "DSV_REGISTRY_URL": postgres_server.url(postgres_server.create_database()),
-        "DSV_ICEBERG_CATALOG_URL": postgres_server.url(postgres_server.create_database()),
-        "DSV_OBJECT_STORE": f"s3://{data}/dsv",
-        "DSV_ICEBERG_WAREHOUSE": f"s3://{data}/warehouse",
         "DSV_ACTOR": "production-instance-test",
     }

@@ -28,6 +28,7 @@ from dsv_platform.services.reproduction.envbuild import lock_at
 from dsv_platform.services.reproduction.reproduce import check_code
 from dsv_platform.services.reproduction.reproduce_training import restorable
 from dsv_platform_tests.deploy.image_layout import DOCKERFILE, REPO, build, parse, run_inside
+from dsv_platform_tests.fixtures.production_stores import production_stores
 
 
 def _deploy_script(name: str) -> Any:
@@ -249,16 +250,7 @@ def test_a_model_trained_in_the_image_on_postgresql_and_s3_is_restorable(tmp_pat
     the registry keeps records the baked commit and lock hash, and ``dsv reproduce`` would restore that run."""
     repo, commit = _checkout(tmp_path)
     image = build(tmp_path / "image", {"DSV_COMMIT": commit, "DSV_DIRTY": "false"})
-    bucket = s3_env.create_bucket()
-    env = s3_env.env() | {
-        "DSV_HOME": str(tmp_path / "dsv"),
-        "DSV_REGISTRY_URL": postgres_server.url(postgres_server.create_database()),
-        "DSV_ICEBERG_CATALOG_URL": postgres_server.url(postgres_server.create_database()),
-        "DSV_OBJECT_STORE": f"s3://{bucket}/dsv",
-        "DSV_ICEBERG_WAREHOUSE": f"s3://{bucket}/warehouse",
-        "DSV_S3_ENDPOINT_URL": s3_env.endpoint_url,
-        "DSV_S3_REGION": s3_env.region,
-    }
+    env = s3_env.env() | production_stores(postgres_server, s3_env) | {"DSV_HOME": str(tmp_path / "dsv")}
     done = run_inside(image, MODEL_PROBE, extra_env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     run = json.loads(done.stdout.strip().splitlines()[-1])

@@ -30,6 +30,7 @@ from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.settings import Settings, load_settings
 from dsv_platform_tests.defs.support import FRAUD_SOURCES, drop, range_tags
 from dsv_platform_tests.distributed.celery_workers import Worker, celery_workers, write_config
+from dsv_platform_tests.fixtures.production_stores import production_stores
 
 pytestmark = [pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
 
@@ -54,19 +55,12 @@ def world(tmp_path, postgres_server, s3_env, redis_server) -> dict[str, str]:
     dagster_home = tmp_path / "dagster"
     dagster_home.mkdir()
     (dagster_home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    bucket = s3_env.create_bucket()
     celery_conf = write_config(tmp_path / "celery", redis_server.url(0), redis_server.url(1))
     inherited = {k: v for k, v in os.environ.items() if not k.startswith(("DSV_", "DAGSTER_", "PYTHONPATH"))}
-    return inherited | {
+    return inherited | production_stores(postgres_server, s3_env) | {
         "DSV_HOME": str(tmp_path / "dsv"),
         "DSV_CONFIG_DIR": str(config),
         "DSV_DROP_FOLDER": str(tmp_path / "drop"),
-        "DSV_REGISTRY_URL": postgres_server.url(postgres_server.create_database()),
-        "DSV_ICEBERG_CATALOG_URL": postgres_server.url(postgres_server.create_database()),
-        "DSV_OBJECT_STORE": f"s3://{bucket}/dsv",
-        "DSV_ICEBERG_WAREHOUSE": f"s3://{bucket}/warehouse",
-        "DSV_S3_ENDPOINT_URL": s3_env.endpoint_url,
-        "DSV_S3_REGION": s3_env.region,
         "DSV_ACTOR": "celery-test",
         "DSV_CELERY_BROKER_URL": redis_server.url(0),
         "DSV_CELERY_BACKEND_URL": redis_server.url(1),

@@ -23,6 +23,7 @@ from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.defs import build_defs
 from dsv_platform.examples.fraud import events
 from dsv_platform.settings import load_settings
+from dsv_platform_tests.fixtures.production_stores import production_stores
 from dsv_platform_tests.scenarios.support import World
 
 pytestmark = [pytest.mark.postgres, pytest.mark.s3, pytest.mark.slow]
@@ -32,17 +33,7 @@ D = dt.date
 
 @pytest.fixture
 def production_env(tmp_path, postgres_server, s3_env) -> dict[str, str]:
-    bucket = s3_env.create_bucket()
-    return {
-        "DSV_HOME": str(tmp_path / "dsv"),
-        "DSV_REGISTRY_URL": postgres_server.url(postgres_server.create_database()),
-        "DSV_ICEBERG_CATALOG_URL": postgres_server.url(postgres_server.create_database()),
-        "DSV_OBJECT_STORE": f"s3://{bucket}/dsv",
-        "DSV_ICEBERG_WAREHOUSE": f"s3://{bucket}/warehouse",
-        "DSV_S3_ENDPOINT_URL": s3_env.endpoint_url,
-        "DSV_S3_REGION": s3_env.region,
-        "DSV_ACTOR": "production-scenario",
-    }
+    return production_stores(postgres_server, s3_env) | {"DSV_HOME": str(tmp_path / "dsv"), "DSV_ACTOR": "production-scenario"}
 
 
 def _dsv(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
