@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -129,23 +130,22 @@ SECOND_BACKEND = "postgres"
 variant in the default set: about 180 variants, 160 s summed at the last measure. Tests only about PostgreSQL stay."""
 
 
+def _string_params(item: pytest.Item) -> Iterator[tuple[tuple[object, ...], str]]:
+    """Each string parameter of ``item``, with the test's shape apart from it: module, function, name, the other parameters."""
+    params = getattr(getattr(item, "callspec", None), "params", None) or {}
+    for name, value in params.items():
+        if isinstance(value, str):
+            others = tuple(sorted((k, repr(v)) for k, v in params.items() if k != name))
+            yield (item.path, getattr(item, "originalname", item.name), name, others), value
+
+
 def _backend_variants(items: list[pytest.Item]) -> set[str]:
     """Node ids of the PostgreSQL variants of backend-parametrized tests that have a variant on another backend."""
-    by_shape: dict[tuple[object, ...], set[str]] = {}
+    values: dict[tuple[object, ...], set[str]] = {}
     for item in items:
-        params = getattr(getattr(item, "callspec", None), "params", None) or {}
-        for name, value in params.items():
-            if isinstance(value, str):
-                shape = (item.path, getattr(item, "originalname", item.name), name, tuple(sorted((k, repr(v)) for k, v in params.items() if k != name)))
-                by_shape.setdefault(shape, set()).add(value)
-    found = set()
-    for item in items:
-        params = getattr(getattr(item, "callspec", None), "params", None) or {}
-        for name, value in params.items():
-            shape = (item.path, getattr(item, "originalname", item.name), name, tuple(sorted((k, repr(v)) for k, v in params.items() if k != name)))
-            if isinstance(value, str) and value == SECOND_BACKEND and len(by_shape.get(shape, ())) > 1:
-                found.add(item.nodeid)
-    return found
+        for shape, value in _string_params(item):
+            values.setdefault(shape, set()).add(value)
+    return {item.nodeid for item in items for shape, value in _string_params(item) if value == SECOND_BACKEND and len(values[shape]) > 1}
 
 
 @pytest.hookimpl(tryfirst=True)
