@@ -136,14 +136,15 @@ def _load(name: str, props: Mapping[str, str]) -> Catalog:
     on a new PostgreSQL database (Celery workers, a webserver and a daemon) race, and the losers fail with a duplicate
     ``pg_type`` row or ``already exists``. Once the winner committed the tables exist and a new attempt just opens them.
     """
-    for attempt in range(1, CREATION_ATTEMPTS + 1):
+    attempt = 1
+    while True:
         try:
             return load_catalog(name, **props)
         except Exception as exc:
             if attempt == CREATION_ATTEMPTS or not (_is_sql(props) and _lost_creation_race(exc)):
                 raise
-            time.sleep(0.05 * attempt)
-    raise AssertionError("unreachable")  # the last attempt returns or raises
+        time.sleep(0.05 * attempt)
+        attempt += 1
 
 
 def _lost_creation_race(exc: Exception) -> bool:
