@@ -25,6 +25,7 @@ import pytest
 from dsv_platform.examples.fraud.specs import SOURCES
 from dsv_platform.services.privacy.privacy import build_coordinator
 from dsv_platform.settings import Settings, load_settings
+from dsv_platform_tests.fixtures.production_stores import production_stores
 from dsv_platform_tests.fixtures.s3_server import S3Server
 from dsv_platform_tests.scenarios.support import World
 
@@ -109,17 +110,8 @@ def names_of(settings: Settings, s3: S3Server | None, subject: str) -> list[str]
 def backends(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Settings, S3Server | None]:
     if request.param == "embedded":
         return load_settings({"DSV_HOME": str(tmp_path / "home")}), None
-    pg, s3 = request.getfixturevalue("postgres_server"), request.getfixturevalue("s3_env")
-    bucket = s3.create_bucket()
-    env = {
-        "DSV_HOME": str(tmp_path / "home"),
-        "DSV_REGISTRY_URL": pg.url(pg.create_database()),
-        "DSV_ICEBERG_CATALOG_URL": pg.url(pg.create_database()),
-        "DSV_OBJECT_STORE": f"s3://{bucket}/dsv",
-        "DSV_ICEBERG_WAREHOUSE": f"s3://{bucket}/warehouse",
-        "DSV_S3_ENDPOINT_URL": s3.endpoint_url,
-        "DSV_S3_REGION": s3.region,
-    }
+    s3 = request.getfixturevalue("s3_env")
+    env = production_stores(request.getfixturevalue("postgres_server"), s3) | {"DSV_HOME": str(tmp_path / "home")}
     return load_settings(env), s3
 
 
