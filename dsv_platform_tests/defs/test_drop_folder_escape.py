@@ -64,7 +64,9 @@ def test_raw_config_refuses_dotdot_and_symlinks_out(tmp_path: Path) -> None:
     assert len(skipped) == 1 and name in skipped[0]
     (folder / "inside.csv").write_text("x")
     assert outside_reason(folder / "inside.csv", folder) is None
-    assert outside_reason(folder / ".." / "elsewhere" / name, folder) is not None
+    reason = outside_reason(folder / ".." / "elsewhere" / name, folder)
+    assert reason is not None and reason.endswith(f"outside the drop folder {folder.resolve()}")
+    assert str((folder.parent / "elsewhere" / name).resolve()) in reason
 
 
 def test_raw_asset_run_with_an_escaping_name_lands_nothing(env: Env, tmp_path: Path) -> None:

@@ -43,7 +43,7 @@ def test_reference_assets_are_unpartitioned_and_materialize(world):
     graph = defs.resolve_asset_graph()
     assert graph.get(dg.AssetKey.from_user_string("raw/calibration")).partitions_def is None
     assert graph.get(dg.AssetKey.from_user_string("canonical/calibration")).partitions_def is None
-    assert graph.get(dg.AssetKey.from_user_string("canonical/meters")).partitions_def is not None
+    assert isinstance(graph.get(dg.AssetKey.from_user_string("canonical/meters")).partitions_def, dg.DailyPartitionsDefinition)
     assert REFERENCE_JOB in {j.name for j in defs.jobs}
     dg.Definitions.validate_loadable(defs)
     settings.drop_folder.mkdir(parents=True)

@@ -25,8 +25,9 @@ def test_rehearsal_job_reports_fraction_and_fails_check_with_reason(lab: Lab, tm
         lab.model(b)
     lab.expire(builds[0], delete_objects=False)
     defs = build_defs(lab.settings)
-    assert defs.resolve_job_def("rehearsal_job") is not None and defs.resolve_job_def("integrity_scan_job") is not None
-    assert {s.name for s in defs.schedules} >= {"rehearsal_schedule", "integrity_scan_schedule"}  # type: ignore[union-attr]
+    scheduled = {s.name: s.job_name for s in defs.schedules or () if isinstance(s, dg.ScheduleDefinition)}
+    wanted = {"rehearsal_schedule": "rehearsal_job", "integrity_scan_schedule": "integrity_scan_job"}
+    assert {k: scheduled.get(k) for k in wanted} == wanted
     instance = dg.DagsterInstance.ephemeral()
     result = dg.materialize([reconstructability], resources=defs.resources, instance=instance, raise_on_error=False)
     assert not result.success, "a failed blocking check fails the run"

@@ -36,7 +36,8 @@ def test_a_corrupt_run_manifest_stops_the_gc_inventory_a_missing_one_does_not(tm
             actor="test",
         )  # fmt: skip
         p.store.delete(gone)
-        assert gc.collect_inventory(p.registry, p.store) is not None  # a run manifest that is gone: nothing to keep through it
+        inventory = gc.collect_inventory(p.registry, p.store)
+        assert inventory.run_manifests == {"b" * 64: {"inputs": []}}  # a run manifest that is gone: nothing to keep through it
         sealed = p.store.keys.sealed(run_object)
         _flip_last_byte(p.store.sealed_store.path(sealed) if sealed else p.store.inner.path(run_object))
         with pytest.raises(DsvError, match=run_object[:12]):

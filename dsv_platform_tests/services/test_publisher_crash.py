@@ -25,6 +25,8 @@ __all__ = ["backend_url"]
 
 S = RealizationState
 STEPS = ["candidate", "part_written", "sealed", "gates_run", "published"]
+KILLED_IN = {"candidate": S.STAGING, "part_written": S.STAGING, "sealed": S.SEALED, "gates_run": S.SEALED, "published": S.PUBLISHED}
+"""The state the candidate is left in by a kill after each step (the rerun resumes or converges from it)."""
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +68,7 @@ def test_builder_killed_at_step_then_rerun_converges(step: str, backend_url: str
             with pytest.raises(NotFoundError):
                 reg.resolve(pw.NAME, pw.VERSION, manifest_hash=clean_manifest_hash)
         killed = reg.find_by_request_id("req-crash")
-        assert killed is not None
+        assert killed is not None and killed.state is KILLED_IN[step], (step, killed.state)
 
     rerun = _worker(backend_url, store)
     out, err = rerun.communicate(timeout=240)
