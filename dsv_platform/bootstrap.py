@@ -122,7 +122,8 @@ class Platform:
             from dsv_platform.adapters.registry.data_files import DataFileLedger
 
             self._tables = self._tables_factory()
-            self._tables.ledger = DataFileLedger.of(self.registry)  # the digest of every data file the platform writes (docs/trust.md)
+            # the digest of every data file the platform writes, signed by who acts (docs/trust.md)
+            self._tables.ledger = DataFileLedger.of(self.registry, prove=lambda: self.actor)
         return self._tables
 
     @property

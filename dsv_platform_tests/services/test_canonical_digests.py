@@ -21,12 +21,14 @@ from sqlalchemy import text
 
 from dsv_platform.adapters.iceberg.iceberg_files import file_digest, live_files
 from dsv_platform.adapters.iceberg.iceberg_maintenance import local_path
+from dsv_platform.adapters.registry.data_files import DataFileLedger
 from dsv_platform.cli.main import main
 from dsv_platform.core.errors import DataFileCorruptError, UntrustedError
 from dsv_platform.examples.fraud.events import daily_batch
 from dsv_platform.examples.fraud.specs import SOURCES
 from dsv_platform.services.trust import trust
 from dsv_platform.services.trust.data_files import check_snapshot
+from dsv_platform.settings import load_settings
 from dsv_platform_tests.scenarios.support import World
 from dsv_platform_tests.services.test_publisher import backend_url
 from dsv_platform_tests.services.test_trust import settings_for
@@ -61,8 +63,7 @@ def home(backend_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> I
     settings = settings_for(tmp_path / "home", backend_url)
     monkeypatch.setenv("DSV_HOME", str(settings.home))
     monkeypatch.setenv("DSV_REGISTRY_URL", backend_url)
-    world = World.create(settings=settings, days=0)
-    trust.current_identity(world.platform)  # admin: proves its key, signs every digest from here on
+    world = World.create(settings=settings, days=0)  # nothing asks who acts: the first write proves admin's key, which signs every digest
     h = Home(world, backend_url)
     for i in range(DAYS):
         h.ingest_day(i)
@@ -122,6 +123,20 @@ def test_a_deleted_or_edited_digest_row_is_refused(home: Home) -> None:
     home.sql("DELETE FROM data_file_digests WHERE table_name = 'transactions'")  # every row: the audit log still says it was sealed
     with pytest.raises(DataFileCorruptError, match="has no recorded digest"):
         check_snapshot(home.world.platform, "transactions", sid)
+
+
+def test_a_platform_that_loads_before_anything_asks_who_acts_signs_every_digest(tmp_path: Path) -> None:
+    """The first load of a fresh home, then the first load of a second platform on it (a new process): every digest is signed by
+    the identity that acts. Unsigned, the first made a table's first files unsigned, the second made the table UNTRUSTED."""
+    settings = load_settings({}).with_home(tmp_path / "home")
+    World.create(settings=settings, days=1).platform.close()
+    second = World.create(settings=settings, days=0)
+    day = second.domain.days(2)[1]
+    second.ingest([daily_batch(second.domain, s, day) for s in SOURCES])
+    signers = {spec.name: {d.signer for d in DataFileLedger.of(second.registry).digests(spec.name)[1].values()} for spec in SOURCES.values()}
+    assert signers["transactions"] and {s for by in signers.values() for s in by} == {"admin"}, signers
+    assert second.build().manifest.rows > 0  # the pinned files check against their signed digests
+    second.platform.close()
 
 
 def test_a_table_written_before_digests_is_unverified_until_its_next_write(backend_url: str, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ each row's signature (UNTRUSTED naming the file otherwise). Details: docs/trust.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import insert, select
@@ -55,9 +55,15 @@ def _sealed(conn: Connection, table: str) -> bool:
 class DataFileLedger(RegistryTransactions):
     """``DataFileLedger.of(registry)``: the ``FileLedger`` of the platform's canonical tables."""
 
+    prove: Callable[[], object] | None = None
+    """Proves the acting identity, which enlists its signer (the platform's ``actor``): called before recording when no signer
+    is enlisted yet, so no digest is written unsigned because nothing had asked who acts (a new process's first load)."""
+
     @classmethod
-    def of(cls, registry: Registry) -> DataFileLedger:
-        return cls(registry.engine, clock=registry._clock)
+    def of(cls, registry: Registry, *, prove: Callable[[], object] | None = None) -> DataFileLedger:
+        ledger = cls(registry.engine, clock=registry._clock)
+        ledger.prove = prove
+        return ledger
 
     def known_paths(self, table: str) -> set[str] | None:
         d = st.data_file_digests
@@ -66,9 +72,11 @@ class DataFileLedger(RegistryTransactions):
             return paths if paths or _sealed(conn, table) else None
 
     def record(self, table: str, digests: Sequence[FileDigest], *, backfilled: int) -> None:
-        """Record ``digests`` (signed when the process proved an identity); a table's first recording is audited."""
+        """Record ``digests``, signed by the acting identity (proven first through :attr:`prove`); a table's first recording is audited."""
         from dsv_platform.adapters.registry.trust import append_audit  # here: trust.py imports registry.py, as this module does
 
+        if policy_of(self.engine).signer is None and self.prove is not None:
+            self.prove()
         def work(conn: Connection) -> None:
             signer, now, first = policy_of(conn.engine).signer, self._now(), not _sealed(conn, table)
             for f in digests:
