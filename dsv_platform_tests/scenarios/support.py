@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
+import shutil
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from dsv_platform import open_dataset
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
+from dsv_platform.adapters.iceberg.iceberg_relocate import relocate_home
 from dsv_platform.adapters.objects.encrypted_store import EncryptingObjectStore
 from dsv_platform.adapters.objects.landing import LandingZone
 from dsv_platform.adapters.objects.object_store import ObjectStore
@@ -29,6 +33,24 @@ ROWS_PER_DAY = 60
 DAYS = 8
 SEALED: dict[str, EncryptingObjectStore] = {}
 """Object store location -> the world's encrypting store (realizations are written encrypted: tests reach their sealed copies)."""
+INGESTED: dict[tuple[int, int], Path] = {}
+"""(rows per day, days) -> a home this process ingested once and moved aside, never opened again: each embedded world is
+a copy of it, relocated on open as a moved home is (docs/reliability.md), in a fraction of the ingest's time."""
+
+
+def _ingested(rows_per_day: int, days: int) -> Path:
+    """The home :data:`INGESTED` keeps for this size: ingested under ``made/``, then renamed ``kept/`` (so ``made/`` is gone)."""
+    key = (rows_per_day, days)
+    if key not in INGESTED:
+        root = Path(tempfile.mkdtemp(prefix=f"dsv-world-{rows_per_day}x{days}-"))
+        atexit.register(shutil.rmtree, root, True)
+        made = root / "made" / "home"
+        world = World._open(load_settings({}).with_home(made), rows_per_day)
+        world.ingest([daily_batch(world.domain, s, d) for d in world.domain.days(days) for s in SOURCES])
+        world.platform.close()
+        (root / "made").rename(root / "kept")
+        INGESTED[key] = root / "kept" / "home"
+    return INGESTED[key]
 
 
 def definition(version: str) -> DatasetDefinition:
@@ -51,15 +73,26 @@ class World:
 
     @classmethod
     def create(cls, home: Path | None = None, *, settings: Settings | None = None, rows_per_day: int = ROWS_PER_DAY, days: int = DAYS) -> World:
-        """The world on the embedded default under ``home``, or on explicit ``settings`` (e.g. PostgreSQL and S3)."""
+        """The world on the embedded default under ``home``, or on explicit ``settings`` (e.g. PostgreSQL and S3).
+
+        An embedded world is a copy of the home this process ingested once for the size (:data:`INGESTED`): the same
+        landed batches, canonical tables and labels, relocated to ``home``; a ``home`` already holding files is ingested anew.
+        """
         if (home is None) == (settings is None):
             raise TypeError("World.create takes exactly one of home or settings")
-        settings = settings or load_settings({}).with_home(home)  # type: ignore[arg-type]
-        p = build_platform(settings)
-        world = cls(settings, FraudDomain(rows_per_day=rows_per_day), p.landing, p.tables, p.registry, p.objects, p)
-        SEALED[p.objects.location] = p.store
+        if home is not None and not (home.exists() and any(home.iterdir())):
+            shutil.copytree(_ingested(rows_per_day, days), home, symlinks=True, dirs_exist_ok=True)
+            relocate_home(home)
+            return cls._open(load_settings({}).with_home(home), rows_per_day)
+        world = cls._open(settings or load_settings({}).with_home(home), rows_per_day)  # type: ignore[arg-type]
         world.ingest([daily_batch(world.domain, s, d) for d in world.domain.days(days) for s in SOURCES])
         return world
+
+    @classmethod
+    def _open(cls, settings: Settings, rows_per_day: int) -> World:
+        p = build_platform(settings)
+        SEALED[p.objects.location] = p.store
+        return cls(settings, FraudDomain(rows_per_day=rows_per_day), p.landing, p.tables, p.registry, p.objects, p)
 
     def ingest(self, batches: Iterable[RawBatch]) -> None:
         """Land batches, load the affected canonical partitions, rebuild every label version."""
