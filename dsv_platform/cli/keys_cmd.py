@@ -36,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="operator: copy every key, erasure, binding, deletion record, the generation and the salt of the configured key store "
         "(DSV_KEY_STORE) into TARGET, then verify; refuses a target holding anything else; a rerun completes an interrupted copy",
     )
-    c.add_argument("--to", required=True, metavar="TARGET", help="postgresql+psycopg2://USER@HOST/DB, or a folder")
+    target_help = "postgresql+psycopg2://USER@HOST/DB (its password from PGPASSWORD or ~/.pgpass: one in the URL shows in the process list), or a folder"
+    c.add_argument("--to", required=True, metavar="TARGET", help=target_help)
     c.add_argument("--json", action="store_true")
     c.set_defaults(handler=_copy)
