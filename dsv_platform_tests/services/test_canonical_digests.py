@@ -22,10 +22,13 @@ from sqlalchemy import text
 from dsv_platform.adapters.iceberg.iceberg_files import file_digest, live_files
 from dsv_platform.adapters.iceberg.iceberg_maintenance import local_path
 from dsv_platform.adapters.registry.data_files import DataFileLedger
+from dsv_platform.bootstrap import build_platform
 from dsv_platform.cli.main import main
-from dsv_platform.core.errors import DataFileCorruptError, UntrustedError
+from dsv_platform.core.errors import AccessDeniedError, DataFileCorruptError, UntrustedError
 from dsv_platform.examples.fraud.events import daily_batch
+from dsv_platform.examples.fraud.generator import FraudDomain
 from dsv_platform.examples.fraud.specs import SOURCES
+from dsv_platform.services.ingest.canonical_load import load_partition
 from dsv_platform.services.trust import trust
 from dsv_platform.services.trust.data_files import check_snapshot
 from dsv_platform.settings import load_settings
@@ -35,6 +38,7 @@ from dsv_platform_tests.services.test_trust import settings_for
 
 __all__ = ["backend_url"]
 DAYS = 3
+DAY = FraudDomain(rows_per_day=10).days(1)[0]
 
 
 @dataclass
@@ -155,3 +159,14 @@ def test_a_table_written_before_digests_is_unverified_until_its_next_write(backe
         assert check.unverified == [] and check.files == len(live_files(tbl, None))
     finally:
         world.platform.close()
+
+
+def test_a_strict_home_without_an_identity_refuses_a_load_before_it_commits(tmp_path: Path) -> None:
+    """No identity to sign the digests: the load stops before its commit (the table gains no snapshot and no unsigned digest)."""
+    settings = settings_for(tmp_path / "home", None, DSV_STRICT="1")
+    with build_platform(settings) as p:
+        p.landing.land(daily_batch(FraudDomain(rows_per_day=10), "transactions", DAY), SOURCES["transactions"])
+        with pytest.raises(AccessDeniedError, match="strict home needs an identity"):
+            load_partition(p, SOURCES["transactions"], DAY)
+        assert not p.tables.exists(SOURCES["transactions"]) or p.tables.load("transactions").snapshots() == []  # not even on a staging branch
+        assert DataFileLedger.of(p.registry).known_paths("transactions") is None

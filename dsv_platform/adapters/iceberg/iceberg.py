@@ -148,6 +148,7 @@ class CanonicalTables:
         if recorded_at.tzinfo is None:
             raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
         contract, tbl = spec.contract, self.table(spec)
+        self._ready()
         for attempt in range(1, self.commit_attempts + 1):
             before = head_of(tbl, branch)  # main's current snapshot without a branch
             scanned = table_schema(contract).empty_table() if each_partition else self._scan(tbl, contract, row_filter, before)
@@ -184,6 +185,11 @@ class CanonicalTables:
             return done | {day: AppendOutcome(spec.name, sid, new[day], seen[day] - new[day], False, attempt, restates) for day in seen}
         raise CanonicalTableError(f"append to {self.identifier(spec)} lost {self.commit_attempts} commit races in a row; retry the run")
 
+    def _ready(self) -> None:
+        """Before a commit: the ledger can sign what it adds (it proves who writes), so no commit lands that it could not record."""
+        if self.ledger is not None:
+            self.ledger.ready()
+
     def _sealed(self, spec: TableSpecLike, tbl: Table, branch: str | None, before: int | None, made: int) -> None:
         """After an append's commit: the snapshot staged on a table without one gets its branch; the files it added are sealed."""
         if branch is not None and branch not in tbl.refs():  # pyiceberg writes only main on a table without a snapshot
@@ -202,6 +208,7 @@ class CanonicalTables:
         if not self.exists(spec):
             return RowDeletion(spec.name, None, None, 0, ())
         tbl = self.catalog.load_table(self.identifier(spec))
+        self._ready()
         for attempt in range(1, self.commit_attempts + 1):
             before = _snapshot_id(tbl)
             if before is None:

@@ -49,6 +49,9 @@ class FileLedger(Protocol):
     def known_paths(self, table: str) -> set[str] | None:
         """The paths recorded for ``table``; None when it never recorded any (then a write backfills every live file)."""
 
+    def ready(self) -> None:
+        """Before a commit: whatever :meth:`record` needs to sign is ready (an error here stops the write before it lands)."""
+
     def record(self, table: str, digests: Sequence[FileDigest], *, backfilled: int) -> None: ...
 
 

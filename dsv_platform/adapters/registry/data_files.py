@@ -71,12 +71,16 @@ class DataFileLedger(RegistryTransactions):
             paths = {str(p) for p in conn.execute(select(d.c.path).where(d.c.table_name == table)).scalars()}
             return paths if paths or _sealed(conn, table) else None
 
-    def record(self, table: str, digests: Sequence[FileDigest], *, backfilled: int) -> None:
-        """Record ``digests``, signed by the acting identity (proven first through :attr:`prove`); a table's first recording is audited."""
-        from dsv_platform.adapters.registry.trust import append_audit  # here: trust.py imports registry.py, as this module does
-
+    def ready(self) -> None:
+        """Prove the acting identity through :attr:`prove` when no signer is enlisted yet (the tables call this before a commit)."""
         if policy_of(self.engine).signer is None and self.prove is not None:
             self.prove()
+
+    def record(self, table: str, digests: Sequence[FileDigest], *, backfilled: int) -> None:
+        """Record ``digests``, signed by the acting identity (:meth:`ready` proves it); a table's first recording is audited."""
+        from dsv_platform.adapters.registry.trust import append_audit  # here: trust.py imports registry.py, as this module does
+
+        self.ready()
         def work(conn: Connection) -> None:
             signer, now, first = policy_of(conn.engine).signer, self._now(), not _sealed(conn, table)
             for f in digests:
