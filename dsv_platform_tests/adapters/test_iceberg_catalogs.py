@@ -16,6 +16,7 @@ import pytest
 from dagster._core.remote_representation.external_data import RepositorySnap
 from dagster._serdes import serialize_value
 from pyiceberg.catalog import load_catalog
+from pyiceberg.serializers import FromInputFile
 
 from dsv_platform.adapters.iceberg.iceberg_catalog import build_catalog, resolved_properties
 from dsv_platform.bootstrap import build_platform, build_tables
@@ -144,3 +145,22 @@ def test_processes_opening_a_fresh_postgresql_catalog_at_once_all_open_it(tmp_pa
     for attempt in range(3):  # fresh databases: the race is only at creation
         url = postgres_server.url(postgres_server.create_database())
         assert _open_at_once(url, (tmp_path / f"warehouse{attempt}").as_uri(), 8) == []
+
+
+def test_a_sql_catalog_parses_each_metadata_file_once_and_sees_another_writers_commit_at_once(tmp_path):
+    """The SQL catalog keeps parsed metadata by location (sql_catalog.py): two loads share it, a commit by another catalog
+    (another process) is seen at the next load, and what is kept is what pyiceberg parses from the file."""
+    world = World.create(tmp_path / "home", rows_per_day=5, days=2)
+    catalog = world.tables.catalog
+    assert type(catalog).__module__ == "dsv_platform.adapters.iceberg.sql_catalog"
+    first, again = catalog.load_table("canonical.transactions"), catalog.load_table("canonical.transactions")
+    assert first is not again and first.metadata is again.metadata  # two tables over one parse
+    assert first.metadata == FromInputFile.table_metadata(first.io.new_input(first.metadata_location))
+    props = resolved_properties(None, {}, sql_url=world.settings.iceberg_catalog_url, warehouse=world.settings.iceberg_warehouse)[1]
+    other = load_catalog("dsv", **props)  # pyiceberg's own SqlCatalog, as another process would open it
+    tbl = other.load_table("canonical.transactions")
+    tbl.manage_snapshots().create_tag(tbl.current_snapshot().snapshot_id, "seen-elsewhere").commit()
+    now = catalog.load_table("canonical.transactions")
+    assert now.metadata_location != first.metadata_location and "seen-elsewhere" in now.refs()
+    assert "seen-elsewhere" not in first.refs()  # a table already loaded is not changed under its holder
+    world.platform.close()

@@ -130,15 +130,20 @@ CREATION_ATTEMPTS = 5
 
 
 def _load(name: str, props: Mapping[str, str]) -> Catalog:
-    """``load_catalog``; a SQL catalog that lost the race to create its tables in a new database is opened again.
+    """``load_catalog`` (a SQL catalog: sql_catalog.SqlCatalog); one that lost the race to create its tables in a new database is opened again.
 
     pyiceberg creates the catalog's tables when they are absent (check, then ``CREATE TABLE``): processes starting together
     on a new PostgreSQL database (Celery workers, a webserver and a daemon) race, and the losers fail with a duplicate
     ``pg_type`` row or ``already exists``. Once the winner committed the tables exist and a new attempt just opens them.
     """
+    sql = _is_sql(props) and "py-catalog-impl" not in props
     attempt = 1
     while True:
         try:
+            if sql:  # what load_catalog builds for a SQL catalog, with its metadata files parsed once (sql_catalog.py)
+                from dsv_platform.adapters.iceberg.sql_catalog import SqlCatalog
+
+                return SqlCatalog(name, **props)
             return load_catalog(name, **props)
         except Exception as exc:
             if attempt == CREATION_ATTEMPTS or not (_is_sql(props) and _lost_creation_race(exc)):
