@@ -40,6 +40,7 @@ ONLY_IN = {
         "adapters/iceberg/iceberg_schema.py",
         "adapters/iceberg/iceberg_stream.py",
         "adapters/iceberg/iceberg_wap.py",
+        "adapters/iceberg/sql_catalog.py",  # the SQL catalog that parses each metadata file once per process
     ),
     # s3_client.py makes every S3 client (session, credential check, retries); botocore's errors are also read by
     # s3_lock.py (the Object Lock writes and versioned reads of audit exports, issue 24) and drop_prefix.py (the S3 drop
