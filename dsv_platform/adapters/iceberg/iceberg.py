@@ -147,8 +147,7 @@ class CanonicalTables:
         the snapshot goes to that branch, read and moved in place of main (a load's staging branch, iceberg_wap.py)."""
         if recorded_at.tzinfo is None:
             raise CanonicalTableError(f"recorded_at must be timezone-aware, got {recorded_at!r}")
-        contract, tbl = spec.contract, self.table(spec)
-        self._ready()
+        contract, tbl = spec.contract, self._writable(spec)
         for attempt in range(1, self.commit_attempts + 1):
             before = head_of(tbl, branch)  # main's current snapshot without a branch
             scanned = table_schema(contract).empty_table() if each_partition else self._scan(tbl, contract, row_filter, before)
@@ -189,6 +188,11 @@ class CanonicalTables:
         """Before a commit: the ledger can sign what it adds (it proves who writes), so no commit lands that it could not record."""
         if self.ledger is not None:
             self.ledger.ready()
+
+    def _writable(self, spec: TableSpecLike) -> Table:
+        """The table of ``spec`` for an append (created if missing), once the ledger is :meth:`_ready`."""
+        self._ready()
+        return self.table(spec)
 
     def _sealed(self, spec: TableSpecLike, tbl: Table, branch: str | None, before: int | None, made: int) -> None:
         """After an append's commit: the snapshot staged on a table without one gets its branch; the files it added are sealed."""
