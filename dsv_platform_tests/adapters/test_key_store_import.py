@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,16 @@ def test_copy_keys_copies_everything_and_a_rerun_writes_nothing(open_keys: Opene
     assert report.counts == {"keys": 1, "erased": 1, "bindings": 2, "deletions": 1} and report.digest == before.digest()
     assert target.salt() == source.salt() and target.generation() == 1 and target.erased() == [E]
     assert copy_keys(source, target, source_name="src", target_name="dst").written == 0
+
+
+def test_copy_keys_keeps_each_entrys_creation_time(open_keys: Opener) -> None:
+    """The integrity scan reports an unbound key past its safety window: a copy must not restart the window."""
+    then = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    source, target = open_keys("source"), open_keys("target")
+    assert source.import_entry(D, key=KEY, made=then) and source.import_entry(F, key=OTHER_KEY, sealed=SEALED, made=then)
+    assert [when for _, _, when in source.bindings()] == [then, then]
+    copy_keys(source, target, source_name="src", target_name="dst")
+    assert target.bindings() == source.bindings() == sorted([(D, None, then), (F, SEALED, then)])
 
 
 def test_copy_keys_completes_an_interrupted_copy(open_keys: Opener) -> None:

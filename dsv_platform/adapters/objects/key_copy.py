@@ -4,8 +4,8 @@ The keys, the erasure tombstones (an erased digest stays erased: it is never giv
 the deletion records, the redaction generation and the salt (byte-identical: subject hashes depend on it). The source
 is only read. A target that already holds anything the source does not hold identically is refused before anything
 is written (ObjectConflictError); a target holding a subset (a copy a crash interrupted) is completed, so a rerun is
-idempotent. The salt goes first and the generation last; afterwards the target is read back and compared with the
-source in every respect (KeyCopyMismatchError naming what differs).
+idempotent. The salt goes first, the generation last, each entry keeps its creation time (the integrity scan's window
+counts from it); then the target is read back and compared with the source (KeyCopyMismatchError naming what differs).
 
 Details: docs/gc-and-privacy.md, "Moving the keys to another key store"
 """
@@ -116,10 +116,11 @@ def copy_keys(source: KeyStore, target: KeyStore, *, source_name: str, target_na
     written = 0
     if have.salt is not None:
         written += target.import_salt(have.salt)
+    made = {digest: when for digest, _, when in source.bindings() if when is not None}  # kept: the scan's window counts from here
     for digest in sorted(have.keys.keys() | have.erased | have.bindings.keys()):
         wanted = (have.keys.get(digest), have.bindings.get(digest), digest in have.erased)
         if (held.keys.get(digest), held.bindings.get(digest), digest in held.erased) != wanted:
-            written += target.import_entry(digest, key=wanted[0], sealed=wanted[1], erased=wanted[2])
+            written += target.import_entry(digest, key=wanted[0], sealed=wanted[1], erased=wanted[2], made=made.get(digest))
     for generation, request_id, subject_hash in have.deletions:
         if (generation, request_id, subject_hash) not in held.deletions:
             target.record_deletion(generation, request_id, subject_hash)

@@ -91,11 +91,15 @@ class KeyStore(abc.ABC):
         """The salt if it was made, without making it (a read that never writes: `dsv keys copy`'s source)."""
 
     @abc.abstractmethod
-    def import_entry(self, digest: str, *, key: bytes | None = None, sealed: str | None = None, erased: bool = False) -> bool:
+    def import_entry(
+        self, digest: str, *, key: bytes | None = None, sealed: str | None = None, erased: bool = False, made: datetime | None = None
+    ) -> bool:
         """Write one digest's entry copied from another key store (`dsv keys copy`); True if anything was written now.
 
-        Idempotent: what this store already holds identically is kept. Fail closed: a different key or binding already here,
-        or a key for a digest erased on either side, is ObjectConflictError (or ObjectErasedError) and nothing of it is written.
+        ``made``: when the source made the entry (its ``bindings`` time), kept as this entry's time so the integrity scan's
+        safety window counts from the entry's creation, not from the copy. Idempotent: what this store already holds
+        identically is kept. Fail closed: a different key or binding already here, or a key for a digest erased on either
+        side, is ObjectConflictError (or ObjectErasedError) and nothing of it is written.
         """
 
     @abc.abstractmethod
@@ -266,7 +270,9 @@ class LocalKeyStore(KeyStore):
         except FileNotFoundError:
             return None
 
-    def import_entry(self, digest: str, *, key: bytes | None = None, sealed: str | None = None, erased: bool = False) -> bool:
+    def import_entry(
+        self, digest: str, *, key: bytes | None = None, sealed: str | None = None, erased: bool = False, made: datetime | None = None
+    ) -> bool:
         check_import(digest, key, sealed, erased, self.root)
         key_path, held = self._key_path(digest, ".key"), self.sealed(digest)
         if erased and key_path.exists():
@@ -288,6 +294,9 @@ class LocalKeyStore(KeyStore):
         if sealed is not None and held is None:
             self._replace(self._key_path(digest, ".sealed"), sealed.encode())
             wrote = True
+        if wrote and made is not None:  # bindings() reads an entry's time from its files' modification times
+            for path in self.root.glob(f"keys/{digest[:2]}/{digest[2:]}.*"):
+                os.utime(path, (made.timestamp(), made.timestamp()))
         return wrote
 
     def import_salt(self, salt: bytes) -> bool:

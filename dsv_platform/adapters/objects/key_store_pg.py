@@ -181,8 +181,11 @@ class PostgresKeyStore(KeyStore):
     def stored_salt(self) -> bytes | None:
         return self.salt()  # made with the state row when the store was first opened
 
-    def import_entry(self, digest: str, *, key: bytes | None = None, sealed: str | None = None, erased: bool = False) -> bool:
+    def import_entry(
+        self, digest: str, *, key: bytes | None = None, sealed: str | None = None, erased: bool = False, made: dt.datetime | None = None
+    ) -> bool:
         check_import(digest, key, sealed, erased, self.location)
+        at = made or _now()
         with self._tx(digest) as conn:  # one transaction: a refused entry leaves nothing of it
             has_key = conn.execute(select(keys.c.key).where(keys.c.digest == digest)).scalar()
             held = conn.execute(select(binds.c.sealed).where(binds.c.digest == digest)).scalar()
@@ -197,11 +200,11 @@ class PostgresKeyStore(KeyStore):
                 raise ObjectConflictError(f"object {digest} is bound to ciphertext {held} in the key store {self.location}, not {sealed}: refused")
             wrote = False
             if erased and not tomb:
-                wrote = conn.execute(insert(tombstones).values(digest=digest, erased_at=_now())).rowcount > 0
+                wrote = conn.execute(insert(tombstones).values(digest=digest, erased_at=at)).rowcount > 0
             if key is not None and has_key is None:
-                wrote = conn.execute(insert(keys).values(digest=digest, key=key, created_at=_now())).rowcount > 0 or wrote
+                wrote = conn.execute(insert(keys).values(digest=digest, key=key, created_at=at)).rowcount > 0 or wrote
             if sealed is not None and held is None:
-                wrote = conn.execute(insert(binds).values(digest=digest, sealed=sealed, bound_at=_now())).rowcount > 0 or wrote
+                wrote = conn.execute(insert(binds).values(digest=digest, sealed=sealed, bound_at=at)).rowcount > 0 or wrote
         return wrote
 
     def import_salt(self, salt: bytes) -> bool:
