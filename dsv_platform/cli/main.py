@@ -43,6 +43,7 @@ COMMAND_MODULES = (
     "dsv_platform.cli.model_cmd",
     "dsv_platform.cli.deploy_cmd",
     "dsv_platform.cli.table_location_cmd",
+    "dsv_platform.cli.staging_cmd",
     "dsv_platform.cli.quarantine_cmd",
     "dsv_platform.cli.identity_cmd",
     "dsv_platform.cli.grants_cmd",
@@ -95,6 +96,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "dsv_platform.cli.table_location_cmd",
         "a canonical table's Iceberg metadata file and the DuckDB query reading it (docs/interop.md)",
     ),
+    "staging": ("dsv_platform.cli.staging_cmd", "the staging branches blocked loads left (wap-*): list them, discard one (operator)"),
     "quarantine": (
         "dsv_platform.cli.quarantine_cmd",
         "quarantine a realization or a raw batch and every descendant (operator); --list shows quarantines",

@@ -25,6 +25,7 @@ from dsv_platform.core.retention.gc import GcPolicy
 from dsv_platform.services.retention import gc
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.core.config_support import CALIBRATION, METERS, write_config
+from dsv_platform_tests.fixtures.cli_runner import DsvCli
 
 UTC = dt.UTC
 READING = pa.schema([("reading_id", pa.string()), ("meter_id", pa.string()), ("read_at", pa.timestamp("us", tz="UTC")), ("read_day", pa.date32()),
@@ -101,3 +102,40 @@ def _gc_after_the_ref_age(settings, meters, branch: str, head: int) -> None:
         assert branch not in tbl.refs() and tbl.snapshot_by_id(head) is None and tables.current_snapshot_id(meters) == main
         [leak] = [r for r in platform.landing.records("meters", BAD)]
         assert leak.loadable and platform.landing.open(leak).read(4) == b"PAR1", "the blocked batch stays landed"
+
+
+def test_dsv_staging_lists_a_blocked_loads_branch_and_only_an_operator_discards_it(env, capsys, monkeypatch):
+    """`dsv staging list` names the branch, its head, the blocked batch and its rows, and when GC removes it; `dsv staging
+    discard` is refused to an identity without the operator role, then removes the branch (audited) and leaves the
+    batch landed and main as it was; a second discard is NOT_FOUND."""
+    dsv = DsvCli(capsys, monkeypatch, {"DSV_HOME": str(env / "home"), "DSV_CONFIG_DIR": str(env / "config")})
+    assert dsv("ingest", "meters", _file(env / "good.parquet", GOOD, ("m-A",))).code == 0
+    blocked = dsv("ingest", "meters", _file(env / "leak.parquet", BAD, ("m-C", "test-X")))
+    found = re.search(r"branch (wap-[0-9a-f]{16}) \(snapshot (\d+)\)", blocked.err)
+    assert blocked.code == 1 and found is not None, blocked.err
+    branch, head = found.group(1), int(found.group(2))
+    listed = dsv("staging", "list", "--json")
+    [staged] = json.loads(listed.out)
+    assert (staged["table"], staged["branch"], staged["snapshot_id"], staged["rows"]) == ("meters", branch, head, 8), listed.out
+    assert len(staged["batches"]) == 1 and "leak" in staged["batches"][0], staged
+    assert dt.datetime.fromisoformat(staged["expires_at"]) - dt.datetime.fromisoformat(staged["committed_at"]) == dt.timedelta(days=7)
+    text = dsv("staging", "list").out
+    assert f"meters               {branch}  snapshot {head}  8 rows" in text and "1 staging branch(es)" in text, text
+    assert dsv("identity", "create", "wanda").code == 0
+    denied = dsv("staging", "discard", "meters", branch, "--reason", "test rows", identity="wanda")
+    assert denied.code == FailureKind.ACCESS_DENIED.exit_code and "no grant for role 'operator'" in denied.err, denied.err
+    still = json.loads(dsv("staging", "list", "--json").out)
+    assert [b["branch"] for b in still] == [branch], "a refused discard leaves the branch"
+    gone = dsv("staging", "discard", "meters", branch, "--reason", "test meters leaked into production", "--json")
+    assert gone.code == 0 and json.loads(gone.out)["discarded"]["branch"] == branch, gone.err
+    assert json.loads(dsv("staging", "list", "--json").out) == []
+    [entry] = [e for e in json.loads(dsv("audit", "--json").out) if e["action"] == "staging.discard"]
+    assert (entry["target"], entry["identity"], entry["reason"]) == (f"staging:meters#{branch}", "admin", "test meters leaked into production")
+    assert entry["detail"] == {"snapshot_id": head, "batches": staged["batches"], "rows": 8}
+    again = dsv("staging", "discard", "meters", branch, "--reason", "twice")
+    assert again.code == FailureKind.NOT_FOUND.exit_code and f"no staging branch {branch} on canonical table meters" in again.err, again.err
+    with build_platform(load_settings()) as platform:
+        meters = platform.config.sources["meters"]
+        assert platform.tables.read(meters, partition=BAD).num_rows == 0 and platform.tables.read(meters, partition=GOOD).num_rows == 4
+        [leak] = platform.landing.records("meters", BAD)
+        assert leak.loadable, "the discarded branch's batch stays landed"

@@ -11,12 +11,13 @@ from __future__ import annotations
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pyiceberg.exceptions import CommitFailedException
 
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTableError, CanonicalTables
+from dsv_platform.adapters.iceberg.iceberg_batches import summary_batches
 from dsv_platform.adapters.iceberg.iceberg_files import head_of, snapshot_id_of
 from dsv_platform.core.config.source import TableSpecLike
 from dsv_platform.core.ingest.staging import STAGING_MAX_AGE_MS, is_staging_branch
@@ -24,13 +25,32 @@ from dsv_platform.core.ingest.staging import STAGING_MAX_AGE_MS, is_staging_bran
 
 @dataclass(frozen=True)
 class StagingBranch:
-    """A staging branch of a canonical table: its head snapshot, when that was committed, and its Iceberg ref age."""
+    """A staging branch of a canonical table: its head snapshot, when that was committed, and its Iceberg ref age; the
+    batches and rows its snapshots add beyond main (what the blocked load staged)."""
 
     table: str
     name: str
     snapshot_id: int
     committed_at: datetime
     max_ref_age_ms: int | None
+    batches: tuple[str, ...] = ()
+    rows: int = 0
+
+    @property
+    def expires_at(self) -> datetime:
+        """When GC removes it: its head's commit plus its ref age (``STAGING_MAX_AGE`` when the ref carries none)."""
+        return self.committed_at + timedelta(milliseconds=STAGING_MAX_AGE_MS if self.max_ref_age_ms is None else self.max_ref_age_ms)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "table": self.table,
+            "branch": self.name,
+            "snapshot_id": self.snapshot_id,
+            "committed_at": self.committed_at.isoformat(),
+            "expires_at": self.expires_at.isoformat(),
+            "batches": list(self.batches),
+            "rows": self.rows,
+        }
 
 
 def _committed(update: Any, attempt: int) -> bool:
@@ -99,21 +119,34 @@ def publish(tables: CanonicalTables, spec: TableSpecLike, name: str, head: int |
     return False
 
 
-def discard(tables: CanonicalTables, spec: TableSpecLike, name: str) -> bool:
-    """Remove branch ``name`` if present (its snapshots stay until expired); True when removed."""
+def discard(tables: CanonicalTables, spec: TableSpecLike | str, name: str) -> bool:
+    """Remove branch ``name`` if present (its snapshots stay until expired); True when removed. ``spec``: a table's spec,
+    or the name of an existing table (`dsv staging discard`)."""
     for attempt in range(1, tables.commit_attempts + 1):
-        tbl = tables.table(spec)
+        tbl = tables.load(spec) if isinstance(spec, str) else tables.table(spec)
         if name not in tbl.refs():
             return False
         if _committed(tbl.manage_snapshots().remove_branch(name), attempt):
             return True
-    raise CanonicalTableError(f"removing branch {name!r} of {tables.identifier(spec)} lost {tables.commit_attempts} commit races in a row")
+    where = tables.identifier(spec) if not isinstance(spec, str) else f"{tables.namespace}.{spec}"
+    raise CanonicalTableError(f"removing branch {name!r} of {where} lost {tables.commit_attempts} commit races in a row")
 
 
 def staging_refs(tbl: Any) -> list[tuple[str, int, int | None]]:
     """The staging branches (``wap-*``) of one pyiceberg table: name, head snapshot and ``max-ref-age-ms``."""
     refs = tbl.refs().items()
     return sorted((n, int(r.snapshot_id), r.max_ref_age_ms) for n, r in refs if str(r.snapshot_ref_type) == "branch" and is_staging_branch(n))
+
+
+def _beyond_main(tbl: Any, head: int) -> tuple[tuple[str, ...], int]:
+    """The batches the snapshot summaries from ``head`` back to main's history name, and the rows they add."""
+    main, batches, rows = ancestry(tbl, snapshot_id_of(tbl)), set[str](), 0
+    snap = tbl.snapshot_by_id(head)
+    while snap is not None and snap.snapshot_id not in main:
+        batches.update(summary_batches(snap) or ())
+        rows += int(snap.summary.get("added-records", 0)) if snap.summary is not None else 0
+        snap = None if snap.parent_snapshot_id is None else tbl.snapshot_by_id(snap.parent_snapshot_id)
+    return tuple(sorted(batches)), rows
 
 
 def staging_branches(tables: CanonicalTables) -> list[StagingBranch]:
@@ -124,7 +157,8 @@ def staging_branches(tables: CanonicalTables) -> list[StagingBranch]:
         for name, sid, age in staging_refs(tbl):
             snap = tbl.snapshot_by_id(sid)
             if snap is not None:
-                out.append(StagingBranch(table, name, sid, datetime.fromtimestamp(snap.timestamp_ms / 1000, UTC), age))
+                batches, rows = _beyond_main(tbl, sid)
+                out.append(StagingBranch(table, name, sid, datetime.fromtimestamp(snap.timestamp_ms / 1000, UTC), age, batches, rows))
     return sorted(out, key=lambda b: (b.committed_at, b.table, b.name))
 
 
