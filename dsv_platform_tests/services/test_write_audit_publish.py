@@ -41,6 +41,9 @@ class Ledger:
     def known_paths(self, table: str) -> set[str] | None:
         return self.paths.get(table)
 
+    def ready(self) -> None:
+        """Nothing to sign in memory: always ready."""
+
     def record(self, table: str, digests: Sequence[FileDigest], *, backfilled: int) -> None:
         self.paths.setdefault(table, set()).update(d.path for d in digests)
 
