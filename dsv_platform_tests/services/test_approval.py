@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from dsv_platform.adapters.objects.local_store import LocalObjectStore
 from dsv_platform.adapters.registry import aliases as al
@@ -170,15 +170,44 @@ def _in_thread(work: Callable[[], object]) -> tuple[threading.Thread, list[BaseE
     return thread, errors
 
 
+def _waits(reg: Registry, thread: threading.Thread, began: threading.Event) -> bool:
+    """``thread``, whose first statement ``began``, waits for the open write transaction: on PostgreSQL a backend of this
+    database waits on a lock (pg_stat_activity, read anew each poll); SQLite shows no waiting writer, so its statement
+    has begun and not finished half a second later."""
+    assert began.wait(timeout=30), "the second transaction never ran a statement"
+    if reg.engine.dialect.name != "postgresql":
+        thread.join(timeout=0.5)
+        return thread.is_alive()
+    waiting = sa.text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
+    with reg.engine.connect() as probe:
+        for _ in range(3000):
+            if probe.execute(waiting).scalar():
+                return True
+            probe.rollback()  # a new transaction: a fresh statistics snapshot
+            if not thread.is_alive():
+                return False
+            thread.join(timeout=0.01)
+    return False
+
+
 def _blocked_until_commit(reg: Registry, first: Callable[..., object], second: Callable[[], object]) -> list[BaseException]:
     """Run ``first(conn)`` in an open write transaction, start ``second`` in another connection, check it waits, then commit."""
-    with reg.engine.connect() as conn:
-        conn.execution_options(dsv_write=True)
-        with conn.begin():
-            first(conn)
-            thread, errors = _in_thread(second)
-            time.sleep(1.5)
-            assert thread.is_alive(), "the second transaction did not wait for the first"
+    began = threading.Event()
+
+    def statement(*_: object) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            began.set()
+
+    sa.event.listen(reg.engine, "before_cursor_execute", statement)
+    try:
+        with reg.engine.connect() as conn:
+            conn.execution_options(dsv_write=True)
+            with conn.begin():
+                first(conn)
+                thread, errors = _in_thread(second)
+                assert _waits(reg, thread, began), "the second transaction did not wait for the first"
+    finally:
+        sa.event.remove(reg.engine, "before_cursor_execute", statement)
     thread.join(timeout=60)
     assert not thread.is_alive()
     return errors
