@@ -128,14 +128,31 @@ GOLDEN = {  # one-column key [reading_id]: the assignment object's digest and th
 }
 
 
+def _half(value: str) -> str:
+    """``bounds: train=50,test=100`` with salt ``meters``: the bucket is SHA-256 of ``meters:<value>``, big-endian, mod 100."""
+    return "train" if int.from_bytes(hashlib.sha256(f"meters:{value}".encode()).digest(), "big") % 100 < 50 else "test"
+
+
+RULES = {  # each policy's rule on (reading_id, meter_id, read_at) as docs/configuration.md states it, not the platform's code
+    "group": lambda reading, meter, read_at: _half(meter),
+    "time": lambda reading, meter, read_at: "train" if read_at < at(4, 0) else "validation" if read_at < at(5, 0) else "test",
+    "hash": lambda reading, meter, read_at: _half(reading),
+}
+
+
 @pytest.mark.parametrize("name", sorted(GOLDEN))
 def test_one_column_keys_keep_their_assignment_bytes_and_hashes(make_platform, name):
+    """The pins hold what main stored before composite keys; the assignment hash is also derived here, from each policy's
+    rule and the hash's definition (sorted ``id TAB split`` lines), and the object's digest from the bytes it names."""
     policy, stored, hashed = GOLDEN[name]
     text = DATASET.replace(GROUP_BLOCK, yaml.safe_dump({"split_policy": policy}, sort_keys=False))
     platform = make_platform({"datasets/meter_readings_v1.yaml": text})
     definition = platform.config.dataset("meter_readings", "v1")
     splits = build_realization(platform, definition).manifest.splits
     assert (splits.assignment_object, splits.assignment_hash) == (stored, hashed)
+    lines = "".join(f"{reading}\t{RULES[name](reading, meter, read_at)}\n" for reading, meter, read_at, _ in sorted(READINGS))
+    assert hashed == hashlib.sha256(lines.encode()).hexdigest()
+    assert stored == hashlib.sha256(platform.store.get(stored)).hexdigest()
 
 
 def test_an_example_id_is_the_canonical_text_of_each_key_column_joined_by_tab(make_platform):
