@@ -1,6 +1,6 @@
 """Suite-wide fixtures: real servers the suite starts itself (PostgreSQL, S3 on loopback); the slow set; Hypothesis profiles.
 
-``make test`` runs everything but the ``slow`` and ``ui`` markers (the default set: 7 minutes for 1,919 tests on 2 quiet cores when last measured, the goal 5);
+``make test`` runs everything but the ``slow`` and ``ui`` markers (the default set: 6 minutes for 1,924 tests on 2 quiet cores when last measured, the goal 5);
 ``make test-slow`` runs those, and ``.ci/run`` runs both, so every test still runs in CI.
 """
 
