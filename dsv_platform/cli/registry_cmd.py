@@ -86,12 +86,14 @@ def _print_record(record: dict[str, Any]) -> None:
 
 @with_platform
 def _versions(args: argparse.Namespace, platform: Platform) -> int:
-    rows = [_record(r) for r in platform.registry.versions(args.name, include_candidates=args.all)]
+    name, _, version = args.name.partition(":")  # NAME:VERSION, as every other output names a dataset, keeps that version's
+    rows = [_record(r) for r in platform.registry.versions(name, include_candidates=args.all) if not version or r.version == version]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     if not rows:
-        print(f"no realizations of {args.name}")
+        known = sorted({d.name for d in platform.config.datasets})
+        print(f"no realizations of {args.name}" + ("" if name in known else f" (datasets of the configuration: {', '.join(known) or 'none'})"))
         return 0
     for r in rows:
         print(f"{r['version']:<6} {r['human_version'] or '-':<14} {r['state']:<12} {r['manifest_hash'] or '-'}  {r['created_at'][:19]}")
@@ -253,7 +255,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(handler=_resolve)
 
     p = sub.add_parser("versions", help="realizations of a dataset with their states, newest first")
-    p.add_argument("name")
+    p.add_argument("name", metavar="NAME[:VERSION]", help="a dataset (fraud_training_set), or one of its versions (fraud_training_set:v6)")
     p.add_argument("--all", action="store_true", help="include candidates that were never published")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_versions)

@@ -168,3 +168,16 @@ def test_the_code_repo_is_the_origin_url_without_credentials_never_a_local_folde
     assert pin.repo == "https://git.example.com/team/features.git" and "s3cret" not in pin.to_document()["repo"]
     assert repository_url("git@git.example.com:team/features.git") == "git@git.example.com:team/features.git"
     assert repository_url("file:///srv/features.git") is None
+
+
+def test_versions_takes_a_name_or_one_version_and_names_the_datasets_for_an_unknown_one(dsv, built):
+    """`dsv versions NAME:VERSION`, the form every other output prints, lists that version's realizations, not none."""
+    every = json.loads(dsv("versions", "meter_readings", "--json").out)
+    assert {r["manifest_hash"] for r in every} == {built["first"], built["second"]}
+    one = dsv("versions", "meter_readings:v1", "--json")
+    assert one.code == 0 and json.loads(one.out) == every, one.err
+    assert json.loads(dsv("versions", "meter_readings:v2", "--json").out) == []
+    assert dsv("versions", "meter_readings:v2").out == "no realizations of meter_readings:v2\n"
+    unknown = dsv("versions", "meter_reading")
+    assert unknown.code == 0 and unknown.out == "no realizations of meter_reading (datasets of the configuration: meter_readings, plain_readings)\n"
+    assert [line.split()[0] for line in dsv("versions", "plain_readings:v1").out.splitlines()] == ["v1"]
