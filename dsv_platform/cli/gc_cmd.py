@@ -11,7 +11,8 @@ from typing import Any
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import with_platform
 from dsv_platform.cli.gc_refs import check_root_ref
-from dsv_platform.core.errors import ConfigurationError, DsvError, FileAccessError, InputError
+from dsv_platform.core.errors import ConfigurationError, DsvError, FileAccessError, InputError, ReferenceSyntaxError
+from dsv_platform.core.publication.refs import parse_ref
 from dsv_platform.core.retention.gc import GcPlan, GcPolicy, build_graph, plan_gc, root_costs
 from dsv_platform.core.trust.trust import Role
 from dsv_platform.services.retention import gc as gc_adapter
@@ -115,11 +116,22 @@ def _apply(args: argparse.Namespace, platform: Platform) -> int:
     return 0
 
 
+def _realization_of(text: str, platform: Platform) -> str:
+    """The manifest hash a dataset reference names (``NAME:VERSION@sha256:HASH`` as written; an alias or ``NAME:VERSION``
+    as the registry resolves it, a typed failure otherwise); ``text`` itself when it is no dataset reference."""
+    try:
+        ref = parse_ref(text)
+    except ReferenceSyntaxError:
+        return text
+    return ref.manifest_hash or str(platform.registry.resolve_ref(ref, actor=platform.actor).manifest_hash)
+
+
 @with_platform
 def _why(args: argparse.Namespace, platform: Platform) -> int:
     _, inv = _inventory(args, platform)
     plan = _read_plan(args.plan) if args.plan else plan_gc(inv, _policy(args, platform))
-    explanations = plan.explain(args.object, build_graph(inv))
+    graph = build_graph(inv)
+    explanations = plan.explain(args.object, graph) or plan.explain(_realization_of(args.object, platform), graph)
     if not explanations:
         raise ConfigurationError(f"{args.object!r} is nothing the platform owns (not in the GC inventory)")
     if args.json:
@@ -197,7 +209,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--plan", metavar="FILE", help="a plan written by `dsv gc plan --out`; refused if the registry changed since")
     p.add_argument("--yes", action="store_true", help="really delete")
     p.set_defaults(handler=_apply)
-    p = gc.add_parser("why", help="why an object (digest, manifest hash, kind:id, snapshot table@id) is kept or collectable")
+    p = gc.add_parser("why", help="why an object (digest, manifest hash, kind:id, snapshot table@id, dataset reference) is kept or collectable")
     _common(p)
     p.add_argument("object")
     p.add_argument("--plan", metavar="FILE")

@@ -23,6 +23,7 @@ import pytest
 from dsv_platform.cli.main import main
 from dsv_platform.core.config.dataset_definition import load_definition
 from dsv_platform.core.config_yaml import ConfigError
+from dsv_platform.core.errors import FailureKind
 from dsv_platform.services.publication.realization_inputs import code_pin, repository_url
 from dsv_platform_tests.core.config_support import CALIBRATION, DATASET, METERS, write_config
 from dsv_platform_tests.fixtures.cli_runner import CLI_ENV, DsvCli
@@ -134,6 +135,12 @@ def test_retention_until_keeps_a_superseded_realization_until_then(dsv, built):
     later = json.loads(dsv("gc", "why", built["first"], "--json", "--safety-window-hours", "0", "--now", "2100-01-02T00:00:00+00:00").out)
     after = next(e for e in later if e["node"] == node)
     assert not after["keep"] and after["action"] == "expire_realization", after  # the root expired: nothing else keeps it
+    by_ref = json.loads(dsv("gc", "why", f"meter_readings:v1@sha256:{built['first']}", "--json", "--safety-window-hours", "0").out)
+    assert by_ref == kept, "a dataset reference explains the realization it names"
+    newest = json.loads(dsv("gc", "why", "meter_readings:v1", "--json", "--safety-window-hours", "0").out)
+    assert f"realization:{built['second']}" in {e["node"] for e in newest}  # NAME:VERSION: its newest readable publication
+    missing = dsv("gc", "why", "meter_readings:v9")
+    assert missing.code == FailureKind.NOT_FOUND.exit_code and "meter_readings:v9" in missing.err, missing.err
 
 
 def test_purpose_is_in_the_recipe_only_when_declared_and_retention_never(tmp_path):
