@@ -35,6 +35,8 @@ def _quarantine(args: argparse.Namespace, platform: Platform) -> int:
             print(json.dumps([r.to_document() for r in found], indent=2))
         for r in [] if args.json else found:
             print("\n".join(_lines(r)))
+        if not found and not args.json:
+            print("no quarantines" + ("" if args.all else " in force (--all: released ones too)"))
         return 0
     if not args.ref or not args.reason:
         raise ConfigurationError("dsv quarantine REF --reason TEXT (or --list)")

@@ -53,6 +53,7 @@ def test_every_quarantine_refusal_and_the_two_person_release(dsv, tmp_path: Path
     mh = built.manifest_hash
     world.platform.close()
     ok(dsv("identity", "create", "reader"))
+    assert ok(dsv("quarantine", "--list")) == "no quarantines in force (--all: released ones too)\n"
     refused(dsv("quarantine", built.ref, "--reason", "suspicious", identity="reader"), 7, "'reader'", "'operator'")
     refused(dsv("release", built.ref, "--reason", "nothing to release"), 3, "not quarantined")
     refused(dsv("quarantine", "raw:transactions/no-such-batch", "--reason", "x"), 3, "no landed raw batch raw:transactions/no-such-batch")
