@@ -178,6 +178,8 @@ def _retention_list(args: argparse.Namespace, platform: Platform) -> int:
     for d in docs:
         status = "released" if d["released_at"] else ("expires " + d["expires_at"][:19] if d["expires_at"] else "active")
         print(f"#{d['id']:<5} {d['kind']:<16} {d['ref']}  owner {d['owner']}  ({d['reason']})  {status}")
+    if not docs:
+        print("no retention roots" + ("" if args.all else " in force (--all: released and expired ones too)"))
     return 0
 
 

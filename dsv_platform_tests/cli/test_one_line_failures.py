@@ -11,8 +11,9 @@ import re
 import subprocess
 from pathlib import Path
 
+from dsv_platform.core.errors import FailureKind
 from dsv_platform.services.publication.realization_inputs import RealizationBuildError
-from dsv_platform_tests.fixtures.cli_runner import run_dsv
+from dsv_platform_tests.fixtures.cli_runner import DsvCli, run_dsv
 
 
 def _dsv(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -34,3 +35,16 @@ def test_build_before_any_ingest_is_one_line_that_says_what_to_run(tmp_path: Pat
     assert match, line
     log = Path(match.group(1)).read_text(encoding="utf-8")
     assert "STEP_FAILURE" in log and "RealizationBuildError" in log and 'File "' in log  # the stack traces are in the file
+
+
+def test_an_empty_home_answers_resolve_lineage_and_retention_list_with_what_to_do(tmp_path: Path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A configured definition not yet in the registry: NOT_FOUND says so and what registers it; an empty list says it is empty."""
+    dsv = DsvCli(capsys, monkeypatch, {"DSV_HOME": str(tmp_path / "home")})
+    for args in (("resolve", "fraud_training_set:v6"), ("lineage", "fraud_training_set:v6@production")):
+        done = dsv(*args)
+        assert done.code == FailureKind.NOT_FOUND.exit_code, done.err
+        assert done.err.splitlines() == [
+            "dsv: error: NOT_FOUND: no dataset definition fraud_training_set:v6 in the registry "
+            "(its first build registers it: dsv build fraud_training_set:v6)"
+        ], done.err
+    assert dsv("retention", "list").out == "no retention roots in force (--all: released and expired ones too)\n"  # an empty list says so

@@ -59,7 +59,7 @@ def resolve(conn: Connection, name: str, version: str, manifest_hash: str | None
     ref = f"{base}@sha256:{manifest_hash}" if manifest_hash else (f"{base}@{alias}" if alias else base)
     definition = q.find_definition(conn, name, version)
     if definition is None:
-        raise NotFoundError(f"no dataset definition {base}", ref=ref)
+        raise NotFoundError(f"no dataset definition {base} in the registry (its first build registers it: dsv build {base})", ref=ref)
     readers = definition.allowed_readers
     if readers and actor not in readers:
         raise AccessDeniedError(f"{actor or 'an anonymous reader'} may not read {base}", ref=ref, detail={"actor": actor})
