@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks import (
+    bench_catalog,
     bench_contract,
     bench_diff,
     bench_dvc,
@@ -41,6 +42,7 @@ BENCHMARKS = {
     "g": bench_gc,
     "s": bench_contract,
     "t": bench_startup,
+    "k": bench_catalog,
 }
 
 
