@@ -61,12 +61,16 @@ lint: $(STAMP)
 	$(BIN)/ruff check dsv_platform dsv_platform_tests benchmarks deploy
 	$(BIN)/mypy dsv_platform
 
-# The webserver and the daemon (queue, schedules, sensors) on the embedded instance, whose dagster.yaml (telemetry
-# off) is written if absent. Not `dagster dev`: Dagster 1.13 marks it superseded by `dg dev` (dagster-dg-cli).
+# The webserver and the daemon (queue, schedules, sensors) on a home's embedded instance, whose dagster.yaml (telemetry
+# off) is written if absent: ./.dsv, or the DSV_HOME (DAGSTER_HOME, DSV_CONFIG_DIR) given, as `dsv` reads them, e.g.
+# `DSV_HOME=.dsv/readings DSV_CONFIG_DIR=dsv_platform/examples/readings/config make ui` (what `dsv demo` prints).
+# Not `dagster dev`: Dagster 1.13 marks it superseded by `dg dev` (dagster-dg-cli).
+UI_HOME = $(abspath $(or $(DSV_HOME),.dsv))
+UI_DAGSTER = $(abspath $(or $(DAGSTER_HOME),$(UI_HOME)/dagster))
 ui: $(STAMP)
-	mkdir -p .dsv/dagster && (test -e .dsv/dagster/dagster.yaml || printf 'telemetry:\n  enabled: false\n' > .dsv/dagster/dagster.yaml)
-	@echo "Dagster UI: http://127.0.0.1:3000 (Ctrl-C stops the webserver and the daemon)"
-	DAGSTER_HOME=$(CURDIR)/.dsv/dagster sh -c '$(BIN)/dagster-daemon run -w workspace.yaml & trap "kill $$! 2>/dev/null" EXIT INT TERM; $(BIN)/dagster-webserver -w workspace.yaml'
+	mkdir -p $(UI_DAGSTER) && (test -e $(UI_DAGSTER)/dagster.yaml || printf 'telemetry:\n  enabled: false\n' > $(UI_DAGSTER)/dagster.yaml)
+	@echo "Dagster UI: http://127.0.0.1:3000 on $(UI_HOME) (Ctrl-C stops the webserver and the daemon)"
+	DSV_HOME=$(UI_HOME) DAGSTER_HOME=$(UI_DAGSTER) sh -c '$(BIN)/dagster-daemon run -w workspace.yaml & trap "kill $$! 2>/dev/null" EXIT INT TERM; $(BIN)/dagster-webserver -w workspace.yaml'
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run

@@ -22,7 +22,7 @@ from dsv_platform.core.progress.stages import Progress
 from dsv_platform.defs import build_defs
 from dsv_platform.defs.partitions import RANGE_END, RANGE_START
 from dsv_platform.defs.resources import build_resources
-from dsv_platform.settings import Settings
+from dsv_platform.settings import Settings, load_settings
 
 IN_PROCESS_JOB = "__ephemeral_asset_job__"
 """The job name of a run :meth:`Runner.run` executes (``dagster.materialize``): what its launch request names."""
@@ -51,6 +51,14 @@ class RunFailedError(DsvError):
 
 DAGSTER_YAML = "telemetry:\n  enabled: false\nconcurrency:\n  pools:\n    default_limit: 1\n"
 """The embedded default's Dagster instance configuration: default storage, no telemetry, one slot per pool (the publication pool)."""
+
+
+def ui_command(settings: Settings) -> str:
+    """``make ui`` with the variables that make it serve this home: none for ``./.dsv`` and the packaged configuration."""
+    here = load_settings({})
+    given = [("DSV_HOME", settings.home, here.home), ("DSV_CONFIG_DIR", settings.config_dir, here.config_dir)]
+    given.append(("DAGSTER_HOME", settings.dagster_home, settings.home.resolve() / "dagster"))
+    return " ".join([f"{name}={Path(value).resolve()}" for name, value, default in given if Path(value).resolve() != Path(default).resolve()] + ["make ui"])
 
 
 def ensure_dagster_yaml(dagster_home: Path) -> bool:

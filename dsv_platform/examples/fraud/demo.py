@@ -21,7 +21,7 @@ from typing import Any
 
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import open_platform
-from dsv_platform.cli.runs import Runner
+from dsv_platform.cli.runs import Runner, ui_command
 from dsv_platform.core.ingest.batch import RawBatch
 from dsv_platform.defs import keys
 from dsv_platform.examples.fraud import events
@@ -103,6 +103,7 @@ class Demo:
         print(f"      content hash {old['content_hash']}  re-read from storage: {reread} ({'UNCHANGED' if same else 'CHANGED (bug!)'})")
         print(f"  new {new['ref']}")
         print(f"      content hash {new['content_hash']}  ({'changed' if changed else 'unchanged'}; {expected}: {'ok' if ok else 'NOT OK'})")
+
 
 
 def _historical(paths: Sequence[Path], batches: Sequence[RawBatch], source: str) -> dict[str, Any]:
@@ -222,5 +223,5 @@ def main(argv: Sequence[str]) -> int:
             runner.close()
     _lineage(final[MODEL], final[MAIN])
     print(f"\ndone in {time.perf_counter() - t0:.0f} s; {'all checks ok' if not demo.failures else f'{demo.failures} check(s) NOT OK'}")
-    print(f"open the same instance in the UI: make ui   (or DAGSTER_HOME={settings.dagster_home} .venv/bin/dagster dev -w workspace.yaml)")
+    print(f"open the same instance in the UI, in the checkout: {ui_command(settings)}")
     return 0 if not demo.failures else 1
