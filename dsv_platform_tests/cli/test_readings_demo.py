@@ -39,8 +39,9 @@ def clean_run(tmp_path_factory: pytest.TempPathFactory, code_repo: CodeRepo, res
 
 
 def test_readings_demo_reproduces_the_number_after_late_data_a_correction_and_an_expiry(clean_run: tuple[Path, str]) -> None:
-    _, out = clean_run
+    home, out = clean_run
     assert "(fresh)" in out.splitlines()[0] and "uncommitted" not in out
+    assert f"in the UI, in the checkout: DSV_HOME={home.resolve()} DSV_CONFIG_DIR={CONFIG_DIR.resolve()} make ui\n" in out  # its own home
     produced = re.search(r"produced 2026-04-03T09:00:00\+00:00 \(simulated clock\)\n  (?P<numbers>.+)\n  footer: manifest sha256:(?P<hash>[0-9a-f]{64})", out)
     assert produced, out[-4000:]
     assert "total_kwh_by_region" in produced["numbers"] and "p99_hourly_load_kwh" in produced["numbers"]

@@ -23,7 +23,7 @@ from typing import Any
 from dsv_platform.bootstrap import Platform
 from dsv_platform.cli.context import open_platform
 from dsv_platform.cli.reproduce_cmd import observe
-from dsv_platform.cli.runs import Runner
+from dsv_platform.cli.runs import Runner, ui_command
 from dsv_platform.core.errors import ResolutionError
 from dsv_platform.core.ingest.batch import RawBatch
 from dsv_platform.core.retention.gc import GcPolicy
@@ -139,5 +139,7 @@ def main(argv: Sequence[str]) -> int:
         observe(platform, [report])
         print_steps(report)
         ok = explain(report, run.results, PRODUCED_AT.date().isoformat())
+        settings = platform.settings
     print(f"\ndone in {time.perf_counter() - started:.0f} s")
+    print(f"open the same instance in the UI, in the checkout: {ui_command(settings)}")
     return 0 if ok else 1
