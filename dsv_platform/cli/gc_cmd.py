@@ -118,12 +118,14 @@ def _apply(args: argparse.Namespace, platform: Platform) -> int:
 
 def _realization_of(text: str, platform: Platform) -> str:
     """The manifest hash a dataset reference names (``NAME:VERSION@sha256:HASH`` as written; an alias or ``NAME:VERSION``
-    as the registry resolves it, a typed failure otherwise); ``text`` itself when it is no dataset reference."""
+    as the registry resolves it, a typed failure otherwise); ``text`` itself when it names no dataset the registry holds."""
     try:
         ref = parse_ref(text)
     except ReferenceSyntaxError:
         return text
-    return ref.manifest_hash or str(platform.registry.resolve_ref(ref, actor=platform.actor).manifest_hash)
+    if ref.manifest_hash or not platform.registry.versions(ref.name, include_candidates=True):  # no dataset of that name: a kind:id
+        return ref.manifest_hash or text
+    return str(platform.registry.resolve_ref(ref, actor=platform.actor).manifest_hash)
 
 
 @with_platform

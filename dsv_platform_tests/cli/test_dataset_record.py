@@ -141,6 +141,8 @@ def test_retention_until_keeps_a_superseded_realization_until_then(dsv, built):
     assert f"realization:{built['second']}" in {e["node"] for e in newest}  # NAME:VERSION: its newest readable publication
     missing = dsv("gc", "why", "meter_readings:v9")
     assert missing.code == FailureKind.NOT_FOUND.exit_code and "meter_readings:v9" in missing.err, missing.err
+    mistyped = dsv("gc", "why", "model_run:v1")  # no dataset of that name: the kind:id it looks like is not in the inventory
+    assert mistyped.code == 2 and "'model_run:v1' is nothing the platform owns" in mistyped.err, mistyped.err
 
 
 def test_purpose_is_in_the_recipe_only_when_declared_and_retention_never(tmp_path):
