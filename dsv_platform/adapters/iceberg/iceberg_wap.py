@@ -119,17 +119,15 @@ def publish(tables: CanonicalTables, spec: TableSpecLike, name: str, head: int |
     return False
 
 
-def discard(tables: CanonicalTables, spec: TableSpecLike | str, name: str) -> bool:
-    """Remove branch ``name`` if present (its snapshots stay until expired); True when removed. ``spec``: a table's spec,
-    or the name of an existing table (`dsv staging discard`)."""
+def discard(tables: CanonicalTables, table: str, name: str) -> bool:
+    """Remove branch ``name`` of the existing ``table`` if present (its snapshots stay until expired); True when removed."""
     for attempt in range(1, tables.commit_attempts + 1):
-        tbl = tables.load(spec) if isinstance(spec, str) else tables.table(spec)
+        tbl = tables.load(table)
         if name not in tbl.refs():
             return False
         if _committed(tbl.manage_snapshots().remove_branch(name), attempt):
             return True
-    where = tables.identifier(spec) if not isinstance(spec, str) else f"{tables.namespace}.{spec}"
-    raise CanonicalTableError(f"removing branch {name!r} of {where} lost {tables.commit_attempts} commit races in a row")
+    raise CanonicalTableError(f"removing branch {name!r} of {tables.namespace}.{table} lost {tables.commit_attempts} commit races in a row")
 
 
 def staging_refs(tbl: Any) -> list[tuple[str, int, int | None]]:

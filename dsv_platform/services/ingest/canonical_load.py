@@ -182,7 +182,7 @@ def load_landed_days(
         if branch is None or wap.publish(tables, spec, branch, head, made):
             return loads
     if branch is not None:
-        wap.discard(tables, spec, branch)
+        wap.discard(tables, spec.name, branch)
     raise CanonicalTableError(f"loading {tables.identifier(spec)}: main moved under {tables.commit_attempts} loads in a row; retry the run")
 
 
@@ -244,7 +244,7 @@ def _blocked(
     """The loads of a blocked run: main's snapshot and digests (unchanged), the rules' verdict on the branch that holds the appends."""
     if branch is None or head is None:  # nothing was appended: the rules failed on main itself, nothing to keep staged
         if branch is not None:
-            wap.discard(tables, spec, branch)
+            wap.discard(tables, spec.name, branch)
         return loads
     main = tables.current_snapshot_id(spec)
     return [replace(x, snapshot_id=main, digest=partition_digest(tables, spec, x.day, limits), staged=branch, staged_snapshot_id=head) for x in loads]

@@ -82,7 +82,7 @@ def delete_canonical(tables: CanonicalTables, spec: SourceSpec, key: str, tag_st
     still = {sid: sorted(t for t in tags if t not in removed) for sid, tags in pinned_by.items()}
     still = {sid: tags for sid, tags in still.items() if tags}
     staged = [name for name, sid, _ in wap.staging_refs(tables.catalog.load_table(ident)) if sid in holding]
-    dropped = [name for name in staged if wap.discard(tables, spec, name)]  # a blocked load's rows (never published) go too
+    dropped = [name for name in staged if wap.discard(tables, spec.name, name)]  # a blocked load's rows (never published) go too
     candidates = snapshot_files(tables.catalog.load_table(ident), holding - set(still))
     expired = tables.expire(spec, sorted(holding - set(still)))
     purged = purge_unreferenced_files(tables.catalog.load_table(ident), candidates) if expired else []
