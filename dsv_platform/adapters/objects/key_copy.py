@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from dsv_platform.adapters.objects.key_store import KeyStore
 from dsv_platform.core.errors import KeyCopyMismatchError, ObjectConflictError, ObjectErasedError
@@ -32,6 +33,8 @@ class KeySet:
     deletions: tuple[Deletion, ...]
     generation: int
     salt: bytes | None
+    made: dict[str, datetime] = field(default_factory=dict, compare=False)
+    """When each entry was made (its ``bindings`` time): copied with it, not part of what the check compares."""
 
     @property
     def empty(self) -> bool:
@@ -66,8 +69,10 @@ def read_set(store: KeyStore) -> KeySet:
             continue
         if key is not None:
             keys[digest] = key
-    bindings = {d: s for d, s, _ in store.bindings() if s is not None}
-    return KeySet(keys, frozenset(erased), bindings, tuple(sorted(store.deletions())), store.generation(), store.stored_salt())
+    entries = store.bindings()
+    bindings = {d: s for d, s, _ in entries if s is not None}
+    made = {d: when for d, _, when in entries if when is not None}
+    return KeySet(keys, frozenset(erased), bindings, tuple(sorted(store.deletions())), store.generation(), store.stored_salt(), made)
 
 
 def _first(items: object) -> str:
@@ -116,11 +121,10 @@ def copy_keys(source: KeyStore, target: KeyStore, *, source_name: str, target_na
     written = 0
     if have.salt is not None:
         written += target.import_salt(have.salt)
-    made = {digest: when for digest, _, when in source.bindings() if when is not None}  # kept: the scan's window counts from here
     for digest in sorted(have.keys.keys() | have.erased | have.bindings.keys()):
         wanted = (have.keys.get(digest), have.bindings.get(digest), digest in have.erased)
         if (held.keys.get(digest), held.bindings.get(digest), digest in held.erased) != wanted:
-            written += target.import_entry(digest, key=wanted[0], sealed=wanted[1], erased=wanted[2], made=made.get(digest))
+            written += target.import_entry(digest, key=wanted[0], sealed=wanted[1], erased=wanted[2], made=have.made.get(digest))
     for generation, request_id, subject_hash in have.deletions:
         if (generation, request_id, subject_hash) not in held.deletions:
             target.record_deletion(generation, request_id, subject_hash)
