@@ -137,9 +137,10 @@ class SubjectIndexing:
                     continue
                 column = column or subject_column(table.schema, dataset_subjects(self.config, dataset, version))
                 entries.extend(self._entries(table, kind, digest, manifest_hash, dataset, version))
-            subjects = sorted({e.subject_key_hash for e in entries})
-            rows = {h: sum(e.descendant.rows for e in entries if e.subject_key_hash == h and e.descendant.kind is K.PARTITION_OBJECT) for h in subjects}
-            entries.extend(IndexEntry(h, Descendant(K.REALIZATION, manifest_hash, manifest_hash, dataset, False, rows[h]), version) for h in subjects)
+            rows: dict[str, int] = {}  # subject -> its rows in the partitions (one pass: a realization holds many subjects)
+            for e in entries:
+                rows[e.subject_key_hash] = rows.get(e.subject_key_hash, 0) + (e.descendant.rows if e.descendant.kind is K.PARTITION_OBJECT else 0)
+            entries.extend(IndexEntry(h, Descendant(K.REALIZATION, manifest_hash, manifest_hash, dataset, False, rows[h]), version) for h in sorted(rows))
             done += self.registry.privacy.record_scan(manifest_hash, column, entries)
         if self.zone is not None:
             done += self._refresh_raw(self.zone)
