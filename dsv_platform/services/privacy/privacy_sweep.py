@@ -87,6 +87,8 @@ def snapshot_files(tbl: Any, snapshot_ids: Collection[int], *, live_only: bool =
             continue
         files.add(snap.manifest_list)
         for manifest in snap.manifests(tbl.io):
+            if manifest.manifest_path in files:  # a manifest file never changes: snapshots share it, read it once
+                continue
             files.add(manifest.manifest_path)
             files.update(entry.data_file.file_path for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=live_only))
     return files
