@@ -24,6 +24,7 @@ from pyiceberg.table import Table
 from dsv_platform.adapters.iceberg.iceberg_catalog import build_catalog
 from dsv_platform.adapters.iceberg.iceberg_files import FileLedger, head_of, seal_written, target_of
 from dsv_platform.adapters.iceberg.iceberg_files import snapshot_id_of as _snapshot_id
+from dsv_platform.adapters.iceberg.iceberg_history import snapshots_holding
 from dsv_platform.adapters.iceberg.iceberg_hygiene import PIN_MAX_REF_AGE_MS, TABLE_PROPERTIES, upgraded
 from dsv_platform.adapters.iceberg.iceberg_schema import DataFileWriter, equal, partition_filter, rows_filter, scan_arrow, where, with_sort_order
 from dsv_platform.adapters.iceberg.iceberg_values import (
@@ -256,8 +257,7 @@ class CanonicalTables:
         row_filter = where(row_filter)
         if not self.exists(spec):
             return []
-        tbl = self.catalog.load_table(self.identifier(spec))
-        return [s.snapshot_id for s in tbl.snapshots() if tbl.scan(row_filter=row_filter, snapshot_id=s.snapshot_id, limit=1).to_arrow().num_rows]
+        return snapshots_holding(self.catalog.load_table(self.identifier(spec)), row_filter)  # each manifest and file read once
 
     def remove_tags(self, spec: TableSpecLike, tags: list[str]) -> list[str]:
         """Remove these tags (those still present); returns the ones removed."""
