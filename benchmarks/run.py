@@ -21,6 +21,7 @@ from benchmarks import (
     bench_diff,
     bench_dvc,
     bench_gc,
+    bench_history,
     bench_memory,
     bench_naive,
     bench_partitions,
@@ -43,6 +44,7 @@ BENCHMARKS = {
     "s": bench_contract,
     "t": bench_startup,
     "k": bench_catalog,
+    "l": bench_history,
 }
 
 
