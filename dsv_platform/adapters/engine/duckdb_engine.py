@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 
 LOAD_ROWS = 1 << 16
 OWNER = "owner.pid"
+class EngineMemoryError(EnvironmentSetupError):
+    """DuckDB could not keep one step within ``DSV_BUILD_MEMORY``, even spilling: the setting is too low for these rows."""
+
+
 DEFAULT_MEMORY = 1 << 30  # 1 GiB: DuckDB's buffer pool; a build's own batches come on top (docs/scale.md)
 
 
@@ -81,6 +85,11 @@ def engine(limits: EngineLimits) -> Iterator[duckdb.DuckDBPyConnection]:
     try:
         con.execute("SET TimeZone = 'UTC'")
         yield con
+    except duckdb.OutOfMemoryException as exc:  # not every operator spills (a sort of rows of several kB): say which setting
+        raise EngineMemoryError(
+            f"the build engine needed more than its memory budget DSV_BUILD_MEMORY={limits.memory >> 20}MiB for one step "
+            f"({str(exc).splitlines()[0]}); raise DSV_BUILD_MEMORY (docs/scale.md)"
+        ) from exc
     finally:
         con.close()
         shutil.rmtree(folder, ignore_errors=True)
@@ -152,4 +161,4 @@ def load_table(con: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> No
     load(con, name, pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
 
 
-__all__ = ["DEFAULT_MEMORY", "EngineLimits", "engine", "limits_of", "load", "load_parquet", "load_table", "sweep_stale"]
+__all__ = ["DEFAULT_MEMORY", "EngineLimits", "EngineMemoryError", "engine", "limits_of", "load", "load_parquet", "load_table", "sweep_stale"]
