@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from benchmarks.common import Result
+from benchmarks.common import Result, print_result
 
 SNAPSHOTS = (10, 200, 1000)
 LOADS = 40
@@ -70,7 +70,4 @@ def run(rows: int) -> Result:
 
 
 if __name__ == "__main__":
-    result = run(0)
-    print(f"{result.name}: {result.ratio:.3f}x (target {result.target})")
-    for key, value in result.details.items():
-        print(f"  {key}: {value}")
+    print_result(run(0))

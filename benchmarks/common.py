@@ -26,6 +26,13 @@ class Result:
     note: str = ""
 
 
+def print_result(result: Result) -> None:
+    """A benchmark run alone (``python -m benchmarks.bench_x``): its ratio against the target, then each detail."""
+    print(f"{result.name}: {result.ratio:.3f}x (target {result.target})")
+    for key, value in result.details.items():
+        print(f"  {key}: {value}")
+
+
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     start = time.perf_counter()
     value = fn()
