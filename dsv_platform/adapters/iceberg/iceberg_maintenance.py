@@ -51,10 +51,6 @@ def _entries(tbl: Any, snap: Any, cache: dict[str, list[Any]] | None = None) -> 
         yield from cache[manifest.manifest_path]
 
 
-def _data_files(tbl: Any, snap: Any) -> Iterable[Any]:
-    return (entry.data_file for entry in _entries(tbl, snap))
-
-
 def max_recorded_at(tables: CanonicalTables, spec: TableSpecLike, snapshot_id: int) -> datetime | None:
     """The greatest ``_recorded_at`` among the live rows of snapshot ``snapshot_id`` (None when it has none), from metadata.
 
@@ -168,7 +164,8 @@ def expire_snapshots(tables: CanonicalTables, table: str, ids: list[int]) -> tup
 def live_data_files(tables: CanonicalTables, table: str) -> set[str]:
     """Keys (:func:`local_key`) of the data files some snapshot of ``table`` still references."""
     tbl = tables.load(table)
-    return {local_key(f.file_path) for snap in tbl.snapshots() for f in _data_files(tbl, snap)}
+    cache: dict[str, list[Any]] = {}  # each snapshot lists its parent's manifests again: read each once
+    return {local_key(e.data_file.file_path) for snap in tbl.snapshots() for e in _entries(tbl, snap, cache)}
 
 
 def delete_data_file(tables: CanonicalTables, table: str, path: str) -> None:
