@@ -27,11 +27,11 @@ if TYPE_CHECKING:
 
 LOAD_ROWS = 1 << 16
 OWNER = "owner.pid"
+DEFAULT_MEMORY = 1 << 30  # 1 GiB: DuckDB's buffer pool; a build's own batches come on top (docs/scale.md)
+
+
 class EngineMemoryError(EnvironmentSetupError):
     """DuckDB could not keep one step within ``DSV_BUILD_MEMORY``, even spilling: the setting is too low for these rows."""
-
-
-DEFAULT_MEMORY = 1 << 30  # 1 GiB: DuckDB's buffer pool; a build's own batches come on top (docs/scale.md)
 
 
 @dataclass(frozen=True)
