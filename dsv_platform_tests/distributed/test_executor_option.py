@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from dagster._core.system_config.objects import ResolvedRunConfig
 
 from dsv_platform.core.config.platform_config import load_config
 from dsv_platform.core.config.platform_options import EXECUTORS, parse_options
 from dsv_platform.core.config_yaml import ConfigError
 from dsv_platform.defs import build_defs
+from dsv_platform.defs.executor import FORKSERVER
 from dsv_platform.examples.fraud import CONFIG_DIR
 from dsv_platform.settings import load_settings
 
@@ -99,3 +103,37 @@ def test_environment_variables_and_kubernetes_secret_names_are_not_credentials()
     assert parse_options({"executor": {"name": "celery", "config": celery}}, file=FILE).executor_config == celery
     k8s = {"step_k8s_config": {"pod_spec_config": {"image_pull_secrets": [{"name": "registry-login"}]}}, "env_secrets": ["dsv-platform-s3"]}
     assert parse_options({"executor": {"name": "k8s", "config": k8s}}, file=FILE).executor_config == k8s
+
+
+def _engine_config(defs, run_config: dict) -> dict:
+    return dict(ResolvedRunConfig.build(defs.resolve_job_def("daily_ingest_job"), run_config).execution.execution_engine_config)
+
+
+def test_launched_steps_fork_from_a_server_holding_the_platform_unless_a_config_names_the_start_method(tmp_path):
+    """Spawned, every step of a launched run imported Dagster and the platform again (seconds a step); forked, none does."""
+    forked = FORKSERVER["start_method"]
+    assert forked == {"forkserver": {"preload_modules": ["dsv_platform.defs.preload"]}}
+    default = _defs(tmp_path / "default", None)
+    assert _engine_config(default, {})["multiprocess"]["start_method"] == forked
+    chosen = _engine_config(default, {"execution": {"config": {"multiprocess": {"max_concurrent": 2}}}})["multiprocess"]
+    assert (chosen["max_concurrent"], chosen["start_method"]) == (2, forked)  # the run config keeps the rest of its say
+    spawn = {"execution": {"config": {"multiprocess": {"start_method": {"spawn": {}}}}}}
+    assert _engine_config(default, spawn)["multiprocess"]["start_method"] == {"spawn": {}}
+    assert "multiprocess" not in _engine_config(default, {"execution": {"config": {"in_process": {}}}})
+    named = _defs(tmp_path / "named", "executor: multiprocess")
+    assert _engine_config(named, {})["start_method"] == forked
+    assert _engine_config(named, {"execution": {"config": {"start_method": {"spawn": {}}}}})["start_method"] == {"spawn": {}}
+    limited = _defs(tmp_path / "limited", "executor: {name: multiprocess, config: {max_concurrent: 3}}")
+    fixed = _engine_config(limited, {})  # platform.yaml's config fixes the executor's; the start method is still added
+    assert (fixed["max_concurrent"], fixed["start_method"]) == (3, forked)
+    kept = _defs(tmp_path / "kept", "executor: {name: multiprocess, config: {start_method: {spawn: {}}}}")
+    assert _engine_config(kept, {})["start_method"] == {"spawn": {}}
+
+
+def test_the_fork_server_preload_holds_the_code_location_and_the_instance_storage(tmp_path):
+    wanted = ("dsv_platform.definitions", "dagster._core.storage.sqlite_storage", "pyiceberg.catalog.sql")
+    probe = f"import sys, dsv_platform.defs.preload; print(sorted(m for m in {wanted!r} if m in sys.modules))"
+    env = {"DSV_HOME": str(tmp_path / "dsv"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[0] == str(sorted(wanted))
