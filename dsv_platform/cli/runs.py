@@ -16,6 +16,7 @@ from typing import Any
 
 import dagster as dg
 
+from dsv_platform.cli.event_log import keep_engines
 from dsv_platform.core.config.platform_config import PlatformConfig
 from dsv_platform.core.errors import AccessDeniedError, DsvError, FailureKind
 from dsv_platform.core.progress.stages import Progress
@@ -75,7 +76,7 @@ def ensure_dagster_yaml(dagster_home: Path) -> bool:
 def open_instance(settings: Settings) -> dg.DagsterInstance:
     """The persistent Dagster instance in ``settings.dagster_home`` (created on first use, with its dagster.yaml if absent)."""
     ensure_dagster_yaml(settings.dagster_home)
-    return dg.DagsterInstance.from_config(str(settings.dagster_home))
+    return keep_engines(dg.DagsterInstance.from_config(str(settings.dagster_home)))
 
 
 def failure_messages(result: dg.ExecuteInProcessResult) -> list[str]:
