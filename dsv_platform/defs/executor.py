@@ -1,14 +1,10 @@
 """The executor every job runs its steps with, as ``platform.yaml`` ``executor`` names it (docs/scaling-out.md).
 
-``celery`` takes its broker and result backend from the ``DSV_CELERY_BROKER_URL`` and
-``DSV_CELERY_BACKEND_URL`` variables (read by Dagster when a run starts) unless ``config``
-sets them; ``k8s`` runs each step in its own Kubernetes Job with the K8sRunLauncher's settings.
-The celery and k8s executors come from the ``deploy`` extra.
-
-Left out, or named ``multiprocess``, steps are forked from a server that imported the code location once
-(Dagster's ``forkserver`` start method, preloading :mod:`dsv_platform.defs.preload`) instead of spawned: a step
-then starts with Dagster and the platform loaded, not after the seconds a fresh interpreter takes to import
-them. A ``start_method`` in the run config or in ``platform.yaml``'s executor config still wins.
+``celery`` reads its broker and result backend from ``DSV_CELERY_BROKER_URL`` and ``DSV_CELERY_BACKEND_URL``
+when a run starts unless ``config`` sets them; ``k8s`` runs each step in its own Kubernetes Job (both from the
+``deploy`` extra). Left out, or named ``multiprocess``, steps are forked from a server that imported the platform
+once (``forkserver``, preloading :mod:`dsv_platform.defs.preload`), not spawned: a step starts with Dagster and
+the platform loaded. A ``start_method`` in the run config or in ``platform.yaml``'s executor config still wins.
 """
 
 from __future__ import annotations
