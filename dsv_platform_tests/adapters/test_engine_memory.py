@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine
+from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine, engine_cursor, row_group_rows
 from dsv_platform.adapters.engine.memory import pool_limit, release_free_memory, shrink_pool
 
 
@@ -21,3 +21,16 @@ def test_the_pool_shrinks_to_a_quarter_of_its_configured_limit_once(tmp_path: Pa
         shrink_pool(con)
         assert pool_limit(con) == 64 << 20  # never below the engine's floor
     release_free_memory()  # a no-op where the C library has no malloc_trim
+
+
+def test_a_small_budget_gets_row_groups_its_threads_can_hold(tmp_path: Path) -> None:
+    """Each DuckDB thread writing a table holds a whole row group outside the pool: a small budget gets smaller groups."""
+    assert [row_group_rows(EngineLimits(memory=m << 20, threads=2)) for m in (64, 192, 1024, 4096)] == [8192, 16384, 122_880, 122_880]
+    assert [row_group_rows(EngineLimits(memory=1 << 30, threads=t)) for t in (1, 4, 8, 64, 512)] == [122_880, 65536, 32768, 4096, 2048]
+    for memory, expected in ((192 << 20, 16384), (1 << 30, 122_880)):
+        with engine(EngineLimits(memory=memory, threads=2, spill_root=tmp_path)) as con:
+            con.execute("CREATE TABLE t AS SELECT i, repeat('x', 100) AS s FROM range(300000) r(i)")
+            reader = engine_cursor(con)  # another thread's connection: the same database, the same tables
+            groups = reader.execute("SELECT max(row_group_id) + 1 FROM pragma_storage_info('t')").fetchone()
+            assert groups is not None and groups[0] == -(-300_000 // expected)
+            assert reader.execute("SELECT count(*) FROM t").fetchone() == (300_000,)

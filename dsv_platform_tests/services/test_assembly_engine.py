@@ -164,12 +164,12 @@ def test_the_build_folder_is_gone_after_the_build_and_a_killed_builds_folder_is_
     import os
     import subprocess
 
-    from dsv_platform.adapters.engine.duckdb_engine import OWNER, EngineLimits, engine, load_table
+    from dsv_platform.adapters.engine.duckdb_engine import OWNER, EngineLimits, engine, engine_cursor, load_table
 
     spill = tmp_path / "spill"
     with engine(EngineLimits(memory=64 << 20, spill_root=spill)) as con:
         load_table(con, "t", pa.table({"subject": ["acct_1"] * 1000}))
-        con.cursor().sql("SELECT count(*) FROM t").fetchall()  # a cursor left open must not keep the folder alive
+        engine_cursor(con).sql("SELECT count(*) FROM t").fetchall()  # a cursor left open must not keep the folder alive
     assert list(spill.iterdir()) == []
     gone = subprocess.Popen(["true"])  # a process that has exited: its pid names no live process
     gone.wait()

@@ -23,9 +23,9 @@ from dsv_platform.bootstrap import build_platform
 from dsv_platform_tests.defs.support import settings_at
 from dsv_platform_tests.fixtures.memory_cap import run_capped
 
-ROWS, DAYS, ACCOUNTS = 1_200_000, 30, 40_000
-CAP = 1700 << 20
-FILLER = "a free-text note as wide as a real one, " * 40  # 1.6 kB a row: about 2 GB of base rows in memory, above the cap
+ROWS, DAYS, ACCOUNTS = 720_000, 30, 40_000
+CAP = 1024 << 20
+FILLER = "a free-text note as wide as a real one, " * 40  # 1.6 kB a row: about 1.2 GB of base rows in memory, above the cap
 NOTE = "  - {name: note, type: string}\n"
 """The wide column appended to the scale events."""
 

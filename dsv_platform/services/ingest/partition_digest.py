@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine, load, load_parquet
+from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine, engine_cursor, load, load_parquet
 from dsv_platform.adapters.iceberg.iceberg import CanonicalTables
 from dsv_platform.adapters.iceberg.iceberg_stream import local_files, scan_batches
 from dsv_platform.adapters.iceberg.iceberg_values import table_schema
@@ -68,7 +68,7 @@ def partition_digest(
         else:  # the engine reads the day's data files itself (the table is partitioned by the day: they hold its rows only)
             where = f"{quote(part)} = DATE '{day.isoformat()}'" if part is not None and day is not None else None
             load_parquet(con, "__day", [path for path, _ in files], table_schema(contract), where=where)
-        cursor = con.cursor()
+        cursor = engine_cursor(con)
         try:
             tables_in_order = (pa.Table.from_batches([b]).cast(contract.arrow_schema) for b in cursor.sql(sql).to_arrow_reader(READ_ROWS))
             first = next(tables_in_order, None)

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine, load_table
+from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine, engine_cursor, load_table
 from dsv_platform.adapters.engine.memory import shrink_pool
 from dsv_platform.core.assembly.assembly_sql import quote
 from dsv_platform.core.contracts.contract import Contract
@@ -122,7 +122,7 @@ class EngineExamples:
 
     def _read(self, sql: str, columns: Sequence[str]) -> pa.Table:
         schema = pa.schema([self.contract.arrow_schema.field(c) for c in columns])
-        cursor = self.con.cursor()  # one per read: the publisher reads parts on worker threads
+        cursor = engine_cursor(self.con)  # one per read: the publisher reads parts on worker threads
         try:
             reader = cursor.sql(sql).to_arrow_reader(BATCH_ROWS)  # streamed: the engine holds a batch, never the whole result
             return pa.Table.from_batches(list(reader), schema=reader.schema).cast(schema)
@@ -139,7 +139,7 @@ class EngineExamples:
         fields = [self.contract.arrow_schema.field(c) for c in wanted] + ([pa.field(POSITION, pa.int64())] if positions else [])
         position = f", row_number() OVER (ORDER BY rowid) - 1 AS {POSITION}" if positions else ""
         sql = f"SELECT {', '.join(quote(c) for c in wanted)}{position} FROM {self.name} ORDER BY {', '.join(quote(k) for k in order)}"
-        cursor = self.con.cursor()
+        cursor = engine_cursor(self.con)
         try:
             empty = True
             for batch in cursor.sql(sql).to_arrow_reader(BATCH_ROWS):
@@ -181,7 +181,7 @@ class EngineExamples:
         spool = Path(str(setting[0])).parent if setting and setting[0] else None  # the build's engine folder, removed after it
 
         def tables() -> Iterator[pa.Table]:
-            cursor = self.con.cursor()  # one per read: the publisher reads parts on worker threads
+            cursor = engine_cursor(self.con)  # one per read: the publisher reads parts on worker threads
             try:
                 for batch in cursor.sql(sql).to_arrow_reader(PART_ROWS):
                     yield pa.Table.from_batches([batch]).cast(schema)
@@ -206,7 +206,7 @@ class EngineExamples:
     def filtered(self, keep: Callable[[pa.Table], pa.Table]) -> Examples:
         """The rows ``keep`` keeps, streamed through it batch by batch into a new table."""
         target = f"{self.name}_kept"
-        cursor = self.con.cursor()
+        cursor = engine_cursor(self.con)
         reader = cursor.sql(f"SELECT {', '.join(quote(c) for c in self.contract.column_names)} FROM {self.name}").to_arrow_reader(BATCH_ROWS)
         schema = self.contract.arrow_schema
 

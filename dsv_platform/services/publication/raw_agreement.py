@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import pyarrow as pa
 
-from dsv_platform.adapters.engine.duckdb_engine import engine, limits_of, load
+from dsv_platform.adapters.engine.duckdb_engine import engine, engine_cursor, limits_of, load
 from dsv_platform.adapters.iceberg.iceberg_stream import batch_readers
 from dsv_platform.adapters.objects.landing import LandingRecord
 from dsv_platform.core.assembly.assembly_sql import quote, unsupported
@@ -58,7 +58,7 @@ IN_MEMORY_ROWS = 1 << 16
 
 def _ordered_hash(con: Connection, sql: str, contract: Contract, source: str) -> tuple[int, str]:
     """Rows and hash of ``sql``'s rows (contract columns, in key order), read a table at a time; "unhashable: ..." as compare_batch says."""
-    cursor = con.cursor()
+    cursor = engine_cursor(con)
     try:
         tables = (pa.Table.from_batches([b]).cast(contract.arrow_schema) for b in cursor.sql(sql).to_arrow_reader(READ_ROWS))
         leaf = hash_key_ordered(tables, contract, source=source)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, load_table
+from dsv_platform.adapters.engine.duckdb_engine import EngineLimits, engine_cursor, load_table
 from dsv_platform.core.config.dataset_definition import DatasetDefinition
 from dsv_platform.core.contracts.contract import Contract
 from dsv_platform.core.identity.example_id import assignment_key, example_id_column, with_example_id
@@ -182,7 +182,7 @@ def engine_entity_disjoint(con: Connection, entity_column: str, entity_type: pa.
 def engine_assignment_hash(con: Connection, id_column: str) -> str:
     """:func:`assignment_hash` of the whole assignment: the lines fed in id order, read from the engine batch by batch."""
     digest = hashlib.sha256()
-    cursor = con.cursor()
+    cursor = engine_cursor(con)
     try:
         for batch in cursor.sql(f"SELECT id, split FROM {ROWS} ORDER BY id, split").to_arrow_reader(1 << 16):
             hash_sorted_lines(digest, batch.column(0), batch.column(1), id_column)
