@@ -73,7 +73,7 @@ def row_group_rows(limits: EngineLimits) -> int:
     Writing a table, each DuckDB thread holds a whole row group and analyses it for compression, outside the memory
     limit: rows of 1.6 kB in 122,880-row groups took 810 MiB under a 192 MiB limit on two threads (16,384-row groups:
     400 MiB). The row groups of all threads, rows up to :data:`ROW_BYTES` wide, stay within a quarter of the budget;
-    a default budget keeps DuckDB's size (smaller groups load narrow rows more slowly).
+    the default budget keeps DuckDB's size on one or two threads (smaller groups load narrow rows more slowly).
     """
     threads = limits.threads or os.cpu_count() or 1
     fit = max(limits.memory // (4 * threads * ROW_BYTES), 1)
