@@ -31,9 +31,9 @@ DEFAULT_MEMORY = 1 << 30  # 1 GiB: DuckDB's buffer pool; a build's own batches c
 ROW_GROUP_ROWS = 122_880
 """DuckDB's rows per row group, the most the engine's tables use."""
 ROW_BYTES = 1 << 10
+"""The row width (bytes) whose row groups :func:`row_group_rows` keeps within a quarter of the budget."""
 CATALOG = "build"
 """The engine's database (its file, attached with the row group size), every connection's default."""
-"""The row width (bytes) whose row groups :func:`row_group_rows` keeps within a quarter of the budget."""
 
 
 class EngineMemoryError(EnvironmentSetupError):
