@@ -9,6 +9,7 @@ the platform loaded. A ``start_method`` in the run config or in ``platform.yaml`
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +27,8 @@ and what a step needs (named: given ``forkserver`` without ``preload_modules``, 
 
 
 def _forked(config: dict[str, Any]) -> dict[str, Any]:
-    return {**FORKSERVER, **config}
+    """``config`` with the fork server unless it names a start method, or the system has none (Windows: spawned, as before)."""
+    return {**FORKSERVER, **config} if "forkserver" in multiprocessing.get_all_start_methods() else config
 
 
 def _forked_default(config: dict[str, Any]) -> dict[str, Any]:
@@ -47,7 +49,7 @@ def _definition(name: str) -> tuple[dg.ExecutorDefinition, dict[str, Any]]:
         from dagster_k8s import k8s_job_executor
 
         return k8s_job_executor, {}
-    return (dg.in_process_executor, {}) if name == "in_process" else (dg.multiprocess_executor, FORKSERVER)
+    return (dg.in_process_executor, {}) if name == "in_process" else (dg.multiprocess_executor, _forked({}))
 
 
 def build_executor(config: PlatformConfig) -> dg.ExecutorDefinition:

@@ -130,6 +130,13 @@ def test_launched_steps_fork_from_a_server_holding_the_platform_unless_a_config_
     assert _engine_config(kept, {})["start_method"] == {"spawn": {}}
 
 
+def test_without_a_fork_server_steps_are_spawned_as_dagster_does(tmp_path, monkeypatch):
+    monkeypatch.setattr("multiprocessing.get_all_start_methods", lambda: ["spawn"])  # Windows has no fork server
+    for folder, line in (("default", None), ("named", "executor: multiprocess"), ("limited", "executor: {name: multiprocess, config: {max_concurrent: 3}}")):
+        engine = _engine_config(_defs(tmp_path / folder, line), {})
+        assert "start_method" not in engine.get("multiprocess", engine), (folder, engine)
+
+
 def test_the_fork_server_preload_holds_the_code_location_and_the_instance_storage(tmp_path):
     wanted = ("dsv_platform.definitions", "dagster._core.storage.sqlite_storage", "pyiceberg.catalog.sql")
     probe = f"import sys, dsv_platform.defs.preload; print(sorted(m for m in {wanted!r} if m in sys.modules))"
