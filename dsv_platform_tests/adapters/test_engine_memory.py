@@ -34,3 +34,26 @@ def test_a_small_budget_gets_row_groups_its_threads_can_hold(tmp_path: Path) -> 
             groups = reader.execute("SELECT max(row_group_id) + 1 FROM pragma_storage_info('t')").fetchone()
             assert groups is not None and groups[0] == -(-300_000 // expected)
             assert reader.execute("SELECT count(*) FROM t").fetchone() == (300_000,)
+
+
+def test_a_later_step_reuses_the_database_instance_and_sees_nothing_of_the_earlier_one(tmp_path: Path) -> None:
+    """Making a DuckDB instance costs about 30 ms; a step that ended well without spilling leaves its instance for the next."""
+    limits = EngineLimits(memory=256 << 20, threads=1, spill_root=tmp_path)
+    with engine(limits) as con:
+        con.execute("SET GLOBAL custom_extension_repository = 'dsv-first-step'")  # instance-wide: marks this instance
+        con.execute("CREATE TABLE rows_of_the_first_step AS SELECT 1 AS a")
+        shrink_pool(con)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # the step's folder and database file are gone
+    with engine(limits) as con:
+        assert con.execute("SELECT current_setting('custom_extension_repository')").fetchone() == ("dsv-first-step",), "reused"
+        assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchone() == (0,)  # nothing of the earlier step
+        assert pool_limit(con) == 256 << 20  # the shrunk limit put back
+        con.execute("SET GLOBAL custom_extension_repository = 'dsv-spilled'")
+        con.execute("SET memory_limit = '64MiB'")
+        con.execute("CREATE TABLE big AS SELECT range AS a, md5(range::VARCHAR) AS b FROM range(2000000) ORDER BY b")  # spills
+    with engine(limits) as con:  # a database that spilled is closed, not reused
+        assert con.execute("SELECT current_setting('custom_extension_repository')").fetchone() != ("dsv-spilled",)
+        assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchone() == (0,)
+    with engine(EngineLimits(memory=512 << 20, threads=1, spill_root=tmp_path)) as con:  # other limits: another instance
+        assert pool_limit(con) == 512 << 20
+    assert list(tmp_path.iterdir()) == []

@@ -2,14 +2,17 @@
 
 Inputs stream in as Arrow record batches (a pinned Iceberg scan, file by file), so no input
 is whole in memory; DuckDB keeps its tables on disk and spills joins, sorts and window
-functions past ``memory_limit``. The folder is removed when the build ends, whatever happened.
+functions past ``memory_limit``. The folder is removed when the build ends, whatever happened; the DuckDB
+instance it was attached to serves the process's next step when nothing of this one is left in it.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -80,9 +83,96 @@ def row_group_rows(limits: EngineLimits) -> int:
     return max(2048, min(ROW_GROUP_ROWS, 1 << (fit.bit_length() - 1)))
 
 
+@dataclass
+class _Database:
+    """A DuckDB database instance for engines of one memory limit and thread count, reused while it never spilled."""
+
+    root: duckdb.DuckDBPyConnection
+    key: tuple[int, int]
+
+
+_idle: list[_Database] = []
+_idle_lock = threading.Lock()
+_idle_pid = os.getpid()
+_inherited: list[_Database] = []  # a forked child's copies of its parent's databases: never used, never closed
+IDLE_DATABASES = 2
+"""Unused engine databases a process keeps: DuckDB takes about 30 ms to make one (its catalog of functions), a small step's work."""
+
+
+def _take(limits: EngineLimits, threads: int, spill: Path) -> _Database:
+    """An idle database of these limits moved to ``spill``, else a new one."""
+    import duckdb
+
+    global _idle_pid
+    key = (limits.memory, threads)
+    with _idle_lock:
+        if _idle_pid != os.getpid():
+            _inherited.extend(_idle)
+            _idle.clear()
+            _idle_pid = os.getpid()
+        found = next((d for d in _idle if d.key == key), None)
+        if found is not None:
+            _idle.remove(found)
+    if found is not None:
+        try:
+            found.root.execute(f"SET temp_directory = '{_literal(spill)}'")
+            return found
+        except duckdb.Error:  # it spilled after all: DuckDB keeps a used spill folder
+            found.root.close()
+    config: dict[str, str | bool | int | float | list[str]] = {
+        "memory_limit": f"{max(limits.memory >> 20, 64)}MiB",
+        "temp_directory": str(spill),
+        "threads": threads,
+        "preserve_insertion_order": False,
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+    }
+    return _Database(duckdb.connect(config=config), key)
+
+
+def _give_back(database: _Database, limits: EngineLimits, spill: Path, *, reusable: bool) -> None:
+    """Keep ``database`` for the next engine if its step ended well, detached, without spilling; else close it."""
+    import duckdb
+
+    if reusable and not spill.exists():  # DuckDB makes the spill folder when it first spills
+        try:
+            database.root.execute(f"DETACH {CATALOG}")
+            database.root.execute(f"SET memory_limit = '{max(limits.memory >> 20, 64)}MiB'")  # shrink_pool lowers it
+        except duckdb.Error:  # not reusable as it is
+            database.root.close()
+            return
+        with _idle_lock:
+            kept = _idle_pid == os.getpid()
+            if kept:
+                _idle.append(database)
+            evicted = _idle[: max(len(_idle) - IDLE_DATABASES, 0)]  # the least recently used go
+            del _idle[: len(evicted)]
+        for old in evicted:
+            old.root.close()
+        if kept:
+            return
+    database.root.close()
+
+
+@atexit.register
+def _close_idle() -> None:
+    with _idle_lock:
+        while _idle and _idle_pid == os.getpid():
+            _idle.pop().root.close()
+
+
+def _literal(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
 @contextmanager
 def engine(limits: EngineLimits) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A fresh on-disk DuckDB database in its own folder under ``limits.spill_root``, removed afterwards."""
+    """A fresh on-disk DuckDB database in its own folder under ``limits.spill_root``, removed afterwards.
+
+    The folder holds the step's database file and DuckDB's spill files. The DuckDB instance it is attached to may
+    be one an earlier step of the process used (its database detached and deleted, nothing spilled): the step sees
+    only its own database.
+    """
     try:
         import duckdb
     except ImportError as exc:  # a core dependency: only a broken environment lacks it
@@ -92,21 +182,16 @@ def engine(limits: EngineLimits) -> Iterator[duckdb.DuckDBPyConnection]:
         sweep_stale(limits.spill_root)
     folder = Path(tempfile.mkdtemp(prefix="build-", dir=limits.spill_root))
     (folder / OWNER).write_text(str(os.getpid()))
-    config: dict[str, str | bool | int | float | list[str]] = {
-        "memory_limit": f"{max(limits.memory >> 20, 64)}MiB",
-        "temp_directory": str(folder / "spill"),
-        "threads": limits.threads or os.cpu_count() or 1,
-        "preserve_insertion_order": False,
-        "autoinstall_known_extensions": False,
-        "autoload_known_extensions": False,
-    }
-    con = duckdb.connect(config=config)
+    spill = folder / "spill"
+    database = _take(limits, limits.threads or os.cpu_count() or 1, spill)
+    con = database.root.cursor()
+    ended = False
     try:
-        path = str(folder / "build.duckdb").replace("'", "''")
-        con.execute(f"ATTACH '{path}' AS {CATALOG} (ROW_GROUP_SIZE {row_group_rows(limits)})")
+        con.execute(f"ATTACH '{_literal(folder / 'build.duckdb')}' AS {CATALOG} (ROW_GROUP_SIZE {row_group_rows(limits)})")
         con.execute(f"USE {CATALOG}")
         con.execute("SET TimeZone = 'UTC'")
         yield con
+        ended = True
     except duckdb.OutOfMemoryException as exc:  # not every operator spills (a sort of rows of several kB): say which setting
         raise EngineMemoryError(
             f"the build engine needed more than its memory budget DSV_BUILD_MEMORY={limits.memory >> 20}MiB for one step "
@@ -114,6 +199,7 @@ def engine(limits: EngineLimits) -> Iterator[duckdb.DuckDBPyConnection]:
         ) from exc
     finally:
         con.close()
+        _give_back(database, limits, spill, reusable=ended)
         shutil.rmtree(folder, ignore_errors=True)
 
 
