@@ -78,6 +78,8 @@ def read_yaml(path: Path) -> Any:
         dup = _duplicate_key(exc)
         if dup is not None:
             raise ConfigError(dup, file=path, key=dup.split("'")[1] if "'" in dup else None) from exc
+        if "maximum nesting depth" in str(getattr(exc, "problem", None)):  # libyaml's limit: as deep a file as below
+            raise ConfigError("not valid YAML: nested too deeply", file=path) from exc
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}", file=path) from exc
