@@ -120,7 +120,7 @@ def _take(limits: EngineLimits, threads: int, spill: Path) -> _Database:
         except duckdb.Error:  # it spilled after all: DuckDB keeps a used spill folder
             found.root.close()
     config: dict[str, str | bool | int | float | list[str]] = {
-        "memory_limit": f"{max(limits.memory >> 20, 64)}MiB",
+        "memory_limit": _memory_limit(limits),
         "temp_directory": str(spill),
         "threads": threads,
         "preserve_insertion_order": False,
@@ -139,7 +139,7 @@ def _give_back(database: _Database, limits: EngineLimits, spill: Path, *, reusab
     if reusable and not spill.exists():  # DuckDB makes the spill folder when it first spills
         try:
             database.root.execute(f"DETACH {CATALOG}")
-            database.root.execute(f"SET memory_limit = '{max(limits.memory >> 20, 64)}MiB'")  # shrink_pool lowers it
+            database.root.execute(f"SET memory_limit = '{_memory_limit(limits)}'")  # shrink_pool lowers it
         except duckdb.Error:  # not reusable as it is
             database.root.close()
             return
@@ -161,6 +161,11 @@ def _close_idle() -> None:
     with _idle_lock:
         while _idle and _idle_pid == os.getpid():
             _idle.pop().root.close()
+
+
+def _memory_limit(limits: EngineLimits) -> str:
+    """DuckDB's ``memory_limit`` for ``limits``: the budget, at least 64 MiB."""
+    return f"{max(limits.memory >> 20, 64)}MiB"
 
 
 def _literal(path: Path) -> str:
