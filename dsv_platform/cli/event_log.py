@@ -81,10 +81,11 @@ class EngineKeepingSqliteEventLog(SqliteEventLogStorage):
         if template is None:
             with tempfile.TemporaryDirectory(prefix="dsv-shard-") as folder:
                 self._initdb_alone(f"sqlite:///{os.path.join(folder, 'new.db')}")
-                if os.listdir(folder) != ["new.db"]:  # a WAL left beside it: not a complete file to copy
-                    return False
+                complete = os.listdir(folder) == ["new.db"]  # no WAL left beside it
                 with open(os.path.join(folder, "new.db"), "rb") as f:
-                    template = vars(self)["_dsv_template"] = f.read()
+                    template = vars(self)["_dsv_template"] = f.read() if complete else b""  # b"": not tried again
+        if not template:
+            return False
         staged = f"{path}.{os.getpid()}.new"
         try:
             with open(staged, "xb") as f:
