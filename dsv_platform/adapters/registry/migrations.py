@@ -264,28 +264,28 @@ def current_version(engine: Engine) -> int:
 
 
 def upgrade(engine: Engine, target: int | None = None) -> list[int]:
-    """Apply the missing migrations up to ``target`` (default: all), each in its own transaction; returns those applied.
+    """Apply the missing migrations up to ``target`` (default: all); returns those applied.
 
-    Refuses a database whose schema is newer than this code knows.
+    An empty database takes them all in one transaction (nothing of it to keep if one fails: it stays empty), an
+    older one each in its own. Refuses a database whose schema is newer than this code knows.
     """
     with engine.connect() as conn:  # a read first: an up-to-date registry takes no write lock (a read-only command on a full disk)
-        if inspect(conn).has_table("schema_version") and {m.version for m in MIGRATIONS} <= _applied(conn):
+        empty = not inspect(conn).has_table("schema_version") or not _applied(conn)
+        if not empty and {m.version for m in MIGRATIONS} <= _applied(conn):
             if max(_applied(conn)) > LATEST:
                 raise ConfigurationError(f"registry schema v{max(_applied(conn))} is newer than this code (v{LATEST}); upgrade dsv_platform")
             return []
+    wanted = [m for m in MIGRATIONS if target is None or m.version <= target]
     applied: list[int] = []
-    for migration in MIGRATIONS:
-        if target is not None and migration.version > target:
-            break
+    for group in [wanted] if empty else [[m] for m in wanted]:
         with _locked(engine) as conn:
             done = _applied(conn)
             if done and max(done) > LATEST:
                 raise ConfigurationError(f"registry schema v{max(done)} is newer than this code (v{LATEST}); upgrade dsv_platform")
-            if migration.version in done:
-                continue
-            migration.apply(conn)
-            conn.execute(
-                s.schema_version.insert().values(version=migration.version, description=migration.description, applied_at=datetime.now(UTC))
-            )
-            applied.append(migration.version)
+            for migration in (m for m in group if m.version not in done):
+                migration.apply(conn)
+                conn.execute(
+                    s.schema_version.insert().values(version=migration.version, description=migration.description, applied_at=datetime.now(UTC))
+                )
+                applied.append(migration.version)
     return applied
