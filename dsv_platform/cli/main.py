@@ -12,6 +12,7 @@ lists; this module keeps no copy of it.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import importlib
 import os
@@ -118,7 +119,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def build_parser(command: str | None = None, *, load_all: bool = False) -> argparse.ArgumentParser:
     """The ``dsv`` parser: every command listed from :data:`COMMANDS`; real sub-parsers only for
-    ``command``'s module (or every module with ``load_all``), the others are help-only placeholders."""
+    ``command``'s module (or every module with ``load_all``), the others are help-only placeholders.
+
+    Made once per module in a process (parsing does not change a parser): ``main`` called again, as the in-process
+    runner does, does not rebuild the same parser."""
+    return _parser(COMMANDS[command][0] if command in COMMANDS else None, load_all)
+
+
+@functools.cache
+def _parser(chosen: str | None, load_all: bool) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dsv",
         description="dsv_platform: dataset versioning and reproducibility",
@@ -126,7 +135,6 @@ def build_parser(command: str | None = None, *, load_all: bool = False) -> argpa
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    chosen = COMMANDS[command][0] if command in COMMANDS else None
     registered: set[str] = set()
     for name, (module, help_text) in COMMANDS.items():
         if module in registered:
