@@ -201,3 +201,14 @@ def check_outcomes(base: str, asset: str) -> dict[str, tuple[str, str | None]]:
 
 def run_status(base: str, run_id: str) -> str:
     return str(graphql(base, RUN, id=run_id)["runOrError"].get("status", "NOT_FOUND"))
+
+
+ENDED = frozenset({"SUCCESS", "FAILURE", "CANCELED"})
+
+
+def ended_status(base: str, run_id: str, timeout: float) -> str:
+    """The run's status once it has ended (the page can show a step's "Success" while the run is still finishing)."""
+    deadline = time.monotonic() + timeout
+    while (status := run_status(base, run_id)) not in ENDED and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return status

@@ -12,7 +12,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from dsv_platform_tests.ui.harness import CHECK_OUTCOME, HEX64, SNAPSHOT, SPLITS, check_outcomes, materializations, node, run_status, shown, step
+from dsv_platform_tests.ui.harness import CHECK_OUTCOME, HEX64, SNAPSHOT, SPLITS, check_outcomes, ended_status, materializations, node, shown, step
 from dsv_platform_tests.ui.steps import Steps
 
 pytestmark = [pytest.mark.ui, pytest.mark.xdist_group("ui")]
@@ -49,7 +49,7 @@ def _follow_run(steps: Steps, run_id: str) -> None:
     steps.wait(run_id[:8], step(SNAPSHOT), step(SPLITS), shot="run-page")
     header = steps.page.get_by_text(re.compile(r"^(Success|Failure|Canceled)$")).first
     expect(header).to_be_visible(timeout=RUN_TIMEOUT * 1000)
-    status = run_status(steps.base, run_id)
+    status = ended_status(steps.base, run_id, RUN_TIMEOUT)
     steps.wait("Success" if status == "SUCCESS" else "Failure", shot="run-finished", settle=1.0)
     assert status == "SUCCESS", f"run {run_id} ended {status}: see the run-finished screenshot"
 
