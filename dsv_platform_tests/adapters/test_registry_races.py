@@ -1,9 +1,9 @@
-"""Races between real processes (multiprocessing 'spawn'), each opening its own Registry from the URL."""
+"""Races between real processes (forked from a server that imported the platform: fixtures/forked.py), each opening its own
+Registry from the URL."""
 
 from __future__ import annotations
 
 import itertools
-import multiprocessing as mp
 import queue as queue_mod
 import time
 from typing import Any
@@ -14,6 +14,7 @@ from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.publication.records import PublishResult, StaleAliasError
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform_tests.adapters.test_registry import NAME, VERSION, make_manifest, published, registry_url
+from dsv_platform_tests.fixtures import forked
 
 __all__ = ["registry_url"]  # the parametrized SQLite / PostgreSQL fixture
 
@@ -66,7 +67,7 @@ def _alias_worker(url: str, index: int, targets: list[str], barrier: Any, result
 
 
 def _run(target: Any, args_for: Any) -> list[Any]:
-    ctx = mp.get_context("spawn")
+    ctx = forked.CONTEXT
     barrier = ctx.Barrier(PROCESSES)
     results = ctx.Queue()
     procs = [ctx.Process(target=target, args=(*args_for(i), barrier, results)) for i in range(PROCESSES)]

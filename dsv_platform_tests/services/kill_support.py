@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import sys
@@ -25,6 +24,7 @@ from dsv_platform.services.publication.publisher import Publisher
 from dsv_platform.services.retention import integrity
 from dsv_platform.services.trust import trust
 from dsv_platform.settings import load_settings
+from dsv_platform_tests.fixtures import forked
 from dsv_platform_tests.fixtures.postgres_server import PostgresServer
 from dsv_platform_tests.fixtures.s3_server import S3Server
 from dsv_platform_tests.services import kill_worker
@@ -66,8 +66,7 @@ def seed_world(env: Mapping[str, str], seeds: tuple[int, ...] = SEEDS) -> None:
             Publisher(p.registry, p.store, actor="builder").build(req)
 
 
-_FORKSERVER = multiprocessing.get_context("forkserver")
-_FORKSERVER.set_forkserver_preload([kill_worker.__name__, "dsv_platform.cli.main"])
+_FORKSERVER = forked.CONTEXT
 """Kill workers are forked from a server that imported the platform once (about 2 s a worker otherwise); each is still
 its own process, killed by SIGKILL, with only the environment it is given."""
 

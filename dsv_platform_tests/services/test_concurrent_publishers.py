@@ -1,6 +1,6 @@
 """Issue 11 item 6: four processes publish and move the same alias at once (SQLite and PostgreSQL).
 
-Each process (multiprocessing 'spawn', its own Registry from the URL) runs the
+Each process (forked from a server that imported the platform, its own Registry from the URL) runs the
 full build protocol; two pairs build identical content. Then all four try to
 move ``production`` from the target they all saw before the race, by strict
 compare-and-swap: one wins, the losers get a typed one-line conflict error and
@@ -12,7 +12,6 @@ history is a single chain (each move's previous target is the prior move's new t
 from __future__ import annotations
 
 import itertools
-import multiprocessing as mp
 import queue as queue_mod
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ from dsv_platform.core.errors import AliasConflictError
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.services.publication.publisher import BuildStep, Publisher
 from dsv_platform_tests.adapters.test_registry import registry_url
+from dsv_platform_tests.fixtures import forked
 from dsv_platform_tests.services import publisher_worker as pw
 
 __all__ = ["registry_url"]  # the parametrized SQLite / PostgreSQL fixture
@@ -76,7 +76,7 @@ def _publisher(url: str, store_root: str, index: int, baseline: str, barrier: An
 
 
 def _race(url: str, store_root: str, baseline: str) -> list[Any]:
-    ctx = mp.get_context("spawn")
+    ctx = forked.CONTEXT
     barrier, results = ctx.Barrier(PROCESSES), ctx.Queue()
     procs = [ctx.Process(target=_publisher, args=(url, store_root, i, baseline, barrier, results)) for i in range(PROCESSES)]
     for p in procs:

@@ -20,12 +20,12 @@ from dsv_platform.core.publication.gates import GateResult
 from dsv_platform.core.publication.records import PublishResult
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.services.publication.publisher import Publisher
+from dsv_platform_tests.fixtures import forked
 from dsv_platform_tests.fixtures.cli_runner import DsvCli
 from dsv_platform_tests.services import publisher_worker as pw
 
 S = RealizationState
 DSV = str(Path(sys.executable).with_name("dsv"))
-WORKER = str(Path(pw.__file__))
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -185,20 +185,16 @@ def test_alias_moves_only_to_published_versions_by_cas(
 def test_racing_publishers_one_winner(backend_url: str, tmp_path: Path, processes: int) -> None:
     with Registry.from_url(backend_url) as r:
         pw.register(r)
-    start = time.time() + 8
+    forked.ensure_running()
+    start = time.time() + 3  # every builder has forked and opened its registry by then: they publish together
     procs = [
-        subprocess.Popen(
-            [sys.executable, WORKER, backend_url, str(tmp_path / "objects"), f"race-{i}", "--logical-key", "2026-06-24", "--start-at", str(start)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        forked.Worker(pw.main, [backend_url, str(tmp_path / "objects"), f"race-{i}", "--logical-key", "2026-06-24", "--start-at", str(start)])
         for i in range(processes)
     ]
     outs = []
     for p in procs:
-        out, err = p.communicate(timeout=240)
-        assert p.returncode == 0, err[-3000:]
+        code, out = p.communicate(timeout=240)
+        assert code == 0, out[-3000:]
         outs.append(json.loads(out.strip().splitlines()[-1]))
     hashes = {o["manifest_hash"] for o in outs}
     assert len(hashes) == 1

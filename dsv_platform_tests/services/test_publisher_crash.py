@@ -1,12 +1,9 @@
-"""A builder SIGKILLed at every protocol step (a real subprocess), then rerun: no partial version, one converged publication."""
+"""A builder SIGKILLed at every protocol step (a real process of its own), then rerun: no partial version, one converged publication."""
 
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,8 +15,9 @@ from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.core.errors import NotFoundError
 from dsv_platform.core.publication.states import RealizationState
 from dsv_platform.settings import load_settings
+from dsv_platform_tests.fixtures import forked
 from dsv_platform_tests.services import publisher_worker as pw
-from dsv_platform_tests.services.test_publisher import WORKER, backend_url
+from dsv_platform_tests.services.test_publisher import backend_url
 
 __all__ = ["backend_url"]
 
@@ -38,8 +36,9 @@ def clean_manifest_hash(tmp_path_factory: pytest.TempPathFactory) -> str:
         return pw.build(reg, LocalObjectStore(root / "objects"), "clean").manifest.manifest_hash
 
 
-def _worker(url: str, store: Path, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, WORKER, url, str(store), "req-crash", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def _worker(url: str, store: Path, *extra: str) -> forked.Worker:
+    """The builder in a process of its own, forked from the server that imported the platform (fixtures/forked.py)."""
+    return forked.Worker(pw.main, [url, str(store), "req-crash", *extra])
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -51,12 +50,11 @@ def test_builder_killed_at_step_then_rerun_converges(step: str, backend_url: str
     proc = _worker(backend_url, store, "--kill-step", step, "--marker", str(marker))
     deadline = time.monotonic() + 180
     while not marker.exists():
-        assert proc.poll() is None, f"worker exited before {step}: {proc.communicate()[1][-3000:]}"
+        assert proc.poll() is None, f"worker exited before {step}: {proc.communicate(0)[1][-3000:]}"
         assert time.monotonic() < deadline, f"worker never reached {step}"
         time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=60)
-    assert proc.returncode == -signal.SIGKILL
+    proc.kill()
+    assert proc.communicate(timeout=60)[0] == -signal.SIGKILL
 
     with Registry.from_url(backend_url) as reg:
         if step == "published":
@@ -70,9 +68,8 @@ def test_builder_killed_at_step_then_rerun_converges(step: str, backend_url: str
         killed = reg.find_by_request_id("req-crash")
         assert killed is not None and killed.state is KILLED_IN[step], (step, killed.state)
 
-    rerun = _worker(backend_url, store)
-    out, err = rerun.communicate(timeout=240)
-    assert rerun.returncode == 0, err[-3000:]
+    code, out = _worker(backend_url, store).communicate(timeout=240)
+    assert code == 0, out[-3000:]
     doc = json.loads(out.strip().splitlines()[-1])
     assert doc["manifest_hash"] == doc["published_hash"] == clean_manifest_hash
     assert doc["outcome"] == ("REPLAYED" if step == "published" else "CREATED")
