@@ -64,6 +64,12 @@ def read() -> dict[str, str]:
     return seen
 
 
-if __name__ == "__main__":
-    mode, index, go = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+def main(argv: list[str]) -> int:
+    """``land INDEX GO`` or ``read INDEX GO``: prints the report as one JSON line."""
+    mode, index, go = argv[0], int(argv[1]), Path(argv[2])
     print(json.dumps(land(index, go) if mode == "land" else read()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

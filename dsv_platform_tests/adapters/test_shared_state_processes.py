@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from dsv_platform.adapters.objects.key_store_pg import PostgresKeyStore
 from dsv_platform.bootstrap import build_landing
 from dsv_platform.settings import load_settings
 from dsv_platform_tests.adapters import shared_state_worker as worker
+from dsv_platform_tests.fixtures import forked
 from dsv_platform_tests.fixtures.postgres_server import PostgresServer
 
 pytestmark = [pytest.mark.postgres, pytest.mark.s3]
@@ -37,7 +36,6 @@ def shared(postgres_server: PostgresServer, s3_env: Any, tmp_path: Path) -> dict
     return {
         **base,
         **s3_server.env(),
-        "PYTHONPATH": os.pathsep.join(sys.path),
         "DSV_REGISTRY_URL": postgres_server.url(postgres_server.create_database()),
         "DSV_KEY_STORE": postgres_server.url(postgres_server.create_database()),
         "DSV_OBJECT_STORE": f"s3://{s3_server.create_bucket()}/dsv",
@@ -47,15 +45,15 @@ def shared(postgres_server: PostgresServer, s3_env: Any, tmp_path: Path) -> dict
     }
 
 
-def _start(env: dict[str, str], home: Path, *args: str) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "dsv_platform_tests.adapters.shared_state_worker", *args]
-    return subprocess.Popen(cmd, env={**env, "DSV_HOME": str(home)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def _start(env: dict[str, str], home: Path, *args: str) -> forked.Worker:
+    """The worker as an OS process of its own with only ``env`` (forked from the preloaded server: fixtures/forked.py)."""
+    return forked.Worker(worker.main, args, env={**env, "DSV_HOME": str(home)})
 
 
-def _result(proc: subprocess.Popen[str]) -> Any:
-    out, err = proc.communicate(timeout=TIMEOUT)
-    assert proc.returncode == 0, err
-    return json.loads(out)
+def _result(proc: forked.Worker) -> Any:
+    code, out = proc.communicate(timeout=TIMEOUT)
+    assert code == 0, out[-3000:]
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def test_two_processes_share_one_landing_index_and_one_key_store(shared: dict[str, str], tmp_path: Path) -> None:
