@@ -1,4 +1,4 @@
-"""Runs GC apply in a subprocess and SIGKILLs itself at a step marker (crash tests)."""
+"""Runs GC apply in a process of its own and SIGKILLs itself at a step marker (crash tests)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from dsv_platform.adapters.registry.registry import Registry
 from dsv_platform.services.retention import gc
 
 
-def main() -> None:
-    url, root, marker, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+def main(argv: list[str]) -> int:
+    """``URL ROOT MARKER COUNT``: GC apply, killed by its own SIGKILL at the COUNT-th MARKER step (0 if it never comes)."""
+    url, root, marker, count = argv[0], argv[1], argv[2], int(argv[3])
     reg, store = Registry.from_url(url), LocalObjectStore(root, fsync=False)
     seen = {"n": 0}
 
@@ -25,7 +26,8 @@ def main() -> None:
 
     plan = gc.plan(reg, store, now=datetime.now(UTC) + timedelta(days=2))
     gc.apply_plan(plan, registry=reg, store=store, dry_run=False, on_step=step)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,6 +14,7 @@ from dsv_platform.core.errors import ExpiredError
 from dsv_platform.core.publication.states import READABLE, RealizationState
 from dsv_platform.core.retention.gc import GcPlan
 from dsv_platform.services.retention import gc
+from dsv_platform_tests.fixtures import forked
 from dsv_platform_tests.services import gc_support as gs
 from dsv_platform_tests.services import gc_worker
 
@@ -150,8 +149,8 @@ def test_crash_mid_apply_leaves_no_half_deleted_readable_realization(reg: Regist
     h = gs.generate(reg, store, 60)
     for _, m in h.published[::5]:
         reg.add_retention_root("model_version", f"realization:{m.manifest_hash}", "model", "ml")
-    proc = subprocess.run([sys.executable, gc_worker.__file__, url, str(store.root), marker, str(count)], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == -9, proc.stderr
+    code, out = forked.Worker(gc_worker.main, [url, str(store.root), marker, str(count)]).communicate(timeout=120)
+    assert code == -9, out[-3000:]
 
     def readable_ones_are_whole() -> None:
         for _, m in h.published + h.failed:
