@@ -45,14 +45,14 @@ demo: $(STAMP)
 prereqs:
 	.ci/prereqs
 
-# The default set (everything but the slow and ui markers: 6:13 for 1,939 tests on a fresh clone, 2 cores, at the last measure; 5:30 on a quieter moment; the goal is 5); `make test-slow` runs the
+# The default set (everything but the slow and ui markers: 4:46 for 1,926 tests on 2 cores at the last measure, in place; a fresh clone adds about 5 %; the goal is 5); `make test-slow` runs the
 # rest (end-to-end demos, deployments, kill-safety and race trials, the UI in Chromium, the PostgreSQL variants of tests that also run on
 # SQLite). .ci/run runs both.
 test: prereqs $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "not slow and not ui" --durations=15 $(PYTEST_ARGS)
 
 # Three workers on two cores: the slow set waits much of its time (Dagster daemons tick every 30 s, deployments start,
-# subprocesses run), so a third worker fills the waits: 19:35 instead of 24:44 when compared; 20:08 for 407 tests at the last measure.
+# subprocesses run), so a third worker fills the waits: 19:35 instead of 24:44 when compared; 19:25 for 408 tests at the last measure.
 test-slow: prereqs $(STAMP)
 	DSV_HYPOTHESIS_PROFILE=thorough $(BIN)/python -m pytest -n 3 --dist loadgroup -m "slow or ui" --durations=15 $(PYTEST_ARGS)
 

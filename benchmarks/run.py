@@ -17,6 +17,7 @@ from pathlib import Path
 
 from benchmarks import (
     bench_catalog,
+    bench_clients,
     bench_contract,
     bench_diff,
     bench_dvc,
@@ -45,6 +46,7 @@ BENCHMARKS = {
     "t": bench_startup,
     "k": bench_catalog,
     "l": bench_history,
+    "u": bench_clients,
 }
 
 

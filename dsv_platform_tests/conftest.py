@@ -1,6 +1,6 @@
 """Suite-wide fixtures: real servers the suite starts itself (PostgreSQL, S3 on loopback); the slow set; Hypothesis profiles.
 
-``make test`` runs everything but the ``slow`` and ``ui`` markers (the default set: 6 minutes for 1,924 tests on 2 quiet cores when last measured, the goal 5);
+``make test`` runs everything but the ``slow`` and ``ui`` markers (the default set: 4:46 for 1,926 tests on 2 cores when last measured, the goal 5);
 ``make test-slow`` runs those, and ``.ci/run`` runs both, so every test still runs in CI.
 """
 
@@ -81,7 +81,7 @@ SLOW_MODULES = frozenset(
 
 SLOW_TESTS = frozenset(
     {
-        # single tests of 4.3-12 s each (every variant) at the last measure of the default set on a fresh clone
+        # single tests of 3.3-12 s each (every variant; not a fixture's setup) at the last measure of the default set
         # (--durations, issue 28): their modules' quick tests stay in the default set
         "cli/test_engine_memory_budget.py::test_rows_too_wide_for_the_engine_budget_fail_naming_the_setting_and_publish_nothing",
         "adapters/test_objects_bounded_memory.py::test_encrypted_put_and_get_stream_under_a_memory_cap",
@@ -100,6 +100,14 @@ SLOW_TESTS = frozenset(
         "adapters/test_iceberg_hygiene.py::test_an_orphan_data_file_on_an_s3_warehouse_is_found_and_collected",
         "adapters/test_iceberg_hygiene.py::test_old_metadata_files_go_and_realizations_and_time_travel_still_read",
         "scenarios/test_insider_registry.py::test_an_insider_with_database_access_is_refused_at_every_read",
+        "services/test_artifacts.py::test_activities_attach_to_the_artifact_and_dsv_lineage_prints_them",
+        "services/test_reproduce.py::test_reproduce_corrupted_object_is_named_then_rebuilt",
+        "services/test_reproduce.py::test_reproduce_expired_input_is_rebuilt_from_raw",
+        "cli/test_rehearse_cmd.py::test_rehearse_full_reproduces_what_the_daily_rehearsal_cannot_resolve",
+        "adapters/test_envelope.py::test_envelope_over_s3_streams_and_detects_a_dropped_segment",
+        "services/test_caches_keyed_by_manifest.py::test_a_report_re_pointed_at_another_manifest_is_refused_not_served",
+        "scenarios/test_insider_scenario.py::test_every_attack_of_an_insider_is_refused_or_detected_naming_what_changed",
+        "services/test_lineage.py::test_dsv_lineage_model_run_and_the_legacy_model_form",
     }
 )
 """Single tests in the ``slow`` set, as ``module::function`` (every parameter of the function)."""
