@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -66,35 +64,13 @@ def seed_world(env: Mapping[str, str], seeds: tuple[int, ...] = SEEDS) -> None:
             Publisher(p.registry, p.store, actor="builder").build(req)
 
 
-_FORKSERVER = forked.CONTEXT
-"""Kill workers are forked from a server that imported the platform once (about 2 s a worker otherwise); each is still
-its own process, killed by SIGKILL, with only the environment it is given."""
-
-
-def _killed_child(env: Mapping[str, str], args: Sequence[str], output: str, cwd: str) -> None:
-    os.environ.clear()
-    os.environ.update(env)
-    os.chdir(cwd)
-    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    sys.exit(kill_worker.main(list(args)))
-
-
 def run_killed(env: Mapping[str, str], *args: str) -> None:
-    """Run kill_worker with ``args`` in a real process of its own (forked from the preloaded server); it must die of SIGKILL."""
+    """Run kill_worker with ``args`` in a real process of its own, forked from the server that imported the platform once
+    (fixtures/forked.py: about 2 s a worker otherwise), with only this environment; it must die of SIGKILL."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("DSV_")} | dict(env)
     root = str(Path(kill_worker.__file__).resolve().parents[2])
-    with tempfile.TemporaryDirectory(prefix="kill-") as folder:
-        output = os.path.join(folder, "output")
-        proc = _FORKSERVER.Process(target=_killed_child, args=(full, args, output, root))
-        proc.start()
-        proc.join(240)
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
-        text = Path(output).read_text(errors="replace") if os.path.exists(output) else ""
-    assert proc.exitcode == -signal.SIGKILL, f"worker {args} exited {proc.exitcode}: {text[-3000:]}"
+    code, text = forked.Worker(kill_worker.main, args, env=full, cwd=root).communicate(timeout=240)
+    assert code == -signal.SIGKILL, f"worker {args} exited {code}: {text[-3000:]}"
 
 
 def use_env(monkeypatch: pytest.MonkeyPatch, env: Mapping[str, str]) -> None:
